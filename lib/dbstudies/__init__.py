@@ -1,0 +1,2 @@
+"""dbstudies — reproducible MySQL/MariaDB performance studies (driver library)."""
+__version__ = "0.1.0"

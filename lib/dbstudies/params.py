@@ -1,0 +1,119 @@
+"""Study parameters: typed, profile-based, validated before any server starts.
+
+A study declares a frozen dataclass of parameters and a dict of profiles (smoke, quick,
+full) giving every field's default. `resolve` merges a profile with overrides (from the
+notebook's parameters cell or the CLI's `-p NAME VALUE`), coerces strings such as
+"[1,8,64]" or "1,8,64", and reports every bad or unknown name at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, Mapping
+
+PROFILES = ("smoke", "quick", "full")
+
+
+class ParamError(ValueError):
+    """One or more parameters are invalid; the message lists each problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid parameters:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def parse_value(text: str) -> Any:
+    """What a CLI value means: JSON/YAML-ish literals, else the plain string.
+
+    >>> parse_value("[1,8,64]"), parse_value("5"), parse_value("oltp_read_only")
+    ([1, 8, 64], 5, 'oltp_read_only')
+    """
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import yaml
+        return yaml.safe_load(text)
+    except Exception:  # noqa: BLE001 - not YAML either: a plain string
+        return text
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """Coerce `value` to the annotation `hint` (int, float, str, bool, list[...], dict, X | None)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _coerce(value, inner)
+    if isinstance(value, str) and hint is not str:
+        value = parse_value(value)
+    if origin is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            value = [value]
+        return [_coerce(v, args[0]) for v in value]
+    if origin is dict or hint is dict:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected a mapping, got {value!r}")
+        return dict(value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise TypeError(f"expected true/false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or not (isinstance(value, int) or
+                                           (isinstance(value, float) and value.is_integer())):
+            raise TypeError(f"expected a whole number, got {value!r}")
+        return int(value)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported parameter type {hint!r}")
+
+
+def fields(cls: type) -> dict[str, Any]:
+    """Parameter names → type hints of a parameters dataclass (without `profile`)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "profile"}
+
+
+def resolve(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
+            overrides: Mapping[str, Any] | None = None):
+    """Profile defaults + overrides (None = keep the default) → a validated `cls`.
+
+    `cls.validate()` (if any) returns a list of problems; all problems are raised together."""
+    if profile not in profiles:
+        raise ParamError([f"profile: unknown profile {profile!r}; choose one of {', '.join(profiles)}"])
+    known = fields(cls)
+    values = dict(profiles[profile])
+    problems = [f"{name}: unknown parameter; known: {', '.join(known)}"
+                for name in (overrides or {}) if name not in known]
+    for name, value in (overrides or {}).items():
+        if name in known and value is not None:
+            try:
+                values[name] = _coerce(value, known[name])
+            except (TypeError, ValueError) as e:
+                problems.append(f"{name}: {e}")
+    if problems:
+        raise ParamError(problems)
+    obj = cls(profile=profile, **values)
+    problems = obj.validate() if hasattr(obj, "validate") else []
+    if problems:
+        raise ParamError(problems)
+    return obj
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)

@@ -1,0 +1,114 @@
+"""The one subprocess wrapper: argv lists only, a timeout, kill on any exception.
+
+>>> run(["echo", "hi"]).stdout
+'hi\\n'
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+TAIL_LINES = 30
+
+
+def tail(text: str | bytes | None, lines: int = TAIL_LINES) -> str:
+    """The last `lines` lines of a process's output, decoded leniently."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+class ProcError(RuntimeError):
+    """A command failed (non-zero exit, timeout or signal); carries argv and output tails."""
+
+    def __init__(self, argv: Sequence[str], returncode: int | None, stdout: str = "",
+                 stderr: str = "", reason: str = ""):
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout_tail = tail(stdout)
+        self.stderr_tail = tail(stderr)
+        what = reason or f"exited with code {returncode}"
+        msg = f"command {what}: {' '.join(self.argv)}"
+        if self.stderr_tail:
+            msg += f"\n--- stderr (tail) ---\n{self.stderr_tail}"
+        elif self.stdout_tail:
+            msg += f"\n--- stdout (tail) ---\n{self.stdout_tail}"
+        super().__init__(msg)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Ask the kernel to send SIGTERM to the child when its parent dies (Linux only)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def spawn(argv: Sequence[str], *, stdout=None, stderr=None, env: Mapping[str, str] | None = None,
+          cwd: str | Path | None = None, new_session: bool = False) -> subprocess.Popen:
+    """Start a long-running child that dies with us (PDEATHSIG) — servers, sysbench."""
+    full_env = None if env is None else {**os.environ, **env}
+    return subprocess.Popen([str(a) for a in argv], stdout=stdout, stderr=stderr, env=full_env,
+                            cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=new_session,
+                            preexec_fn=_die_with_parent)
+
+
+def kill(p: subprocess.Popen, grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; always reaps the child."""
+    if p.poll() is not None:
+        return
+    p.terminate()
+    try:
+        p.wait(grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def run(argv: Sequence[str], *, timeout: float = 600, check: bool = True,
+        env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+        input: str | None = None) -> Result:
+    """Run a command to completion; raise ProcError on failure or timeout.
+
+    The child is killed if anything (timeout, KeyboardInterrupt) interrupts the wait.
+    """
+    argv = [str(a) for a in argv]
+    full_env = None if env is None else {**os.environ, **env}
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+                             cwd=cwd, text=True, errors="replace",
+                             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                             preexec_fn=_die_with_parent)
+    except FileNotFoundError as e:
+        raise ProcError(argv, None, reason=f"could not start ({e.strerror})") from e
+    try:
+        out, err = p.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill(p)
+        out, err = p.communicate()
+        raise ProcError(argv, None, out, err, reason=f"timed out after {timeout:g} s") from None
+    except BaseException:
+        kill(p)
+        raise
+    if check and p.returncode != 0:
+        raise ProcError(argv, p.returncode, out, err)
+    return Result(argv, p.returncode, out, err)

@@ -1,0 +1,249 @@
+"""The run store: data/runs/<study>/<run-id>/ with metadata.json and Parquet tables.
+
+A run directory is append-only: each measured step is written as a new Parquet part as
+soon as it finishes, metadata.json is replaced atomically, nothing is ever edited in
+place. Tables have columns declared once in code (`Table`) with a schema version.
+
+>>> run = Run.create("demo", {"threads": [1, 8]}, root=tmp)           # doctest: +SKIP
+>>> run.append(INTERVALS, frame); run.table(INTERVALS)                 # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import paths, proc
+
+STATUSES = ("running", "complete", "failed", "interrupted")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A tidy table's declared columns (pandas dtypes) and schema version."""
+    name: str
+    version: int
+    columns: Mapping[str, str]
+    doc: str = ""
+
+    def conform(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Exactly the declared columns, in order and with their dtypes, or a ValueError."""
+        missing = [c for c in self.columns if c not in df.columns]
+        extra = [c for c in df.columns if c not in self.columns]
+        if missing or extra:
+            raise ValueError(f"table {self.name} v{self.version}: missing columns {missing}, "
+                             f"undeclared columns {extra}")
+        return df[list(self.columns)].astype(dict(self.columns)).reset_index(drop=True)
+
+
+INTERVALS = Table("intervals", 1, {
+    "step": "int64", "second": "int64", "threads_running": "int64", "tps": "float64",
+    "qps": "float64", "reads_per_s": "float64", "writes_per_s": "float64",
+    "errors_per_s": "float64", "reconnects_per_s": "float64", "latency_p_ms": "float64",
+}, "sysbench's per-interval report; latency_p_ms is that interval's --percentile")
+HISTOGRAMS = Table("histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
+                   "sysbench's full latency histogram of one step")
+STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "float64",
+                             "variable": "str", "value": "float64"},
+               "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """UTC timestamp + random suffix, e.g. 20261122T130355Z-3fa9c2."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+class Run:
+    """One run directory. Create with `Run.create`, reopen with `Run.open`."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.meta_path = self.path / "metadata.json"
+        if not self.meta_path.exists():
+            raise FileNotFoundError(f"{self.path} is not a run directory (no metadata.json)")
+
+    @classmethod
+    def create(cls, study: str, parameters: Mapping[str, Any], root: Path = paths.RUNS_DIR) -> "Run":
+        path = Path(root) / study / new_run_id()
+        path.mkdir(parents=True, exist_ok=False)
+        _write_json(path / "metadata.json", {
+            "study": study, "run_id": path.name, "status": "running", "error": None,
+            "parameters": dict(parameters), "created_at": _now(), "finished_at": None,
+            "dbstudies": git_state(), "host": host_facts(path), "packages": package_versions(),
+            "servers": [], "sysbench": {}, "tables": {},
+        })
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Run":
+        return cls(Path(path))
+
+    # -- metadata
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return json.loads(self.meta_path.read_text())
+
+    @property
+    def study(self) -> str:
+        return self.metadata["study"]
+
+    @property
+    def status(self) -> str:
+        return self.metadata["status"]
+
+    def update(self, **fields: Any) -> None:
+        """Replace top-level metadata fields (atomically)."""
+        meta = self.metadata
+        meta.update(fields)
+        _write_json(self.meta_path, meta)
+
+    def finish(self, status: str = "complete", error: str | None = None) -> None:
+        if status not in STATUSES[1:]:
+            raise ValueError(f"status must be one of {STATUSES[1:]}")
+        self.update(status=status, error=error, finished_at=_now())
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator["Run"]:
+        """Mark the run failed (with the error) or interrupted if the block raises."""
+        try:
+            yield self
+        except KeyboardInterrupt:
+            self.finish("interrupted", "KeyboardInterrupt (Ctrl-C)")
+            raise
+        except BaseException as e:
+            self.finish("failed", f"{type(e).__name__}: {e}")
+            raise
+
+    # -- tables
+    def append(self, table: Table, df: pd.DataFrame) -> Path:
+        """Write `df` as the next part of `table`, durably, before returning."""
+        df = table.conform(df)
+        folder = self.path / "tables" / table.name
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"part-{len(list(folder.glob('part-*.parquet'))):05d}.parquet"
+        arrow = pa.Table.from_pandas(df, preserve_index=False)
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
+                                               b"dbstudies.table": table.name.encode(),
+                                               b"dbstudies.schema_version": str(table.version).encode()})
+        tmp = part.with_suffix(".tmp")
+        pq.write_table(arrow, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, part)
+        tables = self.metadata["tables"]
+        if table.name not in tables:
+            tables[table.name] = {"schema_version": table.version, "columns": dict(table.columns),
+                                  "doc": table.doc}
+            self.update(tables=tables)
+        return part
+
+    def table(self, table: Table | str) -> pd.DataFrame:
+        """All parts of a table (empty with its declared columns if none was written)."""
+        name = table if isinstance(table, str) else table.name
+        parts = sorted((self.path / "tables" / name).glob("part-*.parquet"))
+        if not parts:
+            if isinstance(table, Table):
+                return pd.DataFrame({c: pd.Series(dtype=t) for c, t in table.columns.items()})
+            raise FileNotFoundError(f"run {self.path.name} has no table {name}")
+        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+
+    def write_text(self, relpath: str, text: str) -> Path:
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r})"
+
+
+def list_runs(study: str, root: Path = paths.RUNS_DIR, status: str | None = None) -> list[Run]:
+    """Runs of a study, oldest first (run ids sort by time)."""
+    out = []
+    for p in sorted((Path(root) / study).glob("*/metadata.json")):
+        run = Run(p.parent)
+        if status is None or run.status == status:
+            out.append(run)
+    return out
+
+
+def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path:
+    """Copy a run's figures to figures/<study>/ (the latest run's figures live there)."""
+    dest = Path(dest_root) / run.study
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(run.path / "figures", dest)
+    return dest
+
+
+# ---------------------------------------------------------------- provenance
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_state(repo: Path = paths.REPO) -> dict[str, Any]:
+    """The checkout's commit and whether tracked files differ from it."""
+    try:
+        commit = proc.run(["git", "-C", repo, "rev-parse", "HEAD"], timeout=30).stdout.strip()
+        dirty = proc.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                         timeout=30).stdout.strip() != ""
+    except proc.ProcError:
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def package_versions() -> dict[str, str]:
+    names = ["dbstudies", "numpy", "pandas", "pyarrow", "scipy", "matplotlib", "seaborn",
+             "mysql-connector-python", "papermill", "nbconvert", "ipykernel"]
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def host_facts(where: Path) -> dict[str, Any]:
+    """CPU model, cores, memory, kernel and the filesystem a run's files live on."""
+    model = None
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
+    mem_kib = None
+    with contextlib.suppress(OSError, StopIteration), open("/proc/meminfo") as f:
+        mem_kib = int(next(ln for ln in f if ln.startswith("MemTotal")).split()[1])
+    try:
+        fs = proc.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "--target", where], timeout=30).stdout.strip()
+    except proc.ProcError:
+        fs = None
+    return {"hostname": platform.node(), "cpu_model": model, "cpus": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(mem_kib / 2**20, 1) if mem_kib else None,
+            "kernel": platform.release(), "os": _os_release(), "filesystem": fs}
+
+
+def _os_release() -> str | None:
+    with contextlib.suppress(OSError), open("/etc/os-release") as f:
+        for line in f:
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return None

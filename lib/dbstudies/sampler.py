@@ -1,0 +1,125 @@
+"""Background 1 Hz sampling of SHOW GLOBAL STATUS and of server/client CPU time.
+
+Sample k is taken at t0 + k·interval, t0 being the moment sysbench was started, so sample k
+closes the same second as sysbench's k-th report interval. Rows are long (tidy): one per
+(second, variable); counters are cumulative, `rates()` turns them into per-second values.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pandas as pd
+
+DEFAULT_STATUS = (
+    "Questions", "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit",
+    "Threads_running", "Threads_connected", "Connections", "Bytes_received", "Bytes_sent",
+    "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads",
+    "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_wait_free",
+    "Innodb_data_reads", "Innodb_data_writes", "Innodb_data_fsyncs", "Innodb_os_log_written",
+    "Innodb_checkpoint_age", "Innodb_row_lock_waits",
+    "Threadpool_threads", "Threadpool_idle_threads",
+)
+# gauges are levels, not counters: rates() leaves them as they are
+GAUGES = {"Threads_running", "Threads_connected", "Innodb_buffer_pool_pages_dirty",
+          "Innodb_checkpoint_age", "Threadpool_threads", "Threadpool_idle_threads"}
+CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process (all its threads), or None if it is gone."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime (fields 14, 15)
+
+
+class Sampler:
+    """Samples one server while a sysbench run goes on (a sysbench.Observer)."""
+
+    def __init__(self, server: Any, interval: float = 1.0, variables=DEFAULT_STATUS):
+        self.server = server
+        self.interval = interval
+        self.variables = tuple(variables)
+        self.rows: list[tuple[int, float, str, float]] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, t0: float, client_pid: int) -> None:
+        self.rows, self.error = [], None
+        self._stop.clear()
+        self._conn = self.server.connect()
+        names = ",".join(f"'{v}'" for v in self.variables)
+        self._sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
+        self._pids = (self.server.pid, client_pid)
+        self._thread = threading.Thread(target=self._loop, args=(t0,), daemon=True,
+                                        name="dbstudies-sampler")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+        try:
+            self._conn.close()
+        except Exception:  # noqa: BLE001 - server may be gone
+            pass
+
+    def _loop(self, t0: float) -> None:
+        k = 0
+        while not self._stop.wait(max(0.0, t0 + k * self.interval - time.monotonic())):
+            try:
+                self._sample(k, time.monotonic() - t0)
+            except Exception as e:  # noqa: BLE001 - the driver notices a dead server itself
+                self.error = f"{type(e).__name__}: {e}"
+                return
+            k += 1
+
+    def _sample(self, k: int, offset: float) -> None:
+        cur = self._conn.cursor()
+        cur.execute(self._sql)
+        status = cur.fetchall()
+        cur.close()
+        rows = [(k, offset, name, float(value)) for name, value in status
+                if _is_number(value)]
+        for name, pid in zip((CPU_SERVER, CPU_CLIENT), self._pids):
+            cpu = cpu_seconds(pid)
+            if cpu is not None:
+                rows.append((k, offset, name, cpu))
+        self.rows.extend(rows)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=["second", "offset_s", "variable", "value"])
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def rates(samples: pd.DataFrame) -> pd.DataFrame:
+    """Wide table, one row per second: per-second deltas of counters (CPU as % of one core),
+    gauges as sampled. The first sample is the baseline and has no row."""
+    wide = samples.pivot_table(index="second", columns="variable", values="value",
+                               aggfunc="last").sort_index()
+    dt = samples.groupby("second")["offset_s"].first().sort_index().diff()
+    out = wide.copy()
+    for col in wide.columns:
+        if col not in GAUGES:
+            out[col] = wide[col].diff().div(dt, axis=0)
+    for col in (CPU_SERVER, CPU_CLIENT):
+        if col in out:
+            out[col] = out[col] * 100
+    return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct"})

@@ -1,0 +1,262 @@
+"""sysbench prepare / run / cleanup with machine-readable output.
+
+Runs sysbench's bundled OLTP workloads through `sysbench_report.lua`, which prints one JSON
+object per report interval and one for the whole run; `--histogram` adds the full latency
+histogram, from which run-level percentiles are computed (never from per-interval ones).
+Parsers are pure functions of the text, tested on recorded output.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from . import proc
+
+WRAPPER = Path(__file__).with_name("sysbench_report.lua")
+OLTP_WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
+                  "oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete")
+RUN_PERCENTILES = (50, 95, 99)
+# a run may take this long past --time before we call it hung (connect, teardown of many threads)
+GRACE_SECONDS = 60
+
+
+class SysbenchError(proc.ProcError):
+    """sysbench failed; the message carries its argv and stderr tail."""
+
+
+# ---------------------------------------------------------------- parsers (pure)
+
+_HIST_LINE = re.compile(r"^\s*([0-9.]+)\s+\|[* ]*\s+(\d+)\s*$")
+INTERVAL_FIELDS = ("time", "interval", "threads", "events", "reads", "writes", "other",
+                   "errors", "reconnects", "latency_pct_ms", "tps", "qps")
+
+
+def parse_report(text: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The interval records and the total record printed by sysbench_report.lua."""
+    intervals, total = [], None
+    for line in text.splitlines():
+        if not line.startswith('{"kind":'):
+            continue
+        rec = json.loads(line)
+        if rec["kind"] == "interval":
+            intervals.append(rec)
+        elif rec["kind"] == "total":
+            total = rec
+    return intervals, total
+
+
+def parse_histogram(text: str) -> pd.DataFrame:
+    """The `--histogram` block as rows (value_ms = bucket's upper latency, count)."""
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("Latency histogram"):
+            inside, rows = True, []
+            continue
+        if inside:
+            m = _HIST_LINE.match(line)
+            if m:
+                rows.append((float(m.group(1)), int(m.group(2))))
+            elif rows and not line.strip().startswith("value"):
+                inside = False
+    return pd.DataFrame(rows, columns=["value_ms", "count"])
+
+
+def histogram_percentile(hist: pd.DataFrame, q: float) -> float:
+    """The q-th percentile as sysbench computes it: the first bucket whose cumulative count
+    reaches q % of all events.
+
+    >>> histogram_percentile(pd.DataFrame({"value_ms": [1.0, 2.0, 3.0], "count": [50, 45, 5]}), 95)
+    2.0
+    """
+    if hist.empty or hist["count"].sum() == 0:
+        return float("nan")
+    h = hist.sort_values("value_ms")
+    need = h["count"].sum() * q / 100.0
+    cum = h["count"].cumsum()
+    return float(h["value_ms"][cum >= need].iloc[0])
+
+
+def intervals_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per-interval rates: one row per report interval, `second` = end of the interval."""
+    df = pd.DataFrame(records, columns=list(INTERVAL_FIELDS))
+    per_s = df["interval"].where(df["interval"] > 0)
+    return pd.DataFrame({
+        "second": df["time"].round().astype("int64"),
+        "threads_running": df["threads"].astype("int64"),
+        "tps": df["tps"].astype(float),
+        "qps": df["qps"].astype(float),
+        "reads_per_s": df["reads"] / per_s,
+        "writes_per_s": df["writes"] / per_s,
+        "errors_per_s": df["errors"] / per_s,
+        "reconnects_per_s": df["reconnects"] / per_s,
+        "latency_p_ms": df["latency_pct_ms"].astype(float),
+    })
+
+
+def run_totals(total: dict[str, Any], hist: pd.DataFrame) -> dict[str, float]:
+    """Whole-run figures: rates over the run, latency min/avg/max and percentiles from the
+    full histogram."""
+    seconds = total["interval"]
+    out = {"seconds": seconds, "events": total["events"], "tps": total["events"] / seconds,
+           "qps": (total["reads"] + total["writes"] + total["other"]) / seconds,
+           "errors": total["errors"], "reconnects": total["reconnects"],
+           "latency_min_ms": total["latency_min_ms"], "latency_avg_ms": total["latency_avg_ms"],
+           "latency_max_ms": total["latency_max_ms"]}
+    for q in RUN_PERCENTILES:
+        out[f"latency_p{q}_ms"] = histogram_percentile(hist, q)
+    return out
+
+
+def parse_version(text: str) -> str:
+    """>>> parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)")
+    '1.0.20'
+    """
+    m = re.search(r"sysbench\s+([0-9][0-9.]*\S*)", text)
+    if not m:
+        raise ValueError(f"not a sysbench version line: {text!r}")
+    return m.group(1)
+
+
+# ---------------------------------------------------------------- runner
+
+class Target(Protocol):
+    """What sysbench needs of a server (a `servers.Server` is one)."""
+    socket: Path
+    def check_alive(self, during: str = ...) -> None: ...
+    def query(self, sql: str) -> list[tuple]: ...
+
+
+class Observer(Protocol):
+    """Something that watches a run (the status sampler is one)."""
+    def start(self, t0: float, client_pid: int) -> None: ...
+    def stop(self) -> None: ...
+
+
+@dataclass
+class SysbenchResult:
+    workload: str
+    threads: int
+    duration: int
+    argv: list[str]
+    env: dict[str, str]
+    started_at: float
+    intervals: pd.DataFrame
+    histogram: pd.DataFrame
+    totals: dict[str, float]
+    stdout: str = field(repr=False)
+
+
+def version(binary: str = "sysbench") -> str:
+    return parse_version(proc.run([binary, "--version"], timeout=30).stdout)
+
+
+@dataclass
+class Sysbench:
+    """sysbench against one server's socket. `cpus` pins the client (taskset list)."""
+    server: Target
+    user: str = "root"
+    db: str = "sbtest"
+    tables: int = 1
+    table_size: int = 10000
+    cpus: str | None = None
+    binary: str = "sysbench"
+    table_options: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)  # argv + env of every call
+
+    def env(self, workload: str) -> dict[str, str]:
+        if workload not in OLTP_WORKLOADS:
+            raise ValueError(f"unknown sysbench workload {workload!r}; known: {', '.join(OLTP_WORKLOADS)}")
+        env = {"DBSTUDIES_WORKLOAD": workload}
+        if self.table_options:
+            env["DBSTUDIES_TABLE_OPTIONS"] = self.table_options
+        return env
+
+    def argv(self, command: str, *, threads: int = 1, duration: int | None = None,
+             interval: int = 1, percentile: int = 99, seed: int | None = None) -> list[str]:
+        pin = ["taskset", "-c", self.cpus] if self.cpus else []
+        argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
+                f"--mysql-socket={self.server.socket}", f"--mysql-user={self.user}",
+                f"--mysql-db={self.db}", f"--tables={self.tables}",
+                f"--table-size={self.table_size}", f"--threads={threads}"]
+        if command == "run":
+            argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
+                     "--histogram=on", f"--percentile={percentile}"]
+            if seed is not None:
+                argv.append(f"--rand-seed={seed}")
+        return argv + [command]
+
+    def _call(self, command: str, workload: str, timeout: float, **kw: Any) -> proc.Result:
+        argv, env = self.argv(command, **kw), self.env(workload)
+        self.calls.append({"command": command, "workload": workload, "argv": argv, "env": env,
+                           "at": time.time()})
+        try:
+            return proc.run(argv, env=env, timeout=timeout)
+        except proc.ProcError as e:
+            self.server.check_alive(during=f"sysbench {command}")
+            raise SysbenchError(e.argv, e.returncode, e.stdout_tail, e.stderr_tail) from None
+
+    def prepare(self, workload: str = "oltp_read_only", threads: int | None = None) -> None:
+        """Create the database and load the tables (threads: parallel loaders ≤ tables)."""
+        self.server.query(f"CREATE DATABASE IF NOT EXISTS `{self.db}`")
+        self._call("prepare", workload, timeout=24 * 3600,
+                   threads=min(self.tables, threads or self.tables))
+
+    def cleanup(self, workload: str = "oltp_read_only") -> None:
+        self._call("cleanup", workload, timeout=3600)
+
+    def run(self, workload: str, threads: int, duration: int, *, interval: int = 1,
+            percentile: int = 99, seed: int | None = None,
+            observer: Observer | None = None) -> SysbenchResult:
+        """One measured (or warm-up) run. Raises SysbenchError, or ServerDied if the
+        server went away under it; sysbench is never left running."""
+        argv = self.argv("run", threads=threads, duration=duration, interval=interval,
+                         percentile=percentile, seed=seed)
+        env = self.env(workload)
+        self.calls.append({"command": "run", "workload": workload, "argv": argv, "env": env,
+                           "at": time.time()})
+        out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer)
+        intervals, total = parse_report(out)
+        if total is None:
+            raise SysbenchError(argv, 0, out, err, reason="printed no final report")
+        hist = parse_histogram(out)
+        return SysbenchResult(workload, threads, duration, argv, env, self.calls[-1]["at"],
+                              intervals_frame(intervals), hist, run_totals(total, hist), out)
+
+    def _wait(self, argv: list[str], env: dict[str, str], timeout: float,
+              observer: Observer | None) -> tuple[str, str]:
+        """Run sysbench to completion while watching the server; kill it on any failure."""
+        t0 = time.monotonic()
+        p = proc.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            if observer is not None:
+                observer.start(t0, p.pid)
+            try:
+                out, err = self._communicate(p, t0 + timeout)
+            finally:
+                if observer is not None:
+                    observer.stop()
+        except BaseException:
+            proc.kill(p, grace=2)
+            raise
+        out, err = out.decode(errors="replace"), err.decode(errors="replace")
+        if p.returncode != 0:
+            self.server.check_alive(during=f"sysbench run ({' '.join(argv[-3:])})")
+            raise SysbenchError(argv, p.returncode, out, err)
+        return out, err
+
+    def _communicate(self, p: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+        while True:
+            try:
+                return p.communicate(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+            self.server.check_alive(during="sysbench run")  # raises ServerDied
+            if time.monotonic() > deadline:
+                raise SysbenchError(p.args, None, reason="hung: still running past its deadline")

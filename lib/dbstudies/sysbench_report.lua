@@ -1,0 +1,31 @@
+-- dbstudies wrapper around sysbench 1.0's bundled Lua workloads.
+-- Loads the workload named by DBSTUDIES_WORKLOAD (e.g. oltp_read_only) and replaces the
+-- human-readable reports by one JSON object per line:
+--   {"kind":"interval", ...}  every --report-interval seconds
+--   {"kind":"total", ...}     once, at the end of the run
+-- Table options (e.g. compression) come from DBSTUDIES_TABLE_OPTIONS (oltp_common's
+-- mysql_table_options global).
+local workload = os.getenv("DBSTUDIES_WORKLOAD")
+if workload == nil or workload == "" then
+   error("DBSTUDIES_WORKLOAD is not set")
+end
+mysql_table_options = os.getenv("DBSTUDIES_TABLE_OPTIONS")
+require(workload)
+
+local function report(kind, stat)
+   local seconds = stat.time_interval
+   io.write(string.format(
+      '{"kind":"%s","time":%.3f,"interval":%.6f,"threads":%u,"events":%u,' ..
+      '"reads":%u,"writes":%u,"other":%u,"errors":%u,"reconnects":%u,' ..
+      '"latency_pct_ms":%.6f,"latency_min_ms":%.6f,"latency_avg_ms":%.6f,' ..
+      '"latency_max_ms":%.6f,"tps":%.4f,"qps":%.4f}\n',
+      kind, stat.time_total, seconds, stat.threads_running, stat.events,
+      stat.reads, stat.writes, stat.other, stat.errors, stat.reconnects,
+      stat.latency_pct * 1000, (stat.latency_min or 0) * 1000,
+      (stat.latency_avg or 0) * 1000, (stat.latency_max or 0) * 1000,
+      stat.events / seconds, (stat.reads + stat.writes + stat.other) / seconds))
+   io.flush()
+end
+
+sysbench.hooks.report_intermediate = function(stat) report("interval", stat) end
+sysbench.hooks.report_cumulative = function(stat) report("total", stat) end
