@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -15,7 +15,8 @@ def _log2_threads(ax, threads) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(set(threads)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_locator(LogLocator(base=2, subs=[]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "scheduler",

@@ -32,6 +32,7 @@ class ProcError(RuntimeError):
                  stderr: str = "", reason: str = ""):
         self.argv = list(argv)
         self.returncode = returncode
+        self.output = f"{stdout or ''}\n{stderr or ''}"  # full text, for callers that search it
         self.stdout_tail = tail(stdout)
         self.stderr_tail = tail(stderr)
         what = reason or f"exited with code {returncode}"

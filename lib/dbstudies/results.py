@@ -4,8 +4,11 @@ A run directory is append-only: each measured step is written as a new Parquet p
 soon as it finishes, metadata.json is replaced atomically, nothing is ever edited in
 place. Tables have columns declared once in code (`Table`) with a schema version.
 
->>> run = Run.create("demo", {"threads": [1, 8]}, root=tmp)           # doctest: +SKIP
->>> run.append(INTERVALS, frame); run.table(INTERVALS)                 # doctest: +SKIP
+    run = Run.create("thread_pool", {"threads": [1, 8]})
+    with run.recording():                  # failed / interrupted on an exception
+        run.append(INTERVALS, frame)       # a new Parquet part, fsynced
+    run.table(INTERVALS)                   # all parts, concatenated
+    run.finish()
 """
 from __future__ import annotations
 

@@ -4,14 +4,22 @@ A *flavour* (env/servers/<name>.toml) says how to get and run one server version
 `Server` is a private instance of it: its own datadir, my.cnf, socket and free loopback
 port, started and stopped by us. It never touches the system service or port 3306.
 
->>> with Server(load_flavour("mariadb-10.11"), "/tmp/x") as s:   # doctest: +SKIP
-...     s.init(); s.start()
-...     s.query("SELECT @@version")
+Usage (tests/test_server.py runs it for real):
+
+    with Server(load_flavour("mariadb-10.11"), "/tmp/x", max_clients=64) as s:
+        s.start()                                   # init on first start
+        s.query("SELECT @@version")
+        s.restart({"thread_handling": "pool-of-threads"})
+
+Servers are started from the calling thread with PDEATHSIG: if the process that started
+them dies, the kernel sends the server SIGTERM, so no mariadbd outlives its Python.
 """
 from __future__ import annotations
 
 import atexit
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -212,7 +220,8 @@ class Server:
         if self.port is None:
             self.port = free_port()
         check_port(self.port)
-        self._sockdir = Path(tempfile.mkdtemp(prefix="dbs-"))  # short: sun_path ≤ 107 bytes
+        # short, private socket dir (sun_path ≤ 107 bytes); created when my.cnf is written
+        self._sockdir = Path(tempfile.gettempdir()) / f"dbs-{secrets.token_hex(4)}"
         self.socket = self._sockdir / "server.sock"
         self._proc: subprocess.Popen | None = None
         self.version: str | None = None
@@ -246,6 +255,7 @@ class Server:
     def write_cnf(self, extra: Mapping[str, Any] | None = None) -> str:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._sockdir.mkdir(mode=0o700, exist_ok=True)
         text = render_cnf(self.effective_settings(extra))
         self.cnf_path.write_text(text)
         return text
@@ -267,7 +277,13 @@ class Server:
             raise ServerError(f"datadir {self.datadir} exists and is not empty")
         self.write_cnf()
         t0 = time.monotonic()
-        proc.run(self.install_db_argv(), timeout=300)
+        try:
+            proc.run(self.install_db_argv(), timeout=300)
+        except proc.ProcError as e:
+            log = self.error_log.read_text(errors="replace") if self.error_log.exists() else ""
+            errors = [ln for ln in (log + e.output).splitlines() if "[ERROR]" in ln] or [str(e)]
+            raise ServerError(f"{self.flavour.install_db[0]} failed for {self.datadir}:\n"
+                              + "\n".join(errors[:10])) from e
         self._event("init", t0)
 
     def start(self, settings: Mapping[str, Any] | None = None, *,
@@ -423,10 +439,10 @@ def parse_cpus(spec: str) -> list[int]:
     """
     cpus: set[int] = set()
     for part in str(spec).split(","):
-        lo, _, hi = part.strip().partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
+        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
+        if not m:
             raise ValueError(f"bad CPU list {spec!r} (expected e.g. '0', '0-3' or '0,2-3')")
-        a, b = int(lo), int(hi or lo)
+        a, b = int(m.group(1)), int(m.group(2) or m.group(1))
         if b < a:
             raise ValueError(f"bad CPU range {part!r} in {spec!r}")
         cpus.update(range(a, b + 1))

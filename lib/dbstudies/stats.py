@@ -38,12 +38,12 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, float, f
     n = len(v)
     if n == 0:
         return (math.nan, math.nan, math.nan)
-    best = (float(v[0]), float(v[-1]), 1 - 2 * sps.binom.cdf(0, n, 0.5))
+    best = (float(v[0]), float(v[-1]), float(1 - 2 * sps.binom.cdf(0, n, 0.5)))
     for k in range(2, n // 2 + 1):
         coverage = 1 - 2 * sps.binom.cdf(k - 1, n, 0.5)
         if coverage < level:
             break
-        best = (float(v[k - 1]), float(v[n - k]), coverage)
+        best = (float(v[k - 1]), float(v[n - k]), float(coverage))
     return best
 
 

@@ -115,7 +115,9 @@ def run_totals(total: dict[str, Any], hist: pd.DataFrame) -> dict[str, float]:
 
 
 def parse_version(text: str) -> str:
-    """>>> parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)")
+    """The version in `sysbench --version`'s output.
+
+    >>> parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)")
     '1.0.20'
     """
     m = re.search(r"sysbench\s+([0-9][0-9.]*\S*)", text)

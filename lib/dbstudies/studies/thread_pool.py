@@ -177,6 +177,9 @@ def measure(p: Params, run: Run, *, progress: bool = True) -> None:
 
     On any error (or Ctrl-C) the run is marked failed (interrupted) and what was measured
     stays on disk; the server is always stopped and its datadir removed."""
+    if (run.path / "tables" / STEPS.name).exists() or run.status != "running":
+        raise RuntimeError(f"run {run.path.name} already holds measurements (status {run.status}); "
+                           "runs are append-only: start a new run")
     steps = plan(p)
     run.update(plan=steps.to_dict("records"), estimated_seconds=estimated_seconds(p))
     flavour = servers.load_flavour(p.flavour)

@@ -1,0 +1,66 @@
+"""Shared fixtures. Server tests start real private MariaDB servers (never mocks)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from dbstudies import servers
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def processes_mentioning(marker: str) -> list[int]:
+    """PIDs of live (non-zombie) processes whose command line contains `marker`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            out.append(int(d.name))
+    return out
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def flavour() -> servers.Flavour:
+    f = servers.load_flavour("mariadb-10.11")
+    f.check_installed()  # fails (not skips) when the server is missing: `make setup` installs it
+    return f
+
+
+@pytest.fixture
+def server(flavour, tmp_path):
+    """A started private server in tmp_path; stopped (and checked gone) afterwards."""
+    with servers.Server(flavour, tmp_path / "srv") as s:
+        s.start()
+        yield s
+    assert processes_mentioning(str(tmp_path / "srv")) == []
+
+
+@pytest.fixture
+def kill_leftovers():
+    """Kill (and report) processes that a test left behind, matched by a marker string."""
+    markers: list[str] = []
+    yield markers.append
+    for m in markers:
+        for pid in processes_mentioning(m):
+            os.kill(pid, signal.SIGKILL)

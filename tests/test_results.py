@@ -1,0 +1,78 @@
+"""The run store: layout, metadata, declared tables, append-only parts, status on failure."""
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from dbstudies import results
+from dbstudies.results import INTERVALS, Run, Table
+
+T = Table("demo", 2, {"step": "int64", "value": "float64", "label": "str"})
+
+
+@pytest.fixture
+def run(tmp_path):
+    return Run.create("demo_study", {"threads": [1, 8]}, root=tmp_path)
+
+
+def test_layout_and_metadata(run, tmp_path):
+    assert run.path.parent == tmp_path / "demo_study"
+    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", run.path.name)
+    meta = json.loads((run.path / "metadata.json").read_text())
+    assert meta["status"] == "running" and meta["parameters"] == {"threads": [1, 8]}
+    assert len(meta["dbstudies"]["commit"] or "x" * 40) == 40
+    assert meta["host"]["cpus"] >= 1 and meta["host"]["memory_gib"] > 0
+    assert meta["host"]["kernel"] and meta["host"]["filesystem"]
+    assert meta["packages"]["pandas"] == pd.__version__
+
+
+def test_run_ids_are_never_reused(tmp_path):
+    ids = {Run.create("s", {}, root=tmp_path).path.name for _ in range(20)}
+    assert len(ids) == 20
+
+
+def test_append_is_durable_and_append_only(run):
+    first = run.append(T, pd.DataFrame({"step": [1], "value": [1.5], "label": ["a"]}))
+    second = run.append(T, pd.DataFrame({"label": ["b"], "step": [2], "value": [2]}))
+    assert first != second and first.exists() and second.exists()
+    df = run.table(T)
+    assert df.to_dict("list") == {"step": [1, 2], "value": [1.5, 2.0], "label": ["a", "b"]}
+    assert str(df["step"].dtype) == "int64"
+    meta = run.metadata["tables"]["demo"]
+    assert meta["schema_version"] == 2 and list(meta["columns"]) == ["step", "value", "label"]
+    import pyarrow.parquet as pq
+    assert pq.read_schema(first).metadata[b"dbstudies.schema_version"] == b"2"
+
+
+def test_undeclared_or_missing_columns_are_refused(run):
+    with pytest.raises(ValueError, match="undeclared columns \\['extra'\\]"):
+        run.append(T, pd.DataFrame({"step": [1], "value": [1.0], "label": ["a"], "extra": [0]}))
+    with pytest.raises(ValueError, match="missing columns \\['label'\\]"):
+        run.append(T, pd.DataFrame({"step": [1], "value": [1.0]}))
+
+
+def test_empty_table_has_declared_columns(run):
+    assert list(run.table(INTERVALS).columns) == list(INTERVALS.columns)
+
+
+def test_recording_marks_failed_and_interrupted(tmp_path):
+    failed = Run.create("s", {}, root=tmp_path)
+    with pytest.raises(RuntimeError):
+        with failed.recording():
+            raise RuntimeError("server exploded")
+    assert failed.status == "failed" and "server exploded" in failed.metadata["error"]
+    stopped = Run.create("s", {}, root=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        with stopped.recording():
+            raise KeyboardInterrupt
+    assert stopped.status == "interrupted" and stopped.metadata["finished_at"]
+
+
+def test_list_runs_by_status(tmp_path):
+    a, b = Run.create("s", {}, root=tmp_path), Run.create("s", {}, root=tmp_path)
+    b.finish()
+    assert [r.path for r in results.list_runs("s", tmp_path)] == sorted([a.path, b.path])
+    assert [r.path for r in results.list_runs("s", tmp_path, status="complete")] == [b.path]
+    with pytest.raises(ValueError):
+        a.finish("great")

@@ -1,0 +1,44 @@
+"""A real few-second sysbench run against a private server, with the sampler on."""
+import pytest
+
+from dbstudies import sampler, sysbench
+from dbstudies.sampler import Sampler
+
+pytestmark = pytest.mark.server
+
+
+def test_prepare_run_sample_cleanup(server):
+    sb = sysbench.Sysbench(server, tables=2, table_size=500)
+    sb.prepare(threads=2)
+    assert server.query("SELECT COUNT(*) FROM sbtest.sbtest2") == [(500,)]
+    s = Sampler(server)
+    res = sb.run("oltp_read_only", threads=2, duration=3, seed=42, observer=s)
+    assert res.intervals["second"].tolist() == [1, 2, 3]
+    assert (res.intervals["tps"] > 0).all()
+    t = res.totals
+    assert t["events"] == res.histogram["count"].sum() > 0 and t["errors"] == 0
+    assert 0 < t["latency_p50_ms"] <= t["latency_p95_ms"] <= t["latency_p99_ms"]
+    assert t["seconds"] == pytest.approx(3, abs=0.3)
+    assert "--rand-seed=42" in res.argv and sb.calls[-1]["argv"] == res.argv
+    # samples at t0, t0+1s, …: one per second plus the baseline, aligned with the intervals
+    frame = s.frame()
+    seconds = sorted(frame["second"].unique())
+    assert seconds[:4] == [0, 1, 2, 3]
+    assert {"Questions", "Threads_connected", sampler.CPU_SERVER, sampler.CPU_CLIENT} <= set(frame["variable"])
+    assert frame["offset_s"].max() < 4.5
+    r = sampler.rates(frame)
+    assert (r.loc[1:3, "Questions"] > 0).all()
+    assert r.loc[1:3, "cpu_server_pct"].mean() > 1
+    # the sampler's question rate agrees with sysbench's own qps (same seconds, ±25 %)
+    assert r.loc[2, "Questions"] == pytest.approx(res.intervals.set_index("second").loc[2, "qps"], rel=0.25)
+    sb.cleanup()
+    assert server.query("SHOW TABLES FROM sbtest") == []
+
+
+def test_failing_sysbench_raises_with_argv_and_stderr(server):
+    sb = sysbench.Sysbench(server, db="no_such_db")
+    with pytest.raises(sysbench.SysbenchError) as e:
+        sb.run("oltp_point_select", threads=1, duration=1)
+    msg = str(e.value)
+    assert "--mysql-db=no_such_db" in msg and "Unknown database" in msg
+    assert e.value.returncode not in (0, None)
