@@ -78,6 +78,7 @@ def run_study(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir:
     run = Run.create(study.STUDY, as_dict(params), root=runs_dir)
     print(f"dbstudies: run directory {run.path}", flush=True)
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     nb_params = {**as_dict(params), "run_dir": str(run.path)}
     try:
         code = _execute(study.STUDY, run, nb_params, kernel)

@@ -1,0 +1,80 @@
+"""The README's commands and parameter table must match the code."""
+import json
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from conftest import REPO
+from dbstudies import cli
+from dbstudies.params import fields
+from dbstudies.studies import thread_pool as tp
+
+README = (REPO / "README.md").read_text()
+
+
+def fmt(value):
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def test_the_two_commands_and_ci():
+    assert re.search(r"^make study\b", README, re.M) and re.search(r"^make test\b", README, re.M)
+    ci = [ln for ln in (REPO / ".ci/run").read_text().splitlines()
+          if ln.strip() and not ln.startswith(("#", "set ", "cd "))]
+    assert ci == ["make test"]
+    make = (REPO / "Makefile").read_text()
+    for target in ("setup", "study", "test", "lab", "bench"):
+        assert re.search(rf"^{target}:", make, re.M), target
+    assert re.search(r"^study: setup.*\n\t\$\(VENV\)/bin/dbstudies run thread_pool --profile \$\(PROFILE\)", make, re.M)
+    assert re.search(r"^PROFILE \?= quick$", make, re.M)
+    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest$", make, re.M)
+
+
+def test_parameter_table_matches_profiles():
+    section = README.split("## Thread-pool study parameters", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines()
+            if ln.startswith("| `")]
+    assert [r[0].strip("`") for r in rows] == list(fields(tp.Params))
+    for name, smoke, quick, full, meaning in rows:
+        name = name.strip("`")
+        assert [smoke, quick, full] == [fmt(tp.PROFILES[p][name]) for p in ("smoke", "quick", "full")], name
+        assert meaning
+
+
+def test_cli_examples_are_valid():
+    lines = [ln for ln in README.splitlines() if re.match(r"\.venv/bin/(dbstudies|python -m dbstudies) run ", ln)]
+    assert len(lines) >= 2
+    for line in lines:
+        argv = shlex.split(line.split("#")[0])
+        argv = argv[argv.index("run"):]
+        args = cli._parser().parse_args(argv)
+        from dbstudies.params import parse_value
+        tp.resolve(args.profile, **{n: parse_value(v) for n, v in args.parameter})
+
+
+def test_environment_yml_is_fully_pinned_and_read_by_setup():
+    env = (REPO / "environment.yml").read_text()
+    pins = re.findall(r"^ +- ([A-Za-z0-9_.-]+)==\S+$", env, re.M)
+    entries = re.findall(r"^ {6}- (\S+)$", env, re.M)
+    assert pins and len(pins) == len(entries), "every pip entry must be pinned with =="
+    extracted = subprocess.run(
+        ["bash", "-c", "sed -n '/^ *- pip:/,$p' environment.yml | grep -E '^ +- [A-Za-z0-9_.-]+==' "
+                       "| sed -E 's/^ +- //'"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert extracted.stdout.split() == entries
+    setup = (REPO / "env/setup.sh").read_text()
+    assert "grep -E '^ +- [A-Za-z0-9_.-]+=='" in setup  # the same extraction as above
+    for name in ("papermill", "nbval", "mysql-connector-python==9.7.0", "pyarrow", "scipy"):
+        assert name in env
+
+
+@pytest.mark.parametrize("flavour", ["mariadb-10.11"])
+def test_flavours_named_in_readme_exist(flavour):
+    assert flavour in README
+    assert (REPO / "env/servers" / f"{flavour}.toml").exists()

@@ -1,0 +1,151 @@
+"""The thread-pool study end to end against real servers: failures, Ctrl-C, the CLI."""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import REPO, processes_mentioning, wait_for
+from dbstudies import servers
+from dbstudies.results import Run
+from dbstudies.studies import thread_pool as tp
+
+pytestmark = pytest.mark.server
+CLI = [sys.executable, "-m", "dbstudies"]
+
+
+def steps_on_disk(run):
+    folder = run.path / "tables" / "steps"
+    return len(list(folder.glob("part-*.parquet"))) if folder.exists() else 0
+
+
+def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
+    p = tp.resolve("smoke", duration=3, repeats=3, warmup=0)
+    run = tp.open_run(p, root=tmp_path)
+    marker = str(run.path / "server")
+    killed = {}
+
+    def killer():
+        wait_for(lambda: steps_on_disk(run) >= 2, 120, "two finished steps")
+        time.sleep(1)  # well inside step 3
+        (pid,) = processes_mentioning(marker)
+        killed["pid"] = pid
+        os.kill(pid, signal.SIGKILL)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    with pytest.raises(servers.ServerDied, match="died during sysbench run") as e:
+        tp.measure(p, run, progress=False)
+    assert time.monotonic() - t0 < 60
+    assert "exit code -9" in str(e.value)
+    t.join(5)
+    assert killed["pid"]
+    meta = run.metadata
+    assert meta["status"] == "failed" and "ServerDied" in meta["error"]
+    kept = tp.measured(run)
+    assert len(kept) >= 2 and kept["step"].tolist() == [1, 2][:len(kept)] + list(range(3, len(kept) + 1))
+    assert (kept["qps"] > 0).all()
+    assert len(run.table("intervals")["step"].unique()) == len(kept)
+    assert processes_mentioning(marker) == []
+    assert processes_mentioning(meta["servers"][0]["socket"]) == []  # no sysbench left either
+    assert not (run.path / "server" / "datadir").exists()
+    assert "mariadb-10.11.err" in os.listdir(run.path / "server")
+
+
+def test_measure_refuses_a_run_that_already_has_results(tmp_path):
+    p = tp.resolve("smoke")
+    run = tp.open_run(p, root=tmp_path)
+    run.finish("failed", "earlier attempt")
+    with pytest.raises(RuntimeError, match="append-only"):
+        tp.measure(p, run, progress=False)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "threads", "[0,8]"], "threads: each must be between 1 and 4096"),
+    (["-p", "workloads", "tpcc"], "workloads: need distinct values"),
+    (["-p", "duration", "soon"], "duration: expected a whole number"),
+    (["-p", "repeat", "3"], "repeat: unknown parameter"),
+    (["-p", "flavour", "mysql-3.23"], "flavour: unknown server flavour"),
+    (["-p", "settings", '{"port": 3306}'], "settings: ['port'] are set by the driver"),
+    (["-p", "threads", "1", "-p", "threads", "2"], "threads: given more than once"),
+])
+def test_cli_rejects_bad_parameters_before_any_server_starts(tmp_path, args, message):
+    t0 = time.monotonic()
+    p = subprocess.run([*CLI, "run", "thread_pool", "--profile", "smoke", *args,
+                        "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr
+    assert list(tmp_path.iterdir()) == []  # no run directory, so no server was ever started
+    assert time.monotonic() - t0 < 20
+
+
+def test_cli_unknown_study_and_profile(tmp_path):
+    p = subprocess.run([*CLI, "run", "tpcc_42", "--runs-dir", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown study 'tpcc_42'" in p.stderr
+    p = subprocess.run([*CLI, "run", "thread_pool", "--profile", "huge"], capture_output=True, text=True)
+    assert p.returncode == 2 and "invalid choice: 'huge'" in p.stderr
+
+
+def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
+    p = subprocess.Popen([*CLI, "run", "thread_pool", "--profile", "smoke", "-p", "duration", "5",
+                          "-p", "repeats", "3", "--runs-dir", str(tmp_path)],
+                         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        run_dir = wait_for(lambda: list(tmp_path.glob("thread_pool/*/tables/steps/part-00001.parquet")),
+                           240, "the first measured step")[0].parents[2]
+        marker = str(run_dir / "server")
+        assert processes_mentioning(marker), "the server should be running mid-study"
+        os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        t0 = time.monotonic()
+        p.wait(30)
+        assert time.monotonic() - t0 < 15
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    out = p.stdout.read().decode()
+    assert p.returncode == 130, out
+    assert "interrupted" in out
+    wait_for(lambda: processes_mentioning(marker) == [], 10, "no server left")
+    run = Run.open(run_dir)
+    assert run.status == "interrupted"
+    assert len(tp.measured(run)) >= 1
+
+
+def test_cli_runs_the_study_end_to_end(tmp_path):
+    """The README/issue example: a smoke run with three thread counts, report rendered."""
+    cmd = "python -m dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 5"
+    argv = [sys.executable, *shlex.split(cmd)[1:], "--runs-dir", str(tmp_path)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "thread_pool").iterdir())
+    run = Run.open(run_dir)
+    meta = run.metadata
+    assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 8, 64]
+    assert meta["parameters"]["duration"] == 5 and meta["parameters"]["profile"] == "smoke"
+    assert meta["servers"][0]["version"].startswith("10.11")
+    assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
+    assert {s["label"] for s in meta["servers"]} == {"prepare", *tp.SCHEDULERS}
+    pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
+    assert pool["global_variables"]["thread_handling"] == "pool-of-threads"
+    assert int(pool["global_variables"]["max_connections"]) >= 64
+    assert meta["sysbench"]["version"] == "1.0.20"
+    assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == 2 * 2 * 3 + 4  # + warm-ups
+    steps = tp.measured(run)
+    assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
+    assert (steps["seconds"].round() == 5).all()
+    intervals = run.table("intervals")
+    assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {4, 5, 6}
+    assert set(intervals[intervals["step"] < 0].groupby("step").size()) == {1}  # 1 s warm-ups
+    for name in ("notebook.ipynb", "report.html", "figures/qps_vs_threads.png",
+                 "figures/p99_vs_threads.svg", "server/mariadb-10.11.err"):
+        assert (run_dir / name).exists(), name
+    html = (run_dir / "report.html").read_text()
+    assert "Relative results" in html and "study.measure" not in html  # code hidden
+    assert "peak median" in html  # the computed conclusion
+    assert processes_mentioning(str(run_dir)) == []
