@@ -68,3 +68,15 @@ def test_notebook_runs_with_smoke_profile_and_passes_nbval(name, tmp_path):
     assert p.returncode == 0, p.stdout[-4000:]
     assert " passed" in p.stdout and "failed" not in p.stdout
     assert len(list(runs.glob("*/*/metadata.json"))) == 2  # nbval really re-ran the study
+
+
+def test_dbstudies_kernel_runs_this_venvs_python():
+    """`make lab` and papermill use the kernel `dbstudies`: it must be the venv's Python."""
+    from pathlib import Path
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    spec = KernelSpecManager().get_kernel_spec("dbstudies")
+    assert Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
+    assert default_kernel() == "dbstudies"
+    nb = nbformat.read(paths.NOTEBOOKS_DIR / NOTEBOOKS[0], as_version=4)
+    assert nb.metadata.kernelspec.name == "dbstudies"

@@ -87,6 +87,11 @@ def run_study(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir:
         _reap_servers(run)
         print(f"dbstudies: interrupted; what was measured is in {run.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as e:  # the kernel died, papermill could not start it, …
+        _mark(run, "failed", f"{type(e).__name__}: {e}")
+        _reap_servers(run)
+        print(f"dbstudies: the study could not be executed: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_FAILED
     _reap_servers(run)
     if (run.path / "notebook.ipynb").exists():
         print(f"dbstudies: report {render_report(run)}")

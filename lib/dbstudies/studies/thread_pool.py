@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from .. import params as P
 from .. import results, servers, stats
@@ -58,9 +59,12 @@ class Params:
         problems = []
         try:
             flavour = servers.load_flavour(self.flavour)
-        except ValueError as e:
+            flavour.check_installed()
+        except (ValueError, servers.ServerError) as e:
             problems.append(f"flavour: {e}")
             flavour = None
+        if shutil.which("sysbench") is None:
+            problems.append("sysbench is not installed (`make setup` installs it)")
         problems += _check_choices("workloads", self.workloads, WORKLOADS)
         problems += _check_choices("schedulers", self.schedulers, SCHEDULERS)
         if flavour is not None and POOL in self.schedulers and not flavour.thread_pool:
@@ -195,16 +199,25 @@ def measure(p: Params, run: Run, *, progress: bool = True) -> None:
 
 def _measure(p: Params, run: Run, server: servers.Server, steps: pd.DataFrame,
              progress: bool) -> None:
-    from tqdm import tqdm
-
     server.start()
     _record_server(run, server, "prepare")
     sb = Sysbench(server, tables=p.tables, table_size=p.table_size, cpus=p.client_cpus)
-    run.update(sysbench={"version": sysbench_version(), "calls": sb.calls})
-    sb.prepare(threads=len(os.sched_getaffinity(0)))
-    seen: set[str] = set()
+    sysbench_meta = {"version": sysbench_version(), "calls": sb.calls}
     bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
                desc="thread_pool")
+    try:
+        sb.prepare(threads=len(os.sched_getaffinity(0)))
+        _run_blocks(p, run, server, sb, steps, bar)
+        server.stop()
+    finally:  # the argv of every call, the failing one included, and server start/stop times
+        bar.close()
+        run.update(sysbench=sysbench_meta, server_events=server.events)
+
+
+def _run_blocks(p: Params, run: Run, server: servers.Server, sb: Sysbench, steps: pd.DataFrame,
+                bar: tqdm) -> None:
+    """Per (repeat, scheduler): restart, warm up, measure the block's steps in plan order."""
+    seen: set[str] = set()
     warmup_step = -1
     for (repeat, scheduler), block in steps.groupby(["repeat", "scheduler"], sort=False):
         server.restart(scheduler_settings(scheduler, server.cpu_count))
@@ -222,21 +235,13 @@ def _measure(p: Params, run: Run, server: servers.Server, steps: pd.DataFrame,
             seed = p.seed * 100_000 + s.step
             res = sb.run(s.workload, s.threads, p.duration, seed=seed, observer=sampler)
             _store(run, s.step, "measure", repeat, scheduler, seed, res, sampler)
-            run.update(sysbench={"version": run.metadata["sysbench"]["version"], "calls": sb.calls})
             bar.update()
-    bar.close()
-    server.stop()
-    _record_server_events(run, server)
 
 
 def _record_server(run: Run, server: servers.Server, label: str) -> None:
     meta = run.metadata["servers"]
     meta.append({"label": label, **server.describe()})
     run.update(servers=meta)
-
-
-def _record_server_events(run: Run, server: servers.Server) -> None:
-    run.update(server_events=server.events)
 
 
 def _store(run: Run, step: int, phase: str, repeat: int, scheduler: str, seed: int,
