@@ -8,26 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import servers
+from dbstudies import proc, servers
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def processes_mentioning(marker: str) -> list[int]:
-    """PIDs of live (non-zombie) processes whose command line contains `marker`."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmd and state != "Z":
-            out.append(int(d.name))
-    return out
+processes_mentioning = proc.find_processes
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):

@@ -1,5 +1,4 @@
 """The thread-pool study end to end against real servers: failures, Ctrl-C, the CLI."""
-import json
 import os
 import shlex
 import signal

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import paths
+from . import paths, proc
 from .params import PROFILES, ParamError, as_dict, parse_value
 from .results import Run
 from .studies import STUDIES
@@ -132,7 +132,7 @@ def _mark(run: Run, status: str, error: str) -> None:
 def _reap_servers(run: Run, timeout: float = 30) -> None:
     """Make sure no server of this run survives: SIGTERM, then SIGKILL on a deadline."""
     marker = str(run.path / "server")
-    pids = [pid for pid, cmd in _processes() if marker in cmd]
+    pids = proc.find_processes(marker)
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -141,15 +141,6 @@ def _reap_servers(run: Run, timeout: float = 30) -> None:
         time.sleep(0.1)
     for pid in pids:
         _signal(pid, signal.SIGKILL)
-
-
-def _processes():
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                yield int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
 
 
 def _signal(pid: int, sig: int) -> None:

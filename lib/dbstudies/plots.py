@@ -60,24 +60,9 @@ def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "scheduler
     return g.figure
 
 
-def timeline(intervals: pd.DataFrame, y: str, ylabel: str, *, hue: str) -> plt.Figure:
-    """Per-second values of one or more steps (for stalls)."""
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    sns.lineplot(data=intervals, x="second", y=y, hue=hue, ax=ax, estimator=None,
-                 units="step", alpha=0.8)
-    ax.set_xlabel("second of the run")
-    ax.set_ylabel(ylabel)
-    fig.tight_layout()
-    return fig
-
-
-def save(fig: plt.Figure, run, name: str) -> list[Path]:
-    """Write `fig` as PNG and SVG into the run's figures/ folder."""
+def save(fig: plt.Figure, run, name: str) -> None:
+    """Write `fig` as <run>/figures/<name>.png and .svg."""
     folder = Path(run.path) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
     for ext in ("png", "svg"):
-        path = folder / f"{name}.{ext}"
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-        out.append(path)
-    return out
+        fig.savefig(folder / f"{name}.{ext}", dpi=120, bbox_inches="tight")

@@ -56,6 +56,23 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
+def find_processes(marker: str) -> list[int]:
+    """PIDs of live (non-zombie) processes, other than this one, whose command line
+    contains `marker` — e.g. a run directory, to find a server that outlived its run."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmd and state != "Z":
+            out.append(int(d.name))
+    return out
+
+
 @dataclass(frozen=True)
 class Result:
     argv: list[str]

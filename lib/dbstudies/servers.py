@@ -106,7 +106,8 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
 
 # ---------------------------------------------------------------- my.cnf
 
-def _norm(key: str) -> str:
+def norm_key(key: str) -> str:
+    """my.cnf option names: dashes and underscores are the same; we write underscores."""
     return key.strip().replace("-", "_")
 
 
@@ -122,7 +123,7 @@ def read_cnf(path: Path) -> dict[str, Any]:
                 raise ValueError(f"{path}:{n}: only a [mysqld] section is allowed in fragments")
             continue
         key, _, value = line.partition("=")
-        key, value = _norm(key), (value.strip() if _ else None)
+        key, value = norm_key(key), (value.strip() if _ else None)
         if key in out:
             prev = out[key]
             out[key] = (prev if isinstance(prev, list) else [prev]) + [value]
@@ -240,8 +241,8 @@ class Server:
         s: dict[str, Any] = {}
         for name in self.flavour.cnf:
             s.update(read_cnf(Path(self.cnf_dir) / name))
-        s.update({_norm(k): v for k, v in self.settings.items()})
-        s.update({_norm(k): v for k, v in (extra or {}).items()})
+        s.update({norm_key(k): v for k, v in self.settings.items()})
+        s.update({norm_key(k): v for k, v in (extra or {}).items()})
         s.update(datadir=str(self.datadir), socket=str(self.socket), port=self.port,
                  bind_address="127.0.0.1", pid_file=str(self.workdir / "server.pid"),
                  log_error=str(self.error_log))

@@ -134,7 +134,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, level: float = LEVEL,
     lo, hi = bootstrap_ratio_ci(a, b, level, n_boot, seed)
     p = mann_whitney_p(a, b)
     return {"n_baseline": len(a), "n_candidate": len(b), "median_baseline": ma,
-            "median_candidate": mb, "ratio": round(ratio, 12), "delta_pct": (ratio - 1) * 100,
+            "median_candidate": mb, "ratio": ratio, "delta_pct": (ratio - 1) * 100,
             "ci_low": lo, "ci_high": hi, "p_value": p,
             "verdict": verdict(ratio, p, **verdict_kw)}
 

@@ -81,7 +81,7 @@ class Params:
             problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
         for name in ("server_cpus", "client_cpus"):
             problems += _check_cpus(name, getattr(self, name))
-        clash = sorted(RESERVED_SETTINGS & {servers._norm(k) for k in self.settings})
+        clash = sorted(RESERVED_SETTINGS & {servers.norm_key(k) for k in self.settings})
         if clash:
             problems.append(f"settings: {clash} are set by the driver or the study, not here")
         return problems
@@ -316,8 +316,9 @@ def relative_layout(rel: pd.DataFrame) -> pd.DataFrame:
     return rel.assign(cell=cell).pivot(index="threads", columns="workload", values="cell")
 
 
-def conclusion(rel: pd.DataFrame, summ: pd.DataFrame, p: Params) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+def conclusion(rel: pd.DataFrame, summ: pd.DataFrame, p: Params, host_cpus: int) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded);
+    `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
     lines = []
     for w, g in summ.groupby("workload"):
         best = g.loc[g["qps_median"].idxmax()]
@@ -341,7 +342,7 @@ def conclusion(rel: pd.DataFrame, summ: pd.DataFrame, p: Params) -> str:
                          f"so every verdict is a draw. Raise `repeats` (≥ 4) for verdicts.")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
-                 f"{cpu.cpu_client_pct:.0f}% of one core on a {os.cpu_count()}-CPU host"
+                 f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
                  + ("; client and server share the CPUs, so high thread counts measure both."
                     if not (p.server_cpus and p.client_cpus) else "."))
     return "\n".join(lines)
