@@ -126,3 +126,16 @@ def test_sysbench_env_names_the_workload_and_table_options():
                                          "DBSTUDIES_TABLE_OPTIONS": "ROW_FORMAT=COMPRESSED"}
     with pytest.raises(ValueError, match="unknown sysbench workload 'tpcc'"):
         sb.env("tpcc")
+
+
+def test_children_get_the_hard_open_files_limit():
+    import resource
+
+    from dbstudies import proc
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        out = proc.run(["bash", "-c", "ulimit -Sn"]).stdout.strip()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert out == ("unlimited" if hard == resource.RLIM_INFINITY else str(hard))

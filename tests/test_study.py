@@ -148,3 +148,10 @@ def test_cli_runs_the_study_end_to_end(tmp_path):
     assert "Relative results" in html and "study.measure" not in html  # code hidden
     assert "peak median" in html  # the computed conclusion
     assert processes_mentioning(str(run_dir)) == []
+    # the other subcommands: list the studies, re-render a report from the run's notebook
+    (run_dir / "report.html").unlink()
+    p = subprocess.run([*CLI, "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and (run_dir / "report.html").read_text() == html
+    p = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("thread_pool: Thread-pool scaling")
+    assert "  threads (quick: [1, 4, 16, 64])" in p.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -47,13 +48,18 @@ class ProcError(RuntimeError):
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """Ask the kernel to send SIGTERM to the child when its parent dies (Linux only)."""
+def _child_setup() -> None:  # pragma: no cover - runs in the child
+    """In the child before exec: die with the parent (SIGTERM via PDEATHSIG, Linux) and lift
+    the soft open-files limit to the hard one (sysbench needs a socket per thread: 4096
+    threads fail under Debian's default soft limit of 1024)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
         pass
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def find_processes(marker: str) -> list[int]:
@@ -87,7 +93,7 @@ def spawn(argv: Sequence[str], *, stdout=None, stderr=None, env: Mapping[str, st
     full_env = None if env is None else {**os.environ, **env}
     return subprocess.Popen([str(a) for a in argv], stdout=stdout, stderr=stderr, env=full_env,
                             cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=new_session,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=_child_setup)
 
 
 def kill(p: subprocess.Popen, grace: float = 5.0) -> None:
@@ -115,7 +121,7 @@ def run(argv: Sequence[str], *, timeout: float = 600, check: bool = True,
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
                              cwd=cwd, text=True, errors="replace",
                              stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                             preexec_fn=_die_with_parent)
+                             preexec_fn=_child_setup)
     except FileNotFoundError as e:
         raise ProcError(argv, None, reason=f"could not start ({e.strerror})") from e
     try:
