@@ -13,7 +13,8 @@ def test_prepare_run_sample_cleanup(server):
     assert server.query("SELECT COUNT(*) FROM sbtest.sbtest2") == [(500,)]
     s = Sampler(server)
     res = sb.run("oltp_read_only", threads=2, duration=3, seed=42, observer=s)
-    assert res.intervals["second"].tolist() == [1, 2, 3]
+    # one report per second; sysbench may drop the last one when it coincides with the end
+    assert res.intervals["second"].tolist() in ([1, 2, 3], [1, 2])
     assert (res.intervals["tps"] > 0).all()
     t = res.totals
     assert t["events"] == res.histogram["count"].sum() > 0 and t["errors"] == 0
@@ -23,12 +24,12 @@ def test_prepare_run_sample_cleanup(server):
     # samples at t0, t0+1s, …: one per second plus the baseline, aligned with the intervals
     frame = s.frame()
     seconds = sorted(frame["second"].unique())
-    assert seconds[:4] == [0, 1, 2, 3]
+    assert seconds[:3] == [0, 1, 2] and max(seconds) <= 4
     assert {"Questions", "Threads_connected", sampler.CPU_SERVER, sampler.CPU_CLIENT} <= set(frame["variable"])
     assert frame["offset_s"].max() < 4.5
     r = sampler.rates(frame)
-    assert (r.loc[1:3, "Questions"] > 0).all()
-    assert r.loc[1:3, "cpu_server_pct"].mean() > 1
+    assert (r.loc[1:2, "Questions"] > 0).all()
+    assert r.loc[1:2, "cpu_server_pct"].mean() > 1
     # the sampler's question rate agrees with sysbench's own qps (same seconds, ±25 %)
     assert r.loc[2, "Questions"] == pytest.approx(res.intervals.set_index("second").loc[2, "qps"], rel=0.25)
     sb.cleanup()
