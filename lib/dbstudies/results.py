@@ -169,12 +169,6 @@ class Run:
             raise FileNotFoundError(f"run {self.path.name} has no table {name}")
         return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
 
-    def write_text(self, relpath: str, text: str) -> Path:
-        target = self.path / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        return target
-
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"
 

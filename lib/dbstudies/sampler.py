@@ -100,6 +100,18 @@ class Sampler:
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=["second", "offset_s", "variable", "value"])
 
+    def mean_cpu(self) -> dict[str, float]:
+        """Average CPU use (% of one core) of server and client over the sampled span:
+        {CPU_SERVER: …, CPU_CLIENT: …}, a key missing where fewer than two samples exist."""
+        df = self.frame()
+        out = {}
+        for var in (CPU_SERVER, CPU_CLIENT):
+            s = df[df["variable"] == var].sort_values("second")
+            if len(s) >= 2:
+                span = s["offset_s"].iloc[-1] - s["offset_s"].iloc[0]
+                out[var] = (s["value"].iloc[-1] - s["value"].iloc[0]) / span * 100
+        return out
+
 
 def _is_number(value: Any) -> bool:
     try:

@@ -194,10 +194,13 @@ class Sysbench:
                 argv.append(f"--rand-seed={seed}")
         return argv + [command]
 
-    def _call(self, command: str, workload: str, timeout: float, **kw: Any) -> proc.Result:
-        argv, env = self.argv(command, **kw), self.env(workload)
+    def _record(self, command: str, workload: str, argv: list[str], env: dict[str, str]) -> None:
         self.calls.append({"command": command, "workload": workload, "argv": argv, "env": env,
                            "at": time.time()})
+
+    def _call(self, command: str, workload: str, timeout: float, **kw: Any) -> proc.Result:
+        argv, env = self.argv(command, **kw), self.env(workload)
+        self._record(command, workload, argv, env)
         try:
             return proc.run(argv, env=env, timeout=timeout)
         except proc.ProcError as e:
@@ -221,8 +224,7 @@ class Sysbench:
         argv = self.argv("run", threads=threads, duration=duration, interval=interval,
                          percentile=percentile, seed=seed)
         env = self.env(workload)
-        self.calls.append({"command": "run", "workload": workload, "argv": argv, "env": env,
-                           "at": time.time()})
+        self._record("run", workload, argv, env)
         out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer)
         intervals, total = parse_report(out)
         if total is None:

@@ -187,14 +187,13 @@ def measure(p: Params, run: Run, *, progress: bool = True) -> None:
     steps = plan(p)
     run.update(plan=steps.to_dict("records"), estimated_seconds=estimated_seconds(p))
     flavour = servers.load_flavour(p.flavour)
-    workdir = run.path / "server"
-    with run.recording():
+    with run.recording(), servers.Server(flavour, run.path / "server", settings=dict(p.settings),
+                                         cpus=p.server_cpus, max_clients=max(p.threads)) as server:
         try:
-            with servers.Server(flavour, workdir, settings=dict(p.settings), cpus=p.server_cpus,
-                                max_clients=max(p.threads)) as server:
-                _measure(p, run, server, steps, progress)
+            _measure(p, run, server, steps, progress)
         finally:
-            shutil.rmtree(workdir / "datadir", ignore_errors=True)
+            server.stop()
+            server.remove_datadir()
 
 
 def _measure(p: Params, run: Run, server: servers.Server, steps: pd.DataFrame,
@@ -247,7 +246,7 @@ def _record_server(run: Run, server: servers.Server, label: str) -> None:
 def _store(run: Run, step: int, phase: str, repeat: int, scheduler: str, seed: int,
            res: SysbenchResult, sampler: Sampler | None) -> None:
     """Flush one finished step: its totals, intervals, histogram and status samples."""
-    cpu = _mean_cpu(sampler)
+    cpu = sampler.mean_cpu() if sampler is not None else {}
     t = res.totals
     run.append(STEPS, pd.DataFrame([{
         "step": step, "phase": phase, "repeat": repeat, "scheduler": scheduler,
@@ -262,20 +261,6 @@ def _store(run: Run, step: int, phase: str, repeat: int, scheduler: str, seed: i
     run.append(HISTOGRAMS, res.histogram.assign(step=step))
     if sampler is not None:
         run.append(STATUS, sampler.frame().assign(step=step))
-
-
-def _mean_cpu(sampler: Sampler | None) -> dict[str, float]:
-    """Average CPU use (% of one core) of server and client over the sampled seconds."""
-    if sampler is None or not sampler.rows:
-        return {}
-    df = sampler.frame()
-    out = {}
-    for var in (CPU_SERVER, CPU_CLIENT):
-        s = df[df["variable"] == var].sort_values("second")
-        if len(s) >= 2:
-            out[var] = (s["value"].iloc[-1] - s["value"].iloc[0]) / \
-                       (s["offset_s"].iloc[-1] - s["offset_s"].iloc[0]) * 100
-    return out
 
 
 # ---------------------------------------------------------------- analysis
