@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -51,3 +53,27 @@ def kill_leftovers():
     for m in markers:
         for pid in processes_mentioning(m):
             os.kill(pid, signal.SIGKILL)
+
+
+# notebook → the `dbstudies run` arguments of its one execution in the suite (a smoke run);
+# a new notebook must be added here. The thread-pool one is the README's example.
+SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
+                                    "-p", "duration", "5"]}
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """Execute a notebook once per session, through the CLI (`dbstudies run`, which executes
+    it with papermill and renders the report): name → (completed process, run directory)."""
+    done: dict[str, tuple] = {}
+
+    def execute(name: str):
+        if name not in done:
+            runs = tmp_path_factory.mktemp("smoke-" + name.removesuffix(".ipynb"))
+            argv = [sys.executable, "-m", "dbstudies", "run", name.removesuffix(".ipynb"),
+                    *SMOKE_RUNS[name], "--runs-dir", str(runs)]
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=REPO)
+            run_dirs = list(runs.glob("*/*/metadata.json"))
+            done[name] = (p, run_dirs[0].parent if len(run_dirs) == 1 else None)
+        return done[name]
+    return execute

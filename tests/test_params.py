@@ -2,7 +2,9 @@
 import pytest
 
 from dbstudies.params import ParamError, parse_value
-from dbstudies.studies import thread_pool as tp
+from dbstudies import study
+
+tp = study.load("thread_pool")
 
 
 def problems(**overrides):
@@ -63,14 +65,14 @@ def test_plan_interleaves_repeats_and_is_seeded():
     plan = tp.plan(p)
     cells = len(p.workloads) * len(p.threads)
     assert len(plan) == 6 * 2 * cells and plan["step"].tolist() == list(range(1, len(plan) + 1))
-    # every (repeat, scheduler) block is contiguous and holds each cell exactly once
-    blocks = plan.groupby(["repeat", "scheduler"], sort=False)
+    # every (repeat, arm) block is contiguous and holds each cell exactly once
+    blocks = plan.groupby(["repeat", "arm"], sort=False)
     assert blocks.ngroups == 12
     for _, b in blocks:
         assert b["step"].diff().dropna().eq(1).all()
         assert len(b[["workload", "threads"]].drop_duplicates()) == cells
     # the scheduler that goes first changes across repeats (not all A then all B)
-    firsts = plan.groupby("repeat")["scheduler"].first()
+    firsts = plan.groupby("repeat")["arm"].first()
     assert firsts.nunique() == 2
     assert plan.equals(tp.plan(p))
     assert not plan.equals(tp.plan(tp.resolve("quick", repeats=6, seed=4)))
@@ -80,3 +82,45 @@ def test_pool_settings_follow_server_cpus():
     assert tp.scheduler_settings(tp.POOL, 6) == {"thread_handling": "pool-of-threads",
                                                 "thread_pool_size": 6}
     assert tp.scheduler_settings(tp.PER_CONNECTION, 6) == {"thread_handling": "one-thread-per-connection"}
+
+
+def test_pool_arm_gets_one_group_per_server_cpu():
+    (base, pool) = tp.arms(tp.resolve("smoke", server_cpus="0"))
+    assert base.label == tp.PER_CONNECTION and base.twin_of is None  # the baseline comes first
+    assert pool.settings == {"thread_handling": "pool-of-threads", "thread_pool_size": 1}
+
+
+def test_aa_control_adds_an_interleaved_twin_of_the_baseline():
+    p = tp.resolve("quick", aa_control=True, repeats=6)
+    arms = tp.arms(p)
+    assert [a.label for a in arms] == [tp.PER_CONNECTION, tp.PER_CONNECTION + " (A/A)", tp.POOL]
+    assert arms[1].settings == arms[0].settings and arms[1].twin_of == tp.PER_CONNECTION
+    plan = tp.plan(p)
+    assert plan.groupby(["repeat", "arm"]).ngroups == 18
+    positions = plan.groupby("repeat")["arm"].unique().map(list)
+    assert len({tuple(x) for x in positions}) > 1  # the twin's place changes across repeats
+    assert tp.estimated_seconds(p) == pytest.approx(1.5 * tp.estimated_seconds(tp.resolve("quick", repeats=6)))
+    assert [a.label for a in tp.arms(tp.resolve("quick"))] == [tp.PER_CONNECTION, tp.POOL]
+
+
+def test_shared_validators_report_everything_at_once():
+    found = problems(repeats=0, seed=-1, draw_threshold=1.5, server_cpus="9999",
+                     settings={"port": 1, "thread_pool_size": 4}, tables=0, schedulers=["x"])
+    assert [f.split(":")[0] for f in found] == ["repeats", "seed", "draw_threshold", "server_cpus",
+                                                "settings", "tables", "schedulers"]
+    assert "['port', 'thread_pool_size']" in found[4]
+
+
+def test_cli_text_values_are_parsed_for_their_type():
+    p = tp.resolve("smoke", server_cpus="0", client_cpus="1", aa_control="true", repeats="3")
+    assert (p.server_cpus, p.client_cpus, p.aa_control, p.repeats) == ("0", "1", True, 3)
+    assert any("aa_control: expected true/false" in x for x in problems(aa_control="maybe"))
+
+
+def test_list_imports_neither_pandas_nor_scipy():
+    import subprocess
+    import sys
+    code = ("import sys; from dbstudies import cli; cli.main(['list']); "
+            "print(sorted(m for m in ('pandas', 'scipy', 'matplotlib', 'pyarrow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("thread_pool: Thread-pool scaling") and out.splitlines()[-1] == "[]"

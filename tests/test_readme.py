@@ -9,7 +9,9 @@ import pytest
 from conftest import REPO
 from dbstudies import cli
 from dbstudies.params import fields
-from dbstudies.studies import thread_pool as tp
+from dbstudies.study import load
+
+tp = load("thread_pool")
 
 README = (REPO / "README.md").read_text()
 
@@ -17,6 +19,8 @@ README = (REPO / "README.md").read_text()
 def fmt(value):
     if value is None:
         return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
     if isinstance(value, list):
         return ", ".join(map(str, value))
     if isinstance(value, dict):
@@ -55,8 +59,7 @@ def test_cli_examples_are_valid():
         argv = shlex.split(line.split("#")[0])
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
-        from dbstudies.params import parse_value
-        tp.resolve(args.profile, **{n: parse_value(v) for n, v in args.parameter})
+        tp.resolve(args.profile, **dict(args.parameter))
 
 
 def test_environment_yml_is_fully_pinned_and_read_by_setup():
@@ -70,7 +73,7 @@ def test_environment_yml_is_fully_pinned_and_read_by_setup():
     assert extracted.stdout.split() == entries
     setup = (REPO / "env/setup.sh").read_text()
     assert "grep -E '^ +- [A-Za-z0-9_.-]+=='" in setup  # the same extraction as above
-    for name in ("papermill", "nbval", "mysql-connector-python==9.7.0", "pyarrow", "scipy"):
+    for name in ("papermill", "mysql-connector-python==9.7.0", "pyarrow", "scipy"):
         assert name in env
 
 

@@ -1,12 +1,21 @@
 """The run store: layout, metadata, declared tables, append-only parts, status on failure."""
 import json
+import os
 import re
+from dataclasses import dataclass
 
 import pandas as pd
 import pytest
 
-from dbstudies import results
+from dbstudies import errors, results, runner
 from dbstudies.results import INTERVALS, Run, Table
+
+
+
+@dataclass(frozen=True)
+class Params:
+    a: int = 1
+
 
 T = Table("demo", 2, {"step": "int64", "value": "float64", "label": "str"})
 
@@ -56,17 +65,39 @@ def test_empty_table_has_declared_columns(run):
     assert list(run.table(INTERVALS).columns) == list(INTERVALS.columns)
 
 
-def test_recording_marks_failed_and_interrupted(tmp_path):
-    failed = Run.create("s", {}, root=tmp_path)
+def test_the_owner_marks_failed_and_interrupted(tmp_path):
+    p = Params()
+    failed = runner.create_run("s", p, tmp_path, "notebook")
     with pytest.raises(RuntimeError):
-        with failed.recording():
+        with runner.guard(failed):
             raise RuntimeError("server exploded")
     assert failed.status == "failed" and "server exploded" in failed.metadata["error"]
-    stopped = Run.create("s", {}, root=tmp_path)
+    stopped = runner.create_run("s", p, tmp_path, "notebook")
     with pytest.raises(KeyboardInterrupt):
-        with stopped.recording():
+        with runner.guard(stopped):
             raise KeyboardInterrupt
     assert stopped.status == "interrupted" and stopped.metadata["finished_at"]
+    runner.notebook_done(stopped)
+    assert stopped.status == "interrupted"  # settled once, never rewritten
+
+
+def test_only_the_owner_writes_the_status(tmp_path):
+    """A kernel measuring a CLI-owned run leaves the status to the CLI."""
+    theirs = runner.create_run("s", Params(), tmp_path, "cli")
+    theirs.update(owner={**theirs.metadata["owner"], "pid": os.getppid()})
+    with pytest.raises(RuntimeError):
+        with runner.guard(theirs):
+            raise RuntimeError("boom")
+    runner.notebook_done(theirs)
+    assert theirs.status == "running" and not runner.owns(theirs)
+    mine = runner.create_run("s", Params(), tmp_path, "notebook")
+    runner.notebook_done(mine)
+    assert mine.status == "complete" and mine.metadata["parameters"] == {"a": 1}
+
+
+def test_missing_run_is_a_store_error(tmp_path):
+    with pytest.raises(errors.StoreError, match="not a run directory"):
+        Run.open(tmp_path / "nope")
 
 
 def test_list_runs_by_status(tmp_path):

@@ -33,7 +33,9 @@ def test_restart_applies_new_settings_and_cold_restart(server):
     dropped = server.cold_restart()
     assert server.pid != first_pid
     assert server.query("SELECT @@innodb_buffer_pool_load_at_startup") == [(0,)]
-    assert server.query("SELECT @@thread_handling") == [("pool-of-threads",)]  # settings persist
+    # the settings of one start never stick to the next
+    assert server.query("SELECT @@thread_handling") == [("one-thread-per-connection",)]
+    assert "thread_pool_size" not in server.cnf_path.read_text()
     assert dropped == (open("/proc/sys/vm/drop_caches", "a") is not None)
     server.restart()
     assert server.query("SELECT @@innodb_buffer_pool_load_at_startup") == [(1,)]  # cold was one-off

@@ -9,10 +9,12 @@ import time
 
 import pytest
 
-from conftest import REPO, processes_mentioning, wait_for
+from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 from dbstudies import servers
 from dbstudies.results import Run
-from dbstudies.studies import thread_pool as tp
+from dbstudies.study import load
+
+tp = load("thread_pool")
 
 pytestmark = pytest.mark.server
 CLI = [sys.executable, "-m", "dbstudies"]
@@ -53,7 +55,7 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     assert len(run.table("intervals")["step"].unique()) == len(kept)
     assert processes_mentioning(marker) == []
     assert processes_mentioning(meta["servers"][0]["socket"]) == []  # no sysbench left either
-    assert not (run.path / "server" / "datadir").exists()
+    assert not (run.path / "server" / "mariadb-10.11" / "datadir").exists()
     assert "mariadb-10.11.err" in os.listdir(run.path / "server")
 
 
@@ -112,24 +114,26 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
     assert "interrupted" in out
     wait_for(lambda: processes_mentioning(marker) == [], 10, "no server left")
     run = Run.open(run_dir)
-    assert run.status == "interrupted"
+    assert run.status == "interrupted" and run.metadata["error"] == "interrupted by SIGINT"
     assert len(tp.measured(run)) >= 1
 
 
-def test_cli_runs_the_study_end_to_end(tmp_path):
-    """The README/issue example: a smoke run with three thread counts, report rendered."""
-    cmd = "python -m dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 5"
-    argv = [sys.executable, *shlex.split(cmd)[1:], "--runs-dir", str(tmp_path)]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO)
+def test_cli_runs_the_study_end_to_end(smoke_run):
+    """The README/issue example: a smoke run with three thread counts, report rendered
+    (the suite's one execution of the notebook, shared with test_notebooks.py)."""
+    cmd = "dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 5"
+    assert cmd in (REPO / "README.md").read_text()
+    assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool.ipynb"]]
+    p, run_dir = smoke_run("thread_pool.ipynb")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    (run_dir,) = list((tmp_path / "thread_pool").iterdir())
     run = Run.open(run_dir)
     meta = run.metadata
     assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 8, 64]
     assert meta["parameters"]["duration"] == 5 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
-    assert {s["label"] for s in meta["servers"]} == {"prepare", *tp.SCHEDULERS}
+    assert {s["label"] for s in meta["servers"]} == {"prepare mariadb-10.11", *tp.SCHEDULERS}
+    assert meta["owner"]["kind"] == "cli" and meta["owner"]["pid"] != os.getpid()
     pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
     assert pool["global_variables"]["thread_handling"] == "pool-of-threads"
     assert int(pool["global_variables"]["max_connections"]) >= 64
@@ -154,4 +158,5 @@ def test_cli_runs_the_study_end_to_end(tmp_path):
     assert p.returncode == 0 and (run_dir / "report.html").read_text() == html
     p = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith("thread_pool: Thread-pool scaling")
-    assert "  threads (quick: [1, 4, 16, 64])" in p.stdout
+    assert f"  threads (quick: {tp.PROFILES['quick']['threads']})" in p.stdout
+    assert "  aa_control (quick: False)" in p.stdout

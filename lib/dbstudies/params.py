@@ -13,15 +13,11 @@ import types
 import typing
 from typing import Any, Mapping
 
+from .errors import ParamError
+
 PROFILES = ("smoke", "quick", "full")
 
 
-class ParamError(ValueError):
-    """One or more parameters are invalid; the message lists each problem."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("invalid parameters:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
 def parse_value(text: str) -> Any:
@@ -117,3 +113,52 @@ def resolve(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
 
 def as_dict(obj: Any) -> dict[str, Any]:
     return dataclasses.asdict(obj)
+
+
+# ---------------------------------------------------------------- shared validators
+# Each returns a list of problems ("name: what is wrong"), empty when all is well.
+
+def check_choices(name: str, values: list[str], allowed: tuple[str, ...]) -> list[str]:
+    """Distinct values, each from `allowed`.
+
+    >>> check_choices("w", ["a", "c"], ("a", "b"))
+    ["w: need distinct values from a, b; got ['a', 'c']"]
+    """
+    bad = [v for v in values if v not in allowed]
+    if not values or bad or len(set(values)) != len(values):
+        return [f"{name}: need distinct values from {', '.join(allowed)}; got {values}"]
+    return []
+
+
+def check_min(obj: Any, **lows: float) -> list[str]:
+    """Each named field of `obj` is at least its low bound."""
+    return [f"{name}: must be ≥ {low}, got {getattr(obj, name)}"
+            for name, low in lows.items() if getattr(obj, name) < low]
+
+
+def check_cpus(name: str, spec: str | None) -> list[str]:
+    """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
+    import os
+
+    from .servers import parse_cpus
+    if spec is None:
+        return []
+    try:
+        cpus = parse_cpus(spec)
+    except ValueError as e:
+        return [f"{name}: {e}"]
+    usable = os.sched_getaffinity(0)
+    if not set(cpus) <= usable:
+        return [f"{name}: CPUs {sorted(set(cpus) - usable)} are not available (have {sorted(usable)})"]
+    return []
+
+
+def check_flavour(name: str, flavour: str) -> list[str]:
+    """A known server flavour whose binaries are installed."""
+    from .errors import ServerError
+    from .servers import load_flavour
+    try:
+        load_flavour(flavour).check_installed()
+    except (ValueError, ServerError) as e:
+        return [f"{name}: {e}"]
+    return []

@@ -19,7 +19,7 @@ def _log2_threads(ax, threads) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "scheduler",
+def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm",
             facet: str = "workload", logy: bool = True) -> plt.Figure:
     """Median of `metric` with min/max whiskers vs client threads, one panel per `facet`.
 
@@ -45,7 +45,7 @@ def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "sche
     return fig
 
 
-def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "scheduler") -> plt.Figure:
+def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> plt.Figure:
     """Median CPU use of server and sysbench client (% of one core) vs threads."""
     long = summary.melt(id_vars=[facet, hue, "threads"],
                         value_vars=["cpu_server_pct", "cpu_client_pct"],

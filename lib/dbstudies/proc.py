@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from . import errors
+
 TAIL_LINES = 30
 
 
@@ -26,7 +28,7 @@ def tail(text: str | bytes | None, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-class ProcError(RuntimeError):
+class ProcError(errors.ProcError):
     """A command failed (non-zero exit, timeout or signal); carries argv and output tails."""
 
     def __init__(self, argv: Sequence[str], returncode: int | None, stdout: str = "",

@@ -5,10 +5,9 @@ soon as it finishes, metadata.json is replaced atomically, nothing is ever edite
 place. Tables have columns declared once in code (`Table`) with a schema version.
 
     run = Run.create("thread_pool", {"threads": [1, 8]})
-    with run.recording():                  # failed / interrupted on an exception
-        run.append(INTERVALS, frame)       # a new Parquet part, fsynced
+    run.append(INTERVALS, frame)           # a new Parquet part, fsynced
     run.table(INTERVALS)                   # all parts, concatenated
-    run.finish()
+    run.finish()                           # status: runner.py decides when
 """
 from __future__ import annotations
 
@@ -22,15 +21,19 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import paths, proc
+from . import errors, paths, proc
 
 STATUSES = ("running", "complete", "failed", "interrupted")
+
+
+class NotARun(errors.StoreError, FileNotFoundError):
+    """The directory does not exist or holds no metadata.json."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class Run:
         self.path = Path(path)
         self.meta_path = self.path / "metadata.json"
         if not self.meta_path.exists():
-            raise FileNotFoundError(f"{self.path} is not a run directory (no metadata.json)")
+            raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
 
     @classmethod
     def create(cls, study: str, parameters: Mapping[str, Any], root: Path = paths.RUNS_DIR) -> "Run":
@@ -124,18 +127,6 @@ class Run:
             raise ValueError(f"status must be one of {STATUSES[1:]}")
         self.update(status=status, error=error, finished_at=_now())
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator["Run"]:
-        """Mark the run failed (with the error) or interrupted if the block raises."""
-        try:
-            yield self
-        except KeyboardInterrupt:
-            self.finish("interrupted", "KeyboardInterrupt (Ctrl-C)")
-            raise
-        except BaseException as e:
-            self.finish("failed", f"{type(e).__name__}: {e}")
-            raise
-
     # -- tables
     def append(self, table: Table, df: pd.DataFrame) -> Path:
         """Write `df` as the next part of `table`, durably, before returning."""
@@ -166,7 +157,7 @@ class Run:
         if not parts:
             if isinstance(table, Table):
                 return pd.DataFrame({c: pd.Series(dtype=t) for c, t in table.columns.items()})
-            raise FileNotFoundError(f"run {self.path.name} has no table {name}")
+            raise errors.StoreError(f"run {self.path.name} has no table {name}")
         return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
 
     def __repr__(self) -> str:

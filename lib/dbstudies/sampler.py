@@ -1,4 +1,5 @@
-"""Background 1 Hz sampling of SHOW GLOBAL STATUS and of server/client CPU time.
+"""Background 1 Hz sampling of SHOW GLOBAL STATUS, of server/client CPU time and of how
+busy the host is apart from us (/proc/stat: all CPUs' busy and steal time).
 
 Sample k is taken at t0 + k·interval, t0 being the moment sysbench was started, so sample k
 closes the same second as sysbench's k-th report interval. Rows are long (tidy): one per
@@ -26,7 +27,30 @@ DEFAULT_STATUS = (
 GAUGES = {"Threads_running", "Threads_connected", "Innodb_buffer_pool_pages_dirty",
           "Innodb_checkpoint_age", "Threadpool_threads", "Threadpool_idle_threads"}
 CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
+HOST_TOTAL, HOST_BUSY, HOST_STEAL = "host_total_s", "host_busy_s", "host_steal_s"
+HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
+# a step is flagged as measured on a busy host when, on average over the step, other
+# processes used more than this share of the machine (or the hypervisor stole more)
+BUSY_OTHER_PCT, BUSY_STEAL_PCT = 10.0, 5.0
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def host_cpu_seconds(stat: str | None = None) -> dict[str, float]:
+    """All CPUs' time from /proc/stat's `cpu` line, in seconds: total, busy (neither idle
+    nor iowait nor steal) and steal (taken by the hypervisor for other guests).
+
+    >>> host_cpu_seconds("cpu  100 0 50 800 20 0 10 20 0 0") == (
+    ...     {HOST_TOTAL: 1000 / _CLK_TCK, HOST_BUSY: 160 / _CLK_TCK, HOST_STEAL: 20 / _CLK_TCK})
+    True
+    """
+    if stat is None:
+        with open("/proc/stat") as f:
+            stat = f.readline()
+    v = [int(x) for x in stat.split()[1:9]]  # user nice system idle iowait irq softirq steal
+    user, nice, system, idle, iowait, irq, softirq, steal = v + [0] * (8 - len(v))
+    total = user + nice + system + idle + iowait + irq + softirq + steal
+    busy = user + nice + system + irq + softirq
+    return {HOST_TOTAL: total / _CLK_TCK, HOST_BUSY: busy / _CLK_TCK, HOST_STEAL: steal / _CLK_TCK}
 
 
 def cpu_seconds(pid: int | None) -> float | None:
@@ -95,22 +119,41 @@ class Sampler:
             cpu = cpu_seconds(pid)
             if cpu is not None:
                 rows.append((k, offset, name, cpu))
+        rows += [(k, offset, name, v) for name, v in host_cpu_seconds().items()]
         self.rows.extend(rows)
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=["second", "offset_s", "variable", "value"])
 
+    def _deltas(self) -> dict[str, float]:
+        """Each CPU counter's increase from the first to the last sample in which all of them
+        were read (so all deltas cover one span), and that span's seconds as "span"."""
+        wide = self.frame().pivot_table(index="second", columns="variable", values="value",
+                                        aggfunc="last")
+        cols = [c for c in (CPU_SERVER, CPU_CLIENT, *HOST_VARIABLES) if c in wide]
+        wide = wide[cols].dropna()
+        if len(wide) < 2:
+            return {}
+        offsets = self.frame().groupby("second")["offset_s"].first()
+        out = (wide.iloc[-1] - wide.iloc[0]).to_dict()
+        out["span"] = offsets[wide.index[-1]] - offsets[wide.index[0]]
+        return out
+
     def mean_cpu(self) -> dict[str, float]:
         """Average CPU use (% of one core) of server and client over the sampled span:
         {CPU_SERVER: …, CPU_CLIENT: …}, a key missing where fewer than two samples exist."""
-        df = self.frame()
-        out = {}
-        for var in (CPU_SERVER, CPU_CLIENT):
-            s = df[df["variable"] == var].sort_values("second")
-            if len(s) >= 2:
-                span = s["offset_s"].iloc[-1] - s["offset_s"].iloc[0]
-                out[var] = (s["value"].iloc[-1] - s["value"].iloc[0]) / span * 100
-        return out
+        d = self._deltas()
+        return {v: d[v] / d["span"] * 100 for v in (CPU_SERVER, CPU_CLIENT) if v in d}
+
+    def host_load(self) -> dict[str, float]:
+        """How busy the host was apart from server and client over the sampled span, in % of
+        the whole machine: {"other_pct": …, "steal_pct": …} (empty with < 2 samples)."""
+        d = self._deltas()
+        if HOST_TOTAL not in d or not d[HOST_TOTAL]:
+            return {}
+        ours = d.get(CPU_SERVER, 0.0) + d.get(CPU_CLIENT, 0.0)
+        return {"other_pct": max(0.0, d[HOST_BUSY] - ours) / d[HOST_TOTAL] * 100,
+                "steal_pct": d[HOST_STEAL] / d[HOST_TOTAL] * 100}
 
 
 def _is_number(value: Any) -> bool:
@@ -134,4 +177,5 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     for col in (CPU_SERVER, CPU_CLIENT):
         if col in out:
             out[col] = out[col] * 100
+    out = out.drop(columns=[c for c in HOST_VARIABLES if c in out])
     return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct"})

@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import paths, proc
+from . import errors, paths, proc
 
 DEFAULT_MAX_CONNECTIONS = 151
 CONNECTION_HEADROOM = 16  # admin, sampler and status connections on top of the clients
 FORBIDDEN_PORTS = {3306, 33060}
 
 
-class ServerError(RuntimeError):
-    """A private server failed to start, stop or answer."""
+ServerError = errors.ServerError
 
 
 class ServerDied(ServerError):
@@ -199,7 +198,8 @@ def _drop_page_cache() -> bool:
 class Server:
     """A private server instance. Use as a context manager: it is always stopped on exit.
 
-    `settings` override the flavour's cnf fragments; `max_clients` raises max_connections to
+    `settings` override the flavour's cnf fragments at every start (a start's own settings
+    go on top, for that start only); `max_clients` raises max_connections to
     cover that many client connections; `cpus` pins the server (taskset list, e.g. "0-3").
     """
     flavour: Flavour
@@ -289,15 +289,14 @@ class Server:
 
     def start(self, settings: Mapping[str, Any] | None = None, *,
               _extra: Mapping[str, Any] | None = None) -> None:
-        """Start with the current settings updated by `settings`; wait until it answers."""
+        """Start and wait until it answers. `settings` apply to this start only, on top of
+        the instance's own: a later start without them does not inherit them."""
         if self.running:
             raise ServerError("server is already running")
         if not (self.datadir / "mysql").exists():
             self.init()
-        if settings:
-            self.settings.update(settings)
         check_port(self.port)
-        self.write_cnf(_extra)
+        self.write_cnf({**(settings or {}), **(_extra or {})})
         t0 = time.monotonic()
         with open(self.error_log, "ab") as log:
             self._proc = proc.spawn(self.server_argv(), stdout=log, stderr=log, new_session=True)

@@ -1,15 +1,24 @@
 """Summaries, intervals, tests and verdicts — what every study ends with.
 
 The unit of replication is a whole run (one measured step on a fresh server start), never
-a second. Comparisons give the ratio of medians with a bootstrap CI, a two-sided
-Mann–Whitney U p-value, Holm's correction across one table, and a verdict:
-better / worse / draw (|Δ| < threshold, or not significant after correction).
+a second. A comparison of a candidate with a baseline gives:
 
->>> compare([100, 101, 99, 100, 102], [120, 121, 119, 122, 120])["ratio"]
-1.2
+- the **ratio of geometric means** with a CI from Welch's t on log values, and Welch's
+  two-sided p-value — the rule that decides (it has the power small-n benchmarks need);
+- **Holm's correction** across one table (one family), and a verdict: better / worse /
+  draw (|Δ| < threshold, or not significant after correction);
+- robustness columns that need no normality: the Hodges–Lehmann ratio with its exact rank
+  CI (labelled with the coverage it really has) and the Mann–Whitney p-value;
+- the table's **minimum detectable effect**: the smallest true difference found with 80 %
+  power at the table's n, pooled noise and number of comparisons.
+
+>>> r = compare([100, 101, 99, 100, 102], [120, 121, 119, 122, 120])
+>>> round(r["ratio"], 2), r["verdict"]
+(1.2, 'better')
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Iterable, Sequence
 
@@ -20,9 +29,12 @@ from scipy import stats as sps
 THRESHOLD = 0.05   # |Δ| below 5 % is a draw
 ALPHA = 0.05
 LEVEL = 0.95
-N_BOOT = 4000
+POWER = 0.80       # for the minimum detectable effect
 VERDICTS = ("better", "worse", "draw")
+NOT_AVAILABLE = "not available"
 
+
+# ---------------------------------------------------------------- one sample
 
 def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
     """Distribution-free CI of the median from order statistics: (low, high, coverage).
@@ -47,31 +59,102 @@ def median_ci(x: Sequence[float], level: float = LEVEL) -> tuple[float, float, f
     return best
 
 
+def cv(x: Sequence[float]) -> float:
+    """Coefficient of variation (sample SD / mean); NaN with fewer than two values.
+
+    >>> round(cv([90, 100, 110]), 3)
+    0.1
+    """
+    v = np.asarray(x, dtype=float)
+    return float(np.std(v, ddof=1) / np.mean(v)) if len(v) >= 2 and np.mean(v) else math.nan
+
+
 def summarize(df: pd.DataFrame, by: Sequence[str], value: str, level: float = LEVEL) -> pd.DataFrame:
-    """Per group: n, median, min, max, q1, q3, iqr and the median's CI (with its coverage)."""
+    """Per group: n, median, min, max, q1, q3, iqr, cv and the median's CI (with its coverage)."""
     def one(x: pd.Series) -> pd.Series:
         lo, hi, cov = median_ci(x, level)
         q1, q3 = np.percentile(x, [25, 75])
         return pd.Series({"n": len(x), "median": x.median(), "min": x.min(), "max": x.max(),
-                          "q1": q1, "q3": q3, "iqr": q3 - q1, "ci_low": lo, "ci_high": hi,
-                          "ci_level": cov})
+                          "q1": q1, "q3": q3, "iqr": q3 - q1, "cv": cv(x), "ci_low": lo,
+                          "ci_high": hi, "ci_level": cov})
     out = df.groupby(list(by), sort=True)[value].apply(one).unstack()
     out["n"] = out["n"].astype(int)
     return out.reset_index()
 
 
-def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], level: float = LEVEL,
-                       n_boot: int = N_BOOT, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(b) / median(a), resampling each group."""
-    rng = np.random.default_rng(seed)
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    ma = np.median(rng.choice(a, (n_boot, len(a))), axis=1)
-    mb = np.median(rng.choice(b, (n_boot, len(b))), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = mb / ma
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.nanpercentile(r, [tail, 100 - tail])
-    return float(lo), float(hi)
+# ---------------------------------------------------------------- two samples
+
+def log_t(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> dict[str, float]:
+    """Welch's t on log values: ratio of geometric means b/a, its CI, p, SE and df.
+
+    >>> r = log_t([10, 11, 9, 10], [20, 22, 18, 20])
+    >>> round(r["ratio"], 3), r["p_value"] < 0.001
+    (2.0, True)
+    """
+    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    na, nb = len(la), len(lb)
+    nan = dict(ratio=math.nan, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+               se=math.nan, df=math.nan)
+    if na == 0 or nb == 0:
+        return nan
+    diff = float(lb.mean() - la.mean())
+    if na < 2 or nb < 2:  # no variance estimate: a point estimate and nothing else
+        return {**nan, "ratio": math.exp(diff)}
+    va, vb = la.var(ddof=1) / na, lb.var(ddof=1) / nb
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return dict(ratio=math.exp(diff), ci_low=math.exp(diff), ci_high=math.exp(diff),
+                    p_value=1.0 if diff == 0 else 0.0, se=0.0, df=float(na + nb - 2))
+    df = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
+    half = sps.t.ppf(0.5 + level / 2, df) * se
+    return dict(ratio=math.exp(diff), ci_low=math.exp(diff - half), ci_high=math.exp(diff + half),
+                p_value=float(2 * sps.t.sf(abs(diff) / se, df)), se=se, df=float(df))
+
+
+@functools.lru_cache(maxsize=256)
+def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
+    """How many of the C(n1+n2, n1) rank arrangements give each Mann–Whitney U (no ties)."""
+    if n1 == 0 or n2 == 0:
+        return (1,)
+    # U(n1, n2) = U(n1-1, n2) + n2 (the largest value in sample 1)  or  U(n1, n2-1)
+    left, right = _u_counts(n1 - 1, n2), _u_counts(n1, n2 - 1)
+    out = [0] * (n1 * n2 + 1)
+    for u, c in enumerate(left):
+        out[u + n2] += c
+    for u, c in enumerate(right):
+        out[u] += c
+    return tuple(out)
+
+
+def rank_ratio_ci(a: Sequence[float], b: Sequence[float],
+                  level: float = LEVEL) -> tuple[float, float, float, float]:
+    """Hodges–Lehmann ratio b/a (median of all pairwise log differences) with the exact
+    rank CI that inverts the Mann–Whitney test: (ratio, low, high, coverage).
+
+    Coverage comes in steps at small n, so the CI is the narrowest one whose exact coverage
+    is ≥ level (or all pairs, with the lower coverage that has), and that coverage is returned.
+
+    >>> r, lo, hi, cov = rank_ratio_ci([10, 11, 9, 10, 12], [20, 22, 18, 20, 24])
+    >>> round(r, 2), round(cov, 3)
+    (2.0, 0.968)
+    """
+    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    n1, n2 = len(la), len(lb)
+    if n1 == 0 or n2 == 0:
+        return (math.nan,) * 4
+    d = np.sort((lb[None, :] - la[:, None]).ravel())
+    hl = math.exp(float(np.median(d)))
+    if n1 * n2 > 2500:  # large samples: the normal approximation of U
+        z = sps.norm.ppf(0.5 + level / 2)
+        k = max(1, int(math.floor(n1 * n2 / 2 - z * math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12))))
+        coverage = level
+    else:
+        cdf = np.cumsum(_u_counts(n1, n2)) / math.comb(n1 + n2, n1)   # P(U ≤ u)
+        ok = np.nonzero(cdf <= (1 - level) / 2)[0]
+        k = int(ok[-1]) + 1 if len(ok) else 1     # CI = [d_(k), d_(N+1-k)]
+        coverage = max(0.0, float(1 - 2 * cdf[k - 1]))
+    lo, hi = d[k - 1], d[len(d) - k]
+    return hl, math.exp(float(lo)), math.exp(float(hi)), coverage
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
@@ -113,6 +196,24 @@ def holm(pvalues: Iterable[float]) -> np.ndarray:
     return out
 
 
+def mde(sd_log: float, n_a: int, n_b: int, m: int = 1, *, alpha: float = ALPHA,
+        power: float = POWER, threshold: float = THRESHOLD) -> float:
+    """Minimum detectable effect (a fraction): the smallest true ratio − 1 that the log-t rule
+    calls non-draw with probability `power`, at noise `sd_log` (SD of log values, ≈ CV),
+    n_a vs n_b repeats and `m` comparisons in the table (Holm's first step, α/m). Never
+    below `threshold`, since smaller differences are draws by rule; NaN when no verdict is
+    possible at all (fewer than two repeats on a side).
+
+    >>> round(mde(0.05, 5, 5, m=12), 3)
+    0.166
+    """
+    if n_a < 2 or n_b < 2 or m < 1 or not np.isfinite(sd_log):
+        return math.nan
+    df = n_a + n_b - 2
+    z = sps.t.ppf(1 - alpha / (2 * m), df) + sps.t.ppf(power, df)
+    return max(math.expm1(z * sd_log * math.sqrt(1 / n_a + 1 / n_b)), threshold)
+
+
 def verdict(ratio: float, p: float, *, higher_is_better: bool = True,
             threshold: float = THRESHOLD, alpha: float = ALPHA) -> str:
     """better / worse / draw for candidate vs baseline (ratio = candidate / baseline).
@@ -126,43 +227,92 @@ def verdict(ratio: float, p: float, *, higher_is_better: bool = True,
 
 
 def compare(a: Sequence[float], b: Sequence[float], *, level: float = LEVEL,
-            n_boot: int = N_BOOT, seed: int = 0, **verdict_kw: Any) -> dict[str, Any]:
+            **verdict_kw: Any) -> dict[str, Any]:
     """Candidate `b` vs baseline `a` (one comparison, uncorrected)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    ma, mb = float(np.median(a)), float(np.median(b))
-    ratio = mb / ma if ma else math.nan
-    lo, hi = bootstrap_ratio_ci(a, b, level, n_boot, seed)
-    p = mann_whitney_p(a, b)
-    return {"n_baseline": len(a), "n_candidate": len(b), "median_baseline": ma,
-            "median_candidate": mb, "ratio": ratio, "delta_pct": (ratio - 1) * 100,
-            "ci_low": lo, "ci_high": hi, "p_value": p,
-            "verdict": verdict(ratio, p, **verdict_kw)}
+    t = log_t(a, b, level)
+    hl, rlo, rhi, rcov = rank_ratio_ci(a, b, level)
+    return {"n_baseline": len(a), "n_candidate": len(b),
+            "median_baseline": float(np.median(a)) if len(a) else math.nan,
+            "median_candidate": float(np.median(b)) if len(b) else math.nan,
+            "cv_baseline": cv(a), "cv_candidate": cv(b),
+            "ratio": t["ratio"], "delta_pct": (t["ratio"] - 1) * 100,
+            "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_value": t["p_value"],
+            "verdict": verdict(t["ratio"], t["p_value"], **verdict_kw),
+            "rank_ratio": hl, "rank_ci_low": rlo, "rank_ci_high": rhi, "rank_ci_level": rcov,
+            "p_rank": mann_whitney_p(a, b)}
+
+
+COMPARE_COLUMNS = ["n_baseline", "n_candidate", "median_baseline", "median_candidate",
+                   "cv_baseline", "cv_candidate", "ratio", "delta_pct", "ci_low", "ci_high",
+                   "p_value", "p_holm", "verdict", "mde_pct", "rank_ratio", "rank_ci_low",
+                   "rank_ci_high", "rank_ci_level", "p_rank"]
+
+
+def pooled_sd_log(groups: Iterable[Sequence[float]]) -> float:
+    """Pooled within-group SD of log values (each group its own mean).
+
+    >>> round(pooled_sd_log([[1, 1, 1], [math.e, 1]]), 3)
+    0.408
+    """
+    ss = dof = 0.0
+    for g in groups:
+        lg = np.log(np.asarray(g, float))
+        if len(lg) >= 2:
+            ss += float(((lg - lg.mean()) ** 2).sum())
+            dof += len(lg) - 1
+    return math.sqrt(ss / dof) if dof else math.nan
 
 
 def compare_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: Any,
-                  candidate: Any, value: str, higher_is_better: bool = True,
-                  threshold: float = THRESHOLD, alpha: float = ALPHA, level: float = LEVEL,
-                  n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """One comparison per group of `by`: `factor == candidate` vs `factor == baseline`.
+                  candidates: Sequence[Any], value: str, higher_is_better: bool = True,
+                  threshold: float = THRESHOLD, alpha: float = ALPHA,
+                  level: float = LEVEL) -> pd.DataFrame:
+    """One comparison per candidate × group of `by`: rows with `factor == candidate` vs rows
+    with `factor == baseline`, in a `candidate` column.
 
-    p-values are Holm-corrected across the table (`p_holm`) and verdicts use the corrected
-    value. The layout follows the "relative results" tables of our sources."""
-    rows = []
-    for key, g in df.groupby(list(by), sort=True):
-        a = g.loc[g[factor] == baseline, value].to_numpy()
-        b = g.loc[g[factor] == candidate, value].to_numpy()
-        if len(a) == 0 or len(b) == 0:
-            continue
-        key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)),
-                     **compare(a, b, level=level, n_boot=n_boot, seed=seed,
-                               higher_is_better=higher_is_better, threshold=threshold, alpha=alpha)})
+    One table is one Holm family: `p_holm` corrects Welch's p across the whole table (every
+    candidate and group) and the verdicts use it. `mde_pct` is the table's minimum detectable
+    effect at its pooled noise. A cell where either side has no value is left out. The layout
+    follows the "relative results" tables of our sources."""
+    rows, arms = [], {}  # (arm, cell) → values, for the pooled noise
+    for candidate in candidates:
+        for key, g in df.groupby(list(by), sort=True):
+            a = g.loc[g[factor] == baseline, value].dropna().to_numpy()
+            b = g.loc[g[factor] == candidate, value].dropna().to_numpy()
+            if len(a) == 0 or len(b) == 0:
+                continue
+            key = key if isinstance(key, tuple) else (key,)
+            arms[(baseline, key)], arms[(candidate, key)] = a, b
+            rows.append({"candidate": candidate, **dict(zip(by, key)), **compare(a, b, level=level)})
+    columns = ["candidate", *by, *COMPARE_COLUMNS]
     out = pd.DataFrame(rows)
     if out.empty:
-        return out
+        return pd.DataFrame(columns=columns)
     out["p_holm"] = holm(out["p_value"])
     out["verdict"] = [verdict(r, p, higher_is_better=higher_is_better, threshold=threshold,
                               alpha=alpha) for r, p in zip(out["ratio"], out["p_holm"])]
-    cols = [*by, "n_baseline", "n_candidate", "median_baseline", "median_candidate", "ratio",
-            "delta_pct", "ci_low", "ci_high", "p_value", "p_holm", "verdict"]
-    return out[cols]
+    m = int(out["p_value"].notna().sum())
+    n_a, n_b = int(out["n_baseline"].median()), int(out["n_candidate"].median())
+    out["mde_pct"] = mde(pooled_sd_log(arms.values()), n_a, n_b, max(m, 1), alpha=alpha,
+                         threshold=threshold) * 100
+    return out[columns]
+
+
+def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
+    """Plain sentences on what a comparison table can and cannot conclude, by construction
+    (repeats, correction included) and at its measured noise (its MDE)."""
+    if table.empty:
+        return ["no comparison was possible (a configuration has no measurements)"]
+    n = int(table[["n_baseline", "n_candidate"]].min().min())
+    m = len(table)
+    if n < 2:
+        return [f"with {n} repeat(s) per configuration no noise can be estimated, so no verdict "
+                f"is possible by construction: every cell is a draw. Use repeats ≥ 3."]
+    lines = [f"minimum detectable effect {table['mde_pct'].iloc[0]:.1f} % "
+             f"({n} repeats per side, {m} comparisons, Holm-corrected, 80 % power)"]
+    floor = min_p_value(n, n) * m
+    if floor >= alpha:
+        lines.append(f"the rank test (robustness column) cannot reach p < {alpha} after Holm "
+                     f"over {m} comparisons with {n} repeats (its floor is {min(floor, 1):.2g})")
+    return lines

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from . import proc
+from . import errors, proc
 
 WRAPPER = Path(__file__).with_name("sysbench_report.lua")
 OLTP_WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
@@ -27,7 +27,7 @@ RUN_PERCENTILES = (50, 95, 99)
 GRACE_SECONDS = 60
 
 
-class SysbenchError(proc.ProcError):
+class SysbenchError(proc.ProcError, errors.WorkloadError):
     """sysbench failed; the message carries its argv and stderr tail."""
 
 

@@ -1,5 +1,3 @@
-"""The studies: one module each (parameters, plan, measurement, analysis), one notebook each
-(notebooks/<name>.ipynb) that narrates and calls into its module."""
-from . import thread_pool
-
-STUDIES = {thread_pool.STUDY: thread_pool}
+"""The studies: one module each (parameters, arms, cells, analysis), one notebook each
+(notebooks/<name>.ipynb) that narrates and calls into it. The registry is
+`dbstudies.study.REGISTRY`; `dbstudies.study.load(name)` imports a study on first use."""

@@ -1,0 +1,35 @@
+"""One base error for everything dbstudies raises on purpose.
+
+A caller (the CLI, a notebook) catches `DbStudiesError` to tell a problem we diagnosed —
+bad parameters, a server that would not start, a failed workload, a run directory in the
+wrong state — from a bug. Each subclass also derives from the builtin it refines.
+"""
+from __future__ import annotations
+
+
+class DbStudiesError(Exception):
+    """Base of all errors dbstudies raises on purpose."""
+
+
+class ParamError(DbStudiesError, ValueError):
+    """One or more parameters are invalid; the message lists each problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid parameters:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class ProcError(DbStudiesError, RuntimeError):
+    """A command failed (non-zero exit, timeout or signal)."""
+
+
+class ServerError(DbStudiesError, RuntimeError):
+    """A private server failed to start, stop or answer."""
+
+
+class WorkloadError(DbStudiesError, RuntimeError):
+    """A workload (sysbench, a query) failed."""
+
+
+class StoreError(DbStudiesError, RuntimeError):
+    """A run directory is missing, not a run, or in the wrong state for what was asked."""

@@ -1,0 +1,291 @@
+"""The measurement loop every study shares, and the analysis of what it measured.
+
+The unit of replication is a *block*: one arm (configuration) on a fresh server start.
+For each repeat, every arm gets one block, in an order shuffled per repeat, so
+configurations interleave instead of running all A then all B. A block is: restart the
+server with the arm's settings (settings never stick to the next start), warm up (recorded,
+discarded), then measure every cell in a seeded random order. Each finished step is
+flushed to the run directory at once, so a failure keeps everything measured so far.
+
+Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`.
+The defaults below drive sysbench: load the tables once per server, warm up with
+read-only OLTP, and measure one workload × client threads cell per step.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from . import errors, runner, servers, stats
+from .results import HISTOGRAMS, INTERVALS, STATUS, Run, Table
+from .sampler import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from .sysbench import Sysbench, SysbenchResult, version as sysbench_version
+
+if TYPE_CHECKING:
+    from .study import Arm, Study, StudyParams
+
+RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
+STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
+WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8
+
+STEPS = Table("steps", 2, {
+    "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
+    "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
+    "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
+    "reconnects": "int64", "latency_min_ms": "float64", "latency_avg_ms": "float64",
+    "latency_max_ms": "float64", "latency_p50_ms": "float64", "latency_p95_ms": "float64",
+    "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
+    "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
+}, "one row per sysbench run (phase warmup or measure) with whole-run figures; host_other_pct: "
+   "CPU used by other processes, % of the machine; host_busy: other or steal above the limits")
+
+
+# ---------------------------------------------------------------- plan
+
+def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int) -> pd.DataFrame:
+    """The measured steps in execution order: repeat → arm (shuffled per repeat) → cell
+    (shuffled per block). Seeded, so a run can be replayed."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for repeat in range(1, repeats + 1):
+        for i in rng.permutation(len(arms)):
+            for j in rng.permutation(len(cells)):
+                rows.append({"repeat": repeat, "arm": arms[i].label, **cells[j]})
+    df = pd.DataFrame(rows)
+    df.insert(0, "step", range(1, len(df) + 1))
+    return df
+
+
+def estimated_seconds(study: "Study", p: "StudyParams") -> float:
+    """A rough wall-clock estimate: blocks × (restart + the study's block time)."""
+    block = _hook(study, "block_seconds")(p)
+    return p.repeats * len(study.arms(p)) * (RESTART_SECONDS + block)
+
+
+# ---------------------------------------------------------------- the loop
+
+@dataclass
+class Context:
+    """What a hook sees: the parameters, the run, the arm's server and sysbench client."""
+    params: Any
+    run: Run
+    server: servers.Server
+    sysbench: Sysbench | None
+    arm: "Arm | None" = None
+    repeat: int = 0
+    warmups: list[int] = field(default_factory=lambda: [0])  # shared counter: warm-up steps are -1, -2, …
+
+
+def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
+    """Run the whole plan, flushing every step to `run`. Servers are always stopped and
+    their datadirs removed; on an error the run keeps what was measured (and, if this
+    process owns the run, is marked failed or interrupted)."""
+    if (run.path / "tables").exists() or run.status != "running":
+        raise errors.StoreError(f"run {run.path.name} already holds measurements (status "
+                                f"{run.status}); runs are append-only: start a new run")
+    arms = study.arms(p)
+    steps = plan(arms, study.cells(p), p.repeats, p.seed)
+    run.update(plan=steps.to_dict("records"), arms=[_arm_record(a, p) for a in arms],
+               estimated_seconds=estimated_seconds(study, p))
+    with runner.guard(run), _Loop(study, p, run) as loop:
+        loop.blocks(steps, {a.label: a for a in arms}, progress)
+
+
+class _Loop:
+    """One server per flavour (created, started and prepared on first use), blocks, steps."""
+
+    def __init__(self, study: "Study", p: "StudyParams", run: Run):
+        self.study, self.p, self.run = study, p, run
+        self.stack = contextlib.ExitStack()
+        self.contexts: dict[str, Context] = {}
+        self.recorded: set[str] = set()
+        self.sysbench_meta = {"version": None, "calls": []}
+
+    def __enter__(self) -> "_Loop":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.stack.close()  # stop the servers, remove their datadirs
+        finally:  # the argv of every call, the failing one included, and start/stop times
+            self.run.update(sysbench=self.sysbench_meta,
+                            server_events={f: c.server.events for f, c in self.contexts.items()})
+
+    def context(self, flavour_name: str) -> Context:
+        if flavour_name not in self.contexts:
+            flavour = servers.load_flavour(flavour_name)
+            server = servers.Server(flavour, self.run.path / "server" / flavour.name,
+                                    log_dir=self.run.path / "server", settings=dict(self.p.settings),
+                                    cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
+            self.stack.enter_context(server)
+            self.stack.callback(server.remove_datadir)
+            self.stack.callback(server.stop)
+            ctx = Context(self.p, self.run, server, _sysbench_client(self.p, server,
+                                                                     self.sysbench_meta))
+            self.contexts[flavour_name] = ctx
+            server.start()
+            record_server(self.run, server, f"prepare {flavour.name}")
+            _hook(self.study, "prepare")(ctx)
+        return self.contexts[flavour_name]
+
+    def blocks(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool) -> None:
+        bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
+                   desc=self.study.name)
+        warmup, step = _hook(self.study, "warmup"), _hook(self.study, "step")
+        try:
+            for (repeat, label), block in steps.groupby(["repeat", "arm"], sort=False):
+                arm = arms[label]
+                ctx = self.context(arm.flavour or self.p.flavour)
+                ctx.arm, ctx.repeat = arm, int(repeat)
+                ctx.server.restart(arm.settings)
+                if label not in self.recorded:
+                    self.recorded.add(label)
+                    record_server(self.run, ctx.server, label)
+                warmup(ctx)
+                for cell in block.to_dict("records"):
+                    bar.set_postfix_str(f"r{repeat} {label[:12]} " + " ".join(
+                        str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm")))
+                    step(ctx, cell)
+                    bar.update()
+        finally:
+            bar.close()
+
+
+def _arm_record(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
+    return {"label": arm.label, "settings": dict(arm.settings),
+            "flavour": arm.flavour or p.flavour, "twin_of": arm.twin_of}
+
+
+def _max_clients(p: Any) -> int:
+    return max(getattr(p, "threads", None) or [0])
+
+
+def record_server(run: Run, server: servers.Server, label: str) -> None:
+    """Add what the server is (version, my.cnf, global variables) to the run's metadata."""
+    meta = run.metadata["servers"]
+    meta.append({"label": label, **server.describe()})
+    run.update(servers=meta)
+
+
+def _hook(study: "Study", name: str) -> Callable[..., Any]:
+    return getattr(study.module, name, None) or DEFAULT_HOOKS[name]
+
+
+# ---------------------------------------------------------------- sysbench steps (default hooks)
+
+def _sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sysbench | None:
+    if not hasattr(p, "table_size"):
+        return None
+    if meta["version"] is None:
+        meta["version"] = sysbench_version()
+    return Sysbench(server, tables=p.tables, table_size=p.table_size, cpus=p.client_cpus,
+                    calls=meta["calls"])
+
+
+def sysbench_prepare(ctx: Context) -> None:
+    """Load the sysbench tables (parallel loaders up to the CPUs we may use)."""
+    ctx.sysbench.prepare(threads=len(os.sched_getaffinity(0)))
+
+
+def sysbench_warmup(ctx: Context) -> None:
+    """Read-only OLTP for `warmup` seconds at up to 8 threads; stored with phase warmup."""
+    p = ctx.params
+    if p.warmup > 0:
+        ctx.warmups[0] -= 1
+        cell = {"step": ctx.warmups[0], "workload": WARMUP_WORKLOAD,
+                "threads": min(max(p.threads), WARMUP_MAX_THREADS)}
+        sysbench_step(ctx, cell, phase="warmup", duration=p.warmup, seed=p.seed)
+
+
+def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
+                  duration: int | None = None, seed: int | None = None) -> SysbenchResult:
+    """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, flushed."""
+    p = ctx.params
+    seed = p.seed * 100_000 + cell["step"] if seed is None else seed
+    sampler = Sampler(ctx.server)
+    res = ctx.sysbench.run(cell["workload"], cell["threads"], duration or p.duration, seed=seed,
+                           observer=sampler)
+    store_sysbench_step(ctx, cell["step"], phase, seed, res, sampler)
+    return res
+
+
+def store_sysbench_step(ctx: Context, step: int, phase: str, seed: int, res: SysbenchResult,
+                        sampler: Sampler) -> None:
+    """Flush one finished step: its totals, intervals, histogram and status samples."""
+    cpu, host, t = sampler.mean_cpu(), sampler.host_load(), res.totals
+    other, steal = host.get("other_pct", np.nan), host.get("steal_pct", np.nan)
+    ctx.run.append(STEPS, pd.DataFrame([{
+        "step": step, "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
+        "workload": res.workload, "threads": res.threads, "seed": seed,
+        "started_at": res.started_at, **{k: t[k] for k in (
+            "seconds", "events", "tps", "qps", "errors", "reconnects", "latency_min_ms",
+            "latency_avg_ms", "latency_max_ms", "latency_p50_ms", "latency_p95_ms",
+            "latency_p99_ms")},
+        "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
+        "host_other_pct": other, "host_steal_pct": steal,
+        "host_busy": bool(other > BUSY_OTHER_PCT or steal > BUSY_STEAL_PCT),
+    }]))
+    ctx.run.append(INTERVALS, res.intervals.assign(step=step))
+    ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))
+    ctx.run.append(STATUS, sampler.frame().assign(step=step))
+
+
+def sysbench_block_seconds(p: Any) -> float:
+    return p.warmup + len(p.workloads) * len(p.threads) * (p.duration + STEP_OVERHEAD)
+
+
+DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
+    "prepare": sysbench_prepare, "warmup": sysbench_warmup, "step": sysbench_step,
+    "block_seconds": sysbench_block_seconds,
+}
+
+
+# ---------------------------------------------------------------- analysis
+
+def measured(run: Run) -> pd.DataFrame:
+    """The measured steps (warm-ups dropped)."""
+    steps = run.table(STEPS)
+    return steps[steps["phase"] == "measure"].reset_index(drop=True)
+
+
+def summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.DataFrame:
+    """Per group: for each metric (prefix → column) n, median, min, max, IQR, CV and the
+    median's CI; then median CPU of server and client, and how many steps ran on a busy host."""
+    out = None
+    for prefix, column in metrics.items():
+        s = stats.summarize(steps, by, column)
+        s = s.rename(columns={c: f"{prefix}_{c}" for c in s.columns if c not in by})
+        out = s if out is None else out.merge(s.drop(columns=f"{prefix}_n"), on=by)
+    extra = steps.groupby(by).agg(cpu_server_pct=("cpu_server_pct", "median"),
+                                  cpu_client_pct=("cpu_client_pct", "median"),
+                                  busy_steps=("host_busy", "sum")).reset_index()
+    return out.merge(extra, on=by)
+
+
+def compare_arms(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
+                 higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """Every arm but the baseline (arms[0]) and the A/A twin against the baseline, per
+    group of `by`, in one Holm family."""
+    candidates = [a.label for a in arms[1:] if a.twin_of is None]
+    return stats.compare_table(steps, by=by, factor="arm", baseline=arms[0].label,
+                               candidates=candidates, value=value,
+                               higher_is_better=higher_is_better, threshold=threshold)
+
+
+def aa_table(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
+             higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """The A/A control: the baseline's twin against the baseline (its own Holm family).
+    Empty when the run has no twin. Every verdict should be a draw; one that is not shows
+    how often this design calls noise a difference."""
+    twins = [a.label for a in arms if a.twin_of is not None]
+    if not twins:
+        return pd.DataFrame()
+    return stats.compare_table(steps, by=by, factor="arm", baseline=arms[0].label,
+                               candidates=twins, value=value, higher_is_better=higher_is_better,
+                               threshold=threshold)

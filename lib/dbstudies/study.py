@@ -1,0 +1,210 @@
+"""The Study contract, the lazy registry, and the parameters every study shares.
+
+A study is a module `dbstudies.studies.<name>` that declares:
+
+- `Params`: a frozen dataclass deriving from `StudyParams` (or `SysbenchParams`), with a
+  `check()` for its own problems (shared checks are done here);
+- `PROFILES`: every parameter's value in the smoke, quick and full profiles;
+- `arms(p)`: the configurations compared, baseline first (each an `Arm`);
+- `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
+  client threads from `SysbenchParams.cells`);
+- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)` and `block_seconds(p)`
+  (the defaults in `experiment` load and drive sysbench);
+- its analysis: tables, conclusion.
+
+The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
+server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
+This module stays light: `dbstudies list` imports it and the study modules, never pandas
+or scipy.
+
+    study = load("thread_pool")
+    p = study.resolve("smoke", threads=[1, 8])
+    run = study.open_run(p)
+    study.measure(p, run)
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from . import params as P
+from . import servers
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .results import Run
+
+# study name → module; a module is imported only when its study is used
+REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool"}
+# settings the driver owns: no study parameter may override them
+DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
+                             "log_error", "user"})
+AA_SUFFIX = " (A/A)"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration compared in a study: a label, the my.cnf settings of its server
+    starts, and its flavour (None: the study's). `twin_of` marks the A/A copy of an arm."""
+    label: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    flavour: str | None = None
+    twin_of: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyParams:
+    """What every study has: server flavour, repeats, seed, the verdict's draw threshold,
+    the A/A control, server pinning and extra my.cnf settings."""
+    profile: str
+    flavour: str
+    repeats: int
+    seed: int
+    draw_threshold: float
+    aa_control: bool = False
+    server_cpus: str | None = None
+    settings: dict = field(default_factory=dict)
+    RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
+
+    def validate(self) -> list[str]:
+        """Every problem of these parameters: the shared checks, then the study's `check`."""
+        return self.shared_problems() + self.check()
+
+    def shared_problems(self) -> list[str]:
+        problems = P.check_flavour("flavour", self.flavour)
+        problems += P.check_min(self, repeats=1, seed=0)
+        if not 0 <= self.draw_threshold < 1:
+            problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
+        problems += P.check_cpus("server_cpus", self.server_cpus)
+        owned = DRIVER_SETTINGS | self.RESERVED
+        clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
+        if clash:
+            problems.append(f"settings: {clash} are set by the driver or the study, not here")
+        return problems
+
+    def check(self) -> list[str]:
+        """The study's own problems (override)."""
+        return []
+
+    @property
+    def server_cpu_count(self) -> int:
+        """CPUs the server may use: its pinned list, else this machine's."""
+        if self.server_cpus:
+            return len(servers.parse_cpus(self.server_cpus))
+        return len(os.sched_getaffinity(0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SysbenchParams(StudyParams):
+    """A sysbench study: workloads × client threads, on tables it loads once per server."""
+    workloads: list[str]
+    threads: list[int]
+    tables: int
+    table_size: int
+    warmup: int
+    duration: int
+    client_cpus: str | None = None
+    WORKLOADS: ClassVar[tuple[str, ...]] = ()
+    MAX_THREADS: ClassVar[int] = 4096
+
+    def shared_problems(self) -> list[str]:
+        problems = super().shared_problems()
+        if shutil.which("sysbench") is None:
+            problems.append("sysbench is not installed (`make setup` installs it)")
+        problems += P.check_choices("workloads", self.workloads, self.WORKLOADS)
+        if not self.threads or len(set(self.threads)) != len(self.threads):
+            problems.append(f"threads: need distinct thread counts, got {self.threads}")
+        elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):
+            problems.append(f"threads: each must be between 1 and {self.MAX_THREADS}, got {self.threads}")
+        problems += P.check_min(self, tables=1, table_size=1, warmup=0, duration=1)
+        return problems + P.check_cpus("client_cpus", self.client_cpus)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """What one block measures: every workload × client thread count."""
+        return [{"workload": w, "threads": t} for w in self.workloads for t in sorted(self.threads)]
+
+
+def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
+    """The arms to measure: the study's, plus (A/A control) a twin of the baseline."""
+    if not aa_control:
+        return list(arms)
+    base = arms[0]
+    twin = dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label)
+    return [base, twin, *arms[1:]]
+
+
+class Study:
+    """A study module seen through the contract; other attributes come from the module."""
+
+    def __init__(self, module: ModuleType):
+        self.module = module
+        self.name = module.__name__.rsplit(".", 1)[-1]
+        self.Params = module.Params
+        self.PROFILES = module.PROFILES
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.module, name)
+
+    def __repr__(self) -> str:
+        return f"Study({self.name!r})"
+
+    @property
+    def title(self) -> str:
+        return (self.module.__doc__ or self.name).strip().splitlines()[0]
+
+    def resolve(self, profile: str = "quick", **overrides: Any) -> StudyParams:
+        """Validated parameters: the profile's values, with non-None overrides applied."""
+        return P.resolve(self.Params, self.PROFILES, profile, overrides)
+
+    def arms(self, p: StudyParams) -> list[Arm]:
+        """The arms measured, A/A twin included when `p.aa_control`."""
+        return with_control(self.module.arms(p), p.aa_control)
+
+    def cells(self, p: StudyParams) -> list[dict[str, Any]]:
+        """The module's `cells(p)`, else the parameters' own (sysbench: workload × threads)."""
+        cells = getattr(self.module, "cells", None)
+        return cells(p) if cells else p.cells()
+
+    def plan(self, p: StudyParams) -> "pd.DataFrame":
+        from . import experiment
+        return experiment.plan(self.arms(p), self.cells(p), p.repeats, p.seed)
+
+    def estimated_seconds(self, p: StudyParams) -> float:
+        from . import experiment
+        return experiment.estimated_seconds(self, p)
+
+    def open_run(self, p: StudyParams, run_dir: str | os.PathLike | None = None,
+                 root: str | os.PathLike | None = None) -> "Run":
+        """The run to record into: the CLI's (`run_dir`), or a new one (JupyterLab)."""
+        from . import runner
+        return runner.open_run(self.name, p, run_dir, root)
+
+    def measure(self, p: StudyParams, run: "Run", *, progress: bool = True) -> None:
+        from . import experiment
+        experiment.measure(self, p, run, progress=progress)
+
+    def measured(self, run: "Run") -> "pd.DataFrame":
+        from . import experiment
+        return experiment.measured(run)
+
+    def finish(self, run: "Run") -> None:
+        """The notebook's last call: complete the run if this notebook owns it."""
+        from . import runner
+        runner.notebook_done(run)
+
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def load(name: str) -> Study:
+    """The study called `name` (imports its module now)."""
+    if name not in REGISTRY:
+        raise P.ParamError([f"study: unknown study {name!r}; known: {', '.join(REGISTRY)}"])
+    return Study(importlib.import_module(REGISTRY[name]))

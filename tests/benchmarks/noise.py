@@ -1,0 +1,70 @@
+"""Run-to-run noise of a study's design on this machine: CV per configuration, pooled CV and
+the minimum detectable effect (MDE) the comparison table would print.
+
+Runs the study through the library (restart per block, interleaved arms, warm-up), with
+the parameters given, into data/runs/<study>/ (or --runs-dir), then prints per cell the CV
+of QPS and p99 across repeats, the share of steps flagged busy, and the MDE of the QPS and
+p99 tables. Not a test: it takes minutes and its figures depend on the machine.
+
+    .venv/bin/python tests/benchmarks/noise.py thread_pool --profile quick -p duration 10
+    .venv/bin/python tests/benchmarks/noise.py --analyse data/runs/thread_pool/<run-id>
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from dbstudies import paths, runner, stats
+from dbstudies.results import Run
+from dbstudies.study import load
+
+
+def analyse(run: Run) -> None:
+    study = load(run.study)
+    p = study.resolve(run.metadata["parameters"]["profile"],
+                      **{k: v for k, v in run.metadata["parameters"].items() if k != "profile"})
+    steps = study.measured(run)
+    arms = study.arms(p)
+    by = [c for c in ("workload", "threads") if c in steps]
+    g = steps.groupby([*by, "arm"])
+    table = pd.DataFrame({"qps_cv_pct": g["qps"].agg(stats.cv) * 100,
+                          "p99_cv_pct": g["latency_p99_ms"].agg(stats.cv) * 100,
+                          "qps_median": g["qps"].median(), "busy": g["host_busy"].sum(),
+                          "other_pct": g["host_other_pct"].median()})
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(table.round(1).unstack("arm").to_string())
+    for value, higher in (("qps", True), ("latency_p99_ms", False)):
+        rel = study.module.relative(steps, p, "qps" if value == "qps" else "p99")
+        sd = stats.pooled_sd_log(x for _, x in g[value])
+        print(f"{value}: pooled CV {sd * 100:.1f} %, median cell CV "
+              f"{steps.groupby([*by, 'arm'])[value].agg(stats.cv).median() * 100:.1f} %, "
+              f"MDE {rel['mde_pct'].iloc[0]:.1f} % over {len(rel)} comparisons; verdicts "
+              f"{rel['verdict'].value_counts().to_dict()}")
+    print(f"arms {[a.label for a in arms]}; steps {len(steps)}; busy steps "
+          f"{int(steps['host_busy'].sum())}; params {run.metadata['parameters']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("study", nargs="?", default="thread_pool")
+    ap.add_argument("--profile", default="quick")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    ap.add_argument("--runs-dir", default=str(paths.RUNS_DIR))
+    ap.add_argument("--analyse", metavar="RUN_DIR", help="only analyse an existing run")
+    args = ap.parse_args()
+    if args.analyse:
+        return analyse(Run.open(args.analyse))
+    study = load(args.study)
+    p = study.resolve(args.profile, **dict(args.parameter))
+    run = runner.create_run(study.name, p, args.runs_dir, "notebook")
+    t0 = time.monotonic()
+    study.measure(p, run)
+    runner.notebook_done(run)
+    print(f"{run.path}: {(time.monotonic() - t0) / 60:.1f} min")
+    analyse(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The thread-pool study's analysis (summary, relative tables, A/A, conclusion) on synthetic
+steps tables with known answers — no server needed."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbstudies.experiment import STEPS
+from dbstudies.study import load
+
+tp = load("thread_pool")
+PC, POOL, TWIN = tp.PER_CONNECTION, tp.POOL, tp.PER_CONNECTION + " (A/A)"
+
+
+def synthetic_steps(repeats=5, cv=0.03, pool_gain=None, busy=(), seed=0):
+    """Steps as the loop writes them: pool is `pool_gain[threads]` × faster in QPS (and its
+    p99 that much lower); the twin is the baseline again."""
+    pool_gain = pool_gain or {1: 1.0, 16: 1.0, 64: 1.0, 256: 1.3}
+    rng = np.random.default_rng(seed)
+    rows, step = [], 0
+    for repeat in range(1, repeats + 1):
+        for arm in (PC, TWIN, POOL):
+            for w in ("oltp_point_select", "oltp_read_only"):
+                for t, gain in pool_gain.items():
+                    step += 1
+                    g = gain if arm == POOL else 1.0
+                    noise = np.exp(rng.normal(0, cv))
+                    row = {c: 0 for c in STEPS.columns}
+                    row.update(step=step, phase="measure", repeat=repeat, arm=arm, workload=w,
+                               threads=t, qps=10_000 * g * noise, latency_p99_ms=5 * t / g * noise,
+                               cpu_server_pct=100.0, cpu_client_pct=50.0, host_other_pct=1.0,
+                               host_busy=step in busy)
+                    rows.append(row)
+    return STEPS.conform(pd.DataFrame(rows))
+
+
+def test_summary_has_medians_spread_and_cv_per_configuration():
+    s = tp.summary(synthetic_steps())
+    assert len(s) == 2 * 3 * 4
+    row = s[(s.arm == POOL) & (s.threads == 256) & (s.workload == "oltp_read_only")].iloc[0]
+    assert row.qps_n == 5 and 12_000 < row.qps_median < 14_000
+    assert row.qps_min <= row.qps_ci_low <= row.qps_median <= row.qps_ci_high <= row.qps_max
+    assert 0.005 < row.qps_cv < 0.08 and row.p99_median == pytest.approx(5 * 256 / 1.3, rel=0.1)
+    assert {"cpu_server_pct", "cpu_client_pct", "busy_steps", "p99_cv"} <= set(s.columns)
+
+
+def test_relative_finds_the_effect_and_only_it():
+    steps = synthetic_steps()
+    p = tp.resolve("quick", aa_control=True)
+    rel = tp.relative(steps, p)
+    assert set(rel["candidate"]) == {POOL} and len(rel) == 8  # the twin is not a candidate
+    better = rel[rel.verdict == "better"]
+    assert set(better["threads"]) == {256} and len(better) == 2
+    assert (rel[rel.threads < 256].verdict == "draw").all()
+    p99 = tp.relative(steps, p, "p99")
+    assert set(p99[p99.verdict == "better"]["threads"]) == {256}  # lower latency is better
+    assert (p99[p99.threads == 256].delta_pct < -15).all()  # 1/1.3 = −23 %, give or take noise
+    aa = tp.relative(steps, p, control=True)
+    assert set(aa["candidate"]) == {TWIN} and (aa.verdict == "draw").all() and len(aa) == 8
+    layout = tp.relative_layout(rel)
+    assert list(layout.index) == [1, 16, 64, 256] and layout.loc[256, "oltp_read_only"].endswith("better")
+
+
+def test_without_the_control_there_is_no_aa_table():
+    steps = synthetic_steps()
+    steps = steps[steps.arm != TWIN]
+    assert tp.relative(steps, tp.resolve("quick"), control=True).empty
+
+
+def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
+    steps = synthetic_steps(busy={3, 4})
+    p = tp.resolve("quick", aa_control=True)
+    tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
+              "aa": tp.relative(steps, p, control=True)}
+    text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
+    assert "throughput, pool-of-threads vs one-thread-per-connection over 8 cells: 2 better, 6 draw" in text
+    assert "minimum detectable effect" in text and "Holm-corrected" in text
+    assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — all draw" in text
+    assert "2 measured step(s) ran while other processes" in text
+    assert "2-CPU host" in text
+
+
+def test_conclusion_says_when_no_verdict_is_possible():
+    steps = synthetic_steps(repeats=1)
+    p = tp.resolve("quick", repeats=1)
+    tables = {"qps": tp.relative(steps, p)}
+    text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
+    assert "no verdict is possible by construction" in text and "8 draw" in text
+
+
+def test_a_noisy_aa_is_reported_as_such():
+    steps = synthetic_steps(cv=0.001)
+    steps.loc[steps.arm == TWIN, "qps"] *= 1.5  # a drifting machine: the twin looks faster
+    p = tp.resolve("quick", aa_control=True)
+    text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, control=True)}, p, 2)
+    assert "**not all draw**" in text
