@@ -73,9 +73,9 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
               "aa": tp.relative(steps, p, control=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "throughput, pool-of-threads vs one-thread-per-connection over 8 cells: 2 better, 6 draw" in text
-    assert "minimum detectable effect" in text and "Holm-corrected" in text
+    assert "Minimum detectable effect" in text and "Holm-corrected" in text
     assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — all draw" in text
-    assert "2 measured step(s) ran while other processes" in text
+    assert "2 measured step(s) ran on a busy host" in text
     assert "2-CPU host" in text
 
 

@@ -114,7 +114,7 @@ def test_compare_table_is_the_rule_above_and_reports_its_mde():
     assert np.allclose(t[["ci_low", "ci_high"]].to_numpy(), cis[0])
     assert t["p_holm"].tolist() == stats.holm(t["p_value"]).tolist()
     assert list(t.columns) == ["candidate", "cell", *stats.COMPARE_COLUMNS]
-    assert t["mde_pct"].nunique() == 1 and 12 < t["mde_pct"].iloc[0] < 22  # ≈ 16.6 % at CV 5 %
+    assert 12 < t["mde_pct"].median() < 22  # ≈ 16.6 % at CV 5 %, each cell at its own noise
 
 
 def test_mde_is_what_the_rule_detects_with_80_percent_power():
@@ -145,7 +145,7 @@ def test_reachability_says_when_no_verdict_is_possible():
     t = stats.compare_table(as_frame(base[0], cand[0]), by=["cell"], factor="cfg", baseline="A",
                             candidates=["B"], value="v")
     lines = stats.reachability(t)
-    assert lines[0].startswith("minimum detectable effect") and "12 comparisons" in lines[0]
+    assert lines[0].startswith("Minimum detectable effect") and "12 comparisons" in lines[0]
     assert "rank test" in lines[1]  # 12 × 0.0079 ≥ 0.05: the rank column cannot decide
 
 

@@ -79,7 +79,7 @@ class Context:
     sysbench: Sysbench | None
     arm: "Arm | None" = None
     repeat: int = 0
-    warmups: list[int] = field(default_factory=lambda: [0])  # shared counter: warm-up steps are -1, -2, …
+    warmups: list[int] = field(default_factory=lambda: [0])  # the run's counter: warm-ups are steps -1, -2, …
 
 
 def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
@@ -106,6 +106,7 @@ class _Loop:
         self.contexts: dict[str, Context] = {}
         self.recorded: set[str] = set()
         self.sysbench_meta = {"version": None, "calls": []}
+        self.warmups = [0]  # one counter for all servers of the run
 
     def __enter__(self) -> "_Loop":
         return self
@@ -126,8 +127,8 @@ class _Loop:
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
-            ctx = Context(self.p, self.run, server, _sysbench_client(self.p, server,
-                                                                     self.sysbench_meta))
+            ctx = Context(self.p, self.run, server,
+                          _sysbench_client(self.p, server, self.sysbench_meta), warmups=self.warmups)
             self.contexts[flavour_name] = ctx
             server.start()
             record_server(self.run, server, f"prepare {flavour.name}")

@@ -31,7 +31,6 @@ ALPHA = 0.05
 LEVEL = 0.95
 POWER = 0.80       # for the minimum detectable effect
 VERDICTS = ("better", "worse", "draw")
-NOT_AVAILABLE = "not available"
 
 
 # ---------------------------------------------------------------- one sample
@@ -111,19 +110,21 @@ def log_t(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> dict[
                 p_value=float(2 * sps.t.sf(abs(diff) / se, df)), se=se, df=float(df))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
-    """How many of the C(n1+n2, n1) rank arrangements give each Mann–Whitney U (no ties)."""
-    if n1 == 0 or n2 == 0:
-        return (1,)
-    # U(n1, n2) = U(n1-1, n2) + n2 (the largest value in sample 1)  or  U(n1, n2-1)
-    left, right = _u_counts(n1 - 1, n2), _u_counts(n1, n2 - 1)
-    out = [0] * (n1 * n2 + 1)
-    for u, c in enumerate(left):
-        out[u + n2] += c
-    for u, c in enumerate(right):
-        out[u] += c
-    return tuple(out)
+    """How many of the C(n1+n2, n1) rank arrangements give each Mann–Whitney U (no ties):
+    the coefficients of the Gaussian binomial Π_{i=1..n1} (1 − q^(n2+i)) / (1 − q^i).
+
+    >>> _u_counts(2, 2)
+    (1, 1, 2, 1, 1)
+    """
+    poly = [1] + [0] * (n1 * n2)
+    for i in range(1, n1 + 1):
+        for j in range(len(poly) - 1, n2 + i - 1, -1):   # × (1 − q^(n2+i))
+            poly[j] -= poly[j - n2 - i]
+        for j in range(i, len(poly)):                       # ÷ (1 − q^i), exact
+            poly[j] += poly[j - i]
+    return tuple(poly)
 
 
 def rank_ratio_ci(a: Sequence[float], b: Sequence[float],
@@ -272,10 +273,11 @@ def compare_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline:
     with `factor == baseline`, in a `candidate` column.
 
     One table is one Holm family: `p_holm` corrects Welch's p across the whole table (every
-    candidate and group) and the verdicts use it. `mde_pct` is the table's minimum detectable
-    effect at its pooled noise. A cell where either side has no value is left out. The layout
+    candidate and group) and the verdicts use it. `mde_pct` is each cell's minimum detectable
+    effect at its own noise (both arms pooled) and the table's number of comparisons. A cell
+    where either side has no value is left out. The layout
     follows the "relative results" tables of our sources."""
-    rows, arms = [], {}  # (arm, cell) → values, for the pooled noise
+    rows = []
     for candidate in candidates:
         for key, g in df.groupby(list(by), sort=True):
             a = g.loc[g[factor] == baseline, value].dropna().to_numpy()
@@ -283,8 +285,8 @@ def compare_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline:
             if len(a) == 0 or len(b) == 0:
                 continue
             key = key if isinstance(key, tuple) else (key,)
-            arms[(baseline, key)], arms[(candidate, key)] = a, b
-            rows.append({"candidate": candidate, **dict(zip(by, key)), **compare(a, b, level=level)})
+            rows.append({"candidate": candidate, **dict(zip(by, key)), **compare(a, b, level=level),
+                         "sd_log": pooled_sd_log([a, b])})
     columns = ["candidate", *by, *COMPARE_COLUMNS]
     out = pd.DataFrame(rows)
     if out.empty:
@@ -292,27 +294,33 @@ def compare_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline:
     out["p_holm"] = holm(out["p_value"])
     out["verdict"] = [verdict(r, p, higher_is_better=higher_is_better, threshold=threshold,
                               alpha=alpha) for r, p in zip(out["ratio"], out["p_holm"])]
-    m = int(out["p_value"].notna().sum())
-    n_a, n_b = int(out["n_baseline"].median()), int(out["n_candidate"].median())
-    out["mde_pct"] = mde(pooled_sd_log(arms.values()), n_a, n_b, max(m, 1), alpha=alpha,
-                         threshold=threshold) * 100
+    m = max(int(out["p_value"].notna().sum()), 1)
+    out["mde_pct"] = [mde(sd, na, nb, m, alpha=alpha, threshold=threshold) * 100
+                      for sd, na, nb in zip(out["sd_log"], out["n_baseline"], out["n_candidate"])]
     return out[columns]
 
 
 def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     """Plain sentences on what a comparison table can and cannot conclude, by construction
-    (repeats, correction included) and at its measured noise (its MDE)."""
+    (repeats, correction included) and at its measured noise (its cells' MDE).
+
+    >>> t = pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]})
+    >>> reachability(t)[0]
+    'Minimum detectable effect 16 % in the median cell (12–20 % across cells; 5 repeats per side, 2 comparisons, Holm-corrected, 80 % power)'
+    """
     if table.empty:
-        return ["no comparison was possible (a configuration has no measurements)"]
+        return ["No comparison was possible (a configuration has no measurements)"]
     n = int(table[["n_baseline", "n_candidate"]].min().min())
     m = len(table)
     if n < 2:
-        return [f"with {n} repeat(s) per configuration no noise can be estimated, so no verdict "
+        return [f"With {n} repeat(s) per configuration no noise can be estimated, so no verdict "
                 f"is possible by construction: every cell is a draw. Use repeats ≥ 3."]
-    lines = [f"minimum detectable effect {table['mde_pct'].iloc[0]:.1f} % "
-             f"({n} repeats per side, {m} comparisons, Holm-corrected, 80 % power)"]
+    mdes = table["mde_pct"]
+    lines = [f"Minimum detectable effect {mdes.median():.0f} % in the median cell "
+             f"({mdes.min():.0f}–{mdes.max():.0f} % across cells; {n} repeats per side, "
+             f"{m} comparisons, Holm-corrected, 80 % power)"]
     floor = min_p_value(n, n) * m
     if floor >= alpha:
-        lines.append(f"the rank test (robustness column) cannot reach p < {alpha} after Holm "
+        lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
                      f"over {m} comparisons with {n} repeats (its floor is {min(floor, 1):.2g})")
     return lines

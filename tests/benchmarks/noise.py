@@ -16,7 +16,7 @@ import time
 
 import pandas as pd
 
-from dbstudies import paths, runner, stats
+from dbstudies import experiment, paths, runner, stats
 from dbstudies.results import Run
 from dbstudies.study import load
 
@@ -36,12 +36,11 @@ def analyse(run: Run) -> None:
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table.round(1).unstack("arm").to_string())
     for value, higher in (("qps", True), ("latency_p99_ms", False)):
-        rel = study.module.relative(steps, p, "qps" if value == "qps" else "p99")
+        rel = experiment.compare_arms(steps, arms, by=by, value=value, higher_is_better=higher)
         sd = stats.pooled_sd_log(x for _, x in g[value])
         print(f"{value}: pooled CV {sd * 100:.1f} %, median cell CV "
-              f"{steps.groupby([*by, 'arm'])[value].agg(stats.cv).median() * 100:.1f} %, "
-              f"MDE {rel['mde_pct'].iloc[0]:.1f} % over {len(rel)} comparisons; verdicts "
-              f"{rel['verdict'].value_counts().to_dict()}")
+              f"{g[value].agg(stats.cv).median() * 100:.1f} %; {stats.reachability(rel)[0]}; "
+              f"verdicts {rel['verdict'].value_counts().to_dict()}")
     print(f"arms {[a.label for a in arms]}; steps {len(steps)}; busy steps "
           f"{int(steps['host_busy'].sum())}; params {run.metadata['parameters']}")
 

@@ -134,8 +134,10 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                      f"{_verdicts(aa)} — {outcome}.")
     busy = int(summ["busy_steps"].sum())
     if busy:
-        lines.append(f"- {busy} measured step(s) ran while other processes used more than "
-                     f"{dbstudies.sampler.BUSY_OTHER_PCT:.0f} % of the machine (see `steps.host_busy`).")
+        smp = dbstudies.sampler
+        lines.append(f"- {busy} measured step(s) ran on a busy host: other processes used more "
+                     f"than {smp.BUSY_OTHER_PCT:.0f} % of the machine, or the hypervisor stole more "
+                     f"than {smp.BUSY_STEAL_PCT:.0f} % (`steps.host_busy`).")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
                  f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
