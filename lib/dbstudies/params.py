@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import types
 import typing
 from typing import Any, Mapping
 
-from .errors import ParamError
+from .errors import ParamError, ServerError
+from .servers import load_flavour, parse_cpus
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -138,9 +140,6 @@ def check_min(obj: Any, **lows: float) -> list[str]:
 
 def check_cpus(name: str, spec: str | None) -> list[str]:
     """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
-    import os
-
-    from .servers import parse_cpus
     if spec is None:
         return []
     try:
@@ -155,8 +154,6 @@ def check_cpus(name: str, spec: str | None) -> list[str]:
 
 def check_flavour(name: str, flavour: str) -> list[str]:
     """A known server flavour whose binaries are installed."""
-    from .errors import ServerError
-    from .servers import load_flavour
     try:
         load_flavour(flavour).check_installed()
     except (ValueError, ServerError) as e:

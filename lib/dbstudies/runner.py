@@ -55,10 +55,11 @@ def owns(run: Run) -> bool:
 
 
 def _settle(run: Run, status: str, error: str | None = None) -> None:
-    """Record how the run ended, once."""
-    if run.status == "running":
-        run.finish(status, error)
-    if run.status == "complete" and (run.path / "figures").exists() \
+    """Record how the run ended, once; a complete run's figures go to figures/<study>/."""
+    if run.status != "running":
+        return
+    run.finish(status, error)
+    if status == "complete" and (run.path / "figures").exists() \
             and run.path.is_relative_to(paths.RUNS_DIR):
         export_figures(run)
 

@@ -128,13 +128,13 @@ class Sampler:
     def _deltas(self) -> dict[str, float]:
         """Each CPU counter's increase from the first to the last sample in which all of them
         were read (so all deltas cover one span), and that span's seconds as "span"."""
-        wide = self.frame().pivot_table(index="second", columns="variable", values="value",
-                                        aggfunc="last")
+        df = self.frame()
+        wide = df.pivot_table(index="second", columns="variable", values="value", aggfunc="last")
         cols = [c for c in (CPU_SERVER, CPU_CLIENT, *HOST_VARIABLES) if c in wide]
         wide = wide[cols].dropna()
         if len(wide) < 2:
             return {}
-        offsets = self.frame().groupby("second")["offset_s"].first()
+        offsets = df.groupby("second")["offset_s"].first()
         out = (wide.iloc[-1] - wide.iloc[0]).to_dict()
         out["span"] = offsets[wide.index[-1]] - offsets[wide.index[0]]
         return out
