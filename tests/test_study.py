@@ -67,30 +67,60 @@ def test_measure_refuses_a_run_that_already_has_results(tmp_path):
         tp.measure(p, run, progress=False)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-p", "threads", "[0,8]"], "threads: each must be between 1 and 4096"),
-    (["-p", "workloads", "tpcc"], "workloads: need distinct values"),
-    (["-p", "duration", "soon"], "duration: expected a whole number"),
-    (["-p", "repeat", "3"], "repeat: unknown parameter"),
-    (["-p", "flavour", "mysql-3.23"], "flavour: unknown server flavour"),
-    (["-p", "settings", '{"port": 3306}'], "settings: ['port'] are set by the driver"),
-    (["-p", "threads", "1", "-p", "threads", "2"], "threads: given more than once"),
-])
+# every kind of bad input: one clear message, exit code 2, no traceback, nothing left behind
+RUN = ["run", "thread_pool", "--profile", "smoke"]
+BAD_INPUT = {
+    "out of range": (["-p", "threads", "[0,8]"], "threads: each must be between 1 and 4096"),
+    "unknown workload": (["-p", "workloads", "tpcc"], "workloads: need distinct values"),
+    "wrong type": (["-p", "duration", "soon"], "duration: expected a whole number, got 'soon'"),
+    "unknown parameter": (["-p", "repeat", "3"], "repeat: unknown parameter"),
+    "unknown flavour": (["-p", "flavour", "mysql-3.23"], "flavour: unknown server flavour"),
+    "driver-owned setting": (["-p", "settings", '{"port": 3306}'],
+                             "settings: ['port'] are set by the driver"),
+    "given twice": (["-p", "threads", "1", "-p", "threads", "2"], "threads: given more than once"),
+    "malformed list": (["-p", "threads", "[1,4"],
+                       "threads: malformed JSON '[1,4': expected ',' delimiter at column 5"),
+    "malformed mapping": (["-p", "settings", '{"a":'], "settings: malformed JSON"),
+    "not a boolean": (["-p", "aa_control", "maybe"], "aa_control: expected true/false, got 'maybe'"),
+    "CPUs not here": (["-p", "server_cpus", "0-999"], "server_cpus: CPUs"),
+    "type and range at once": (["-p", "duration", "soon", "-p", "repeats", "0"],
+                               "duration: expected a whole number, got 'soon'\n  - repeats: must be ≥ 1"),
+}
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUT.values(), ids=BAD_INPUT.keys())
 def test_cli_rejects_bad_parameters_before_any_server_starts(tmp_path, args, message):
     t0 = time.monotonic()
-    p = subprocess.run([*CLI, "run", "thread_pool", "--profile", "smoke", *args,
-                        "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2, p.stderr
-    assert message in p.stderr
+    p = subprocess.run([*CLI, *RUN, *args, "--runs-dir", str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, ""), p.stderr
+    assert message in p.stderr and p.stderr.startswith("dbstudies: invalid parameters:")
+    assert "Traceback" not in p.stderr
     assert list(tmp_path.iterdir()) == []  # no run directory, so no server was ever started
+    assert processes_mentioning(str(tmp_path)) == []
     assert time.monotonic() - t0 < 20
 
 
-def test_cli_unknown_study_and_profile(tmp_path):
-    p = subprocess.run([*CLI, "run", "tpcc_42", "--runs-dir", str(tmp_path)], capture_output=True, text=True)
-    assert p.returncode == 2 and "unknown study 'tpcc_42'" in p.stderr
-    p = subprocess.run([*CLI, "run", "thread_pool", "--profile", "huge"], capture_output=True, text=True)
-    assert p.returncode == 2 and "invalid choice: 'huge'" in p.stderr
+def test_cli_bad_paths_and_names_are_one_line_errors(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "no-notebook").mkdir()
+    (tmp_path / "no-notebook" / "metadata.json").write_text('{"status": "failed"}')
+    cases = [
+        ([*RUN, "--runs-dir", str(a_file)], f"cannot create a run directory under {a_file}: Not a directory"),
+        ([*RUN, "--runs-dir", str(a_file / "below")], "cannot create a run directory under"),
+        (["run", "tpcc_42", "--runs-dir", str(tmp_path / "empty")], "unknown study 'tpcc_42'"),
+        (["run", "thread_pool", "--profile", "huge"], "invalid choice: 'huge'"),
+        (["report", str(tmp_path / "missing")], "is not a run directory (no metadata.json)"),
+        (["report", str(tmp_path / "no-notebook")], "has no executed notebook (notebook.ipynb) to render"),
+    ]
+    for argv, message in cases:
+        p = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and message in p.stderr, (argv, p.stderr)
+        assert "Traceback" not in p.stderr, argv
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a-file", "empty", "no-notebook"]
+    assert list((tmp_path / "empty").iterdir()) == []
 
 
 def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):

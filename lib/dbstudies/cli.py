@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Sequence
 
 from . import paths, study
+from .errors import DbStudiesError
 from .params import PROFILES, fields
+
+EXIT_USAGE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +39,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except DbStudiesError as e:  # a problem we diagnosed: its message, no traceback
+        print(f"dbstudies: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _list()
     from . import runner

@@ -20,20 +20,25 @@ from .servers import load_flavour, parse_cpus
 PROFILES = ("smoke", "quick", "full")
 
 
-
-
 def parse_value(text: str) -> Any:
-    """What a CLI value means: JSON/YAML-ish literals, else the plain string.
+    """What a CLI value means: JSON/YAML-ish literals, else the plain string. Text that
+    opens a JSON list or object must be valid JSON: the error says where it is not.
 
     >>> parse_value("[1,8,64]"), parse_value("5"), parse_value("oltp_read_only")
     ([1, 8, 64], 5, 'oltp_read_only')
+    >>> parse_value("[1,4")
+    Traceback (most recent call last):
+    ...
+    ValueError: malformed JSON '[1,4': expected ',' delimiter at column 5
     """
     if not isinstance(text, str):
         return text
     try:
         return json.loads(text)
-    except ValueError:
-        pass
+    except json.JSONDecodeError as e:
+        if text.lstrip().startswith(("[", "{")):
+            msg = e.msg.replace("Expecting", "expected")
+            raise ValueError(f"malformed JSON {text!r}: {msg} at column {e.colno}") from None
     try:
         import yaml
         return yaml.safe_load(text)
@@ -98,16 +103,17 @@ def resolve(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
     values = dict(profiles[profile])
     problems = [f"{name}: unknown parameter; known: {', '.join(known)}"
                 for name in (overrides or {}) if name not in known]
+    bad: set[str] = set()
     for name, value in (overrides or {}).items():
         if name in known and value is not None:
             try:
                 values[name] = _coerce(value, known[name])
             except (TypeError, ValueError) as e:
                 problems.append(f"{name}: {e}")
-    if problems:
-        raise ParamError(problems)
+                bad.add(name)  # validated below with the profile's value: reported once
     obj = cls(profile=profile, **values)
-    problems = obj.validate() if hasattr(obj, "validate") else []
+    problems += [p for p in (obj.validate() if hasattr(obj, "validate") else [])
+                 if p.split(":", 1)[0] not in bad]
     if problems:
         raise ParamError(problems)
     return obj

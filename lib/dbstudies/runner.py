@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from . import paths, proc
-from .errors import DbStudiesError, ParamError
+from .errors import DbStudiesError, ParamError, StoreError
 from .params import as_dict
 from .results import Run, export_figures
 
-EXIT_PARAMS, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
+EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
 
 
 # ---------------------------------------------------------------- ownership
@@ -100,19 +100,20 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
             kernel: str | None = None) -> int:
-    """`dbstudies run`: validate, create the run, execute the notebook, settle, report."""
+    """`dbstudies run`: validate, create the run, execute the notebook, settle, report.
+    Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     from .study import load
     names = [n for n, _ in pairs]
     dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ParamError([f"{n}: given more than once" for n in dupes])
+    study = load(name)
+    p = study.resolve(profile, **dict(pairs))  # raw text: each is parsed for its type
     try:
-        if dupes:
-            raise ParamError([f"{n}: given more than once" for n in dupes])
-        study = load(name)
-        p = study.resolve(profile, **dict(pairs))  # raw text: each is parsed for its type
-    except ParamError as e:
-        print(f"dbstudies: {e}", file=sys.stderr)
-        return EXIT_PARAMS
-    run = create_run(study.name, p, runs_dir, "cli")
+        run = create_run(study.name, p, runs_dir, "cli")
+    except OSError as e:
+        raise StoreError(f"cannot create a run directory under {runs_dir}: "
+                         f"{e.strerror or e}") from None
     print(f"dbstudies: run directory {run.path}", flush=True)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
