@@ -3,6 +3,9 @@ papermill into a new run directory, render its report.
 
     dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 5
     dbstudies list
+    dbstudies runs [thread_pool]
+    dbstudies clean
+    dbstudies export data/runs/thread_pool/<run-id> --format csv
     dbstudies report data/runs/thread_pool/<run-id>
 """
 from __future__ import annotations
@@ -34,6 +37,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list studies and their parameters")
     rep = sub.add_parser("report", help="(re)render a run's report.html from its notebook")
     rep.add_argument("run_dir", type=Path)
+    runs = sub.add_parser("runs", help="list runs: status, size, duration, parameters changed "
+                                       "from the profile (marks runs whose owner is gone abandoned)")
+    runs.add_argument("study", nargs="?", help="only this study's runs")
+    clean = sub.add_parser("clean", help="remove what abandoned, failed or interrupted runs left "
+                                         "behind (server datadirs, socket directories)")
+    for p in (runs, clean):
+        p.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
+                       help="where run directories are (default: data/runs)")
+    exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
+    exp.add_argument("run_dir", type=Path)
+    exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    exp.add_argument("--out", type=Path, default=None,
+                     help="output folder (default: data/exports/<run-id>-<format>)")
     return ap
 
 
@@ -49,12 +65,65 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _list()
-    from . import runner
+    from . import results, runner
     if args.command == "report":
-        from .results import Run
-        print(runner.render_report(Run.open(args.run_dir)))
+        print(runner.render_report(results.Run.open(args.run_dir)))
+        return 0
+    if args.command == "runs":
+        return _runs(args.study, args.runs_dir)
+    if args.command == "clean":
+        return _clean(args.runs_dir)
+    if args.command == "export":
+        run = results.Run.open(args.run_dir)
+        out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
+        for f in results.export_tables(run, out, args.format):
+            print(f)
         return 0
     return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel)
+
+
+def _runs(study_name: str | None, runs_dir: Path) -> int:
+    """One line per run, oldest first."""
+    from . import results, runner
+    if study_name is not None:
+        study.load(study_name)  # an unknown study is an error, not an empty list
+    print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
+    for run in results.list_runs(study_name, runs_dir):
+        meta, status = run.metadata, runner.check_abandoned(run)
+        print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
+              f"{results.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
+    return 0
+
+
+def _duration(meta: dict) -> str:
+    import datetime as dt
+    start = dt.datetime.fromisoformat(meta["created_at"])
+    end = dt.datetime.fromisoformat(meta["finished_at"]) if meta.get("finished_at") \
+        else dt.datetime.now(dt.timezone.utc)
+    minutes, seconds = divmod(int((end - start).total_seconds()), 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
+def _changed(meta: dict) -> str:
+    """`name=value` for each parameter that differs from its profile's value."""
+    params = meta.get("parameters", {})
+    try:
+        profile = study.load(meta["study"]).PROFILES[params.get("profile")]
+    except (DbStudiesError, KeyError):
+        return "?"
+    changed = [f"{k}={v}" for k, v in params.items() if k != "profile" and profile.get(k) != v]
+    return f"{params.get('profile')}: " + (", ".join(changed) or "none")
+
+
+def _clean(runs_dir: Path) -> int:
+    from . import results, runner
+    freed = 0
+    for run in results.list_runs(None, runs_dir):
+        for path, size in runner.clean(run):
+            print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
+            freed += size
+    print(f"dbstudies: freed {freed / 2**20:.1f} MiB")
+    return 0
 
 
 def _list() -> int:

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from . import errors, paths, proc
 
-STATUSES = ("running", "complete", "failed", "interrupted")
+STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
 
 
 class NotARun(errors.StoreError, FileNotFoundError):
@@ -164,14 +164,42 @@ class Run:
         return f"Run({str(self.path)!r})"
 
 
-def list_runs(study: str, root: Path = paths.RUNS_DIR, status: str | None = None) -> list[Run]:
-    """Runs of a study, oldest first (run ids sort by time)."""
+def list_runs(study: str | None = None, root: Path = paths.RUNS_DIR,
+              status: str | None = None) -> list[Run]:
+    """Runs of a study (None: of every study), oldest first (run ids sort by time)."""
     out = []
-    for p in sorted((Path(root) / study).glob("*/metadata.json")):
+    metas = (Path(root) / study).glob("*/metadata.json") if study else Path(root).glob("*/*/metadata.json")
+    for p in sorted(metas, key=lambda m: m.parent.name):
         run = Run(p.parent)
         if status is None or run.status == status:
             out.append(run)
     return out
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes allocated below `path` (what `du` counts)."""
+    total = 0
+    for f in Path(path).rglob("*"):
+        with contextlib.suppress(OSError):
+            if not f.is_symlink():
+                total += f.stat().st_blocks * 512
+    return total
+
+
+def export_tables(run: Run, out: Path, fmt: str) -> list[Path]:
+    """Every tidy table of a run as one file each (csv or parquet) in `out`."""
+    if fmt not in ("csv", "parquet"):
+        raise errors.StoreError(f"unknown export format {fmt!r}; use csv or parquet")
+    names = sorted(p.name for p in (run.path / "tables").glob("*") if p.is_dir())
+    if not names:
+        raise errors.StoreError(f"run {run.path.name} has no tables to export")
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name in names:
+        df, f = run.table(name), out / f"{name}.{fmt}"
+        df.to_csv(f, index=False) if fmt == "csv" else df.to_parquet(f, index=False)
+        files.append(f)
+    return files
 
 
 def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -27,7 +28,7 @@ from typing import Any, Iterator, Sequence
 from . import paths, proc
 from .errors import DbStudiesError, ParamError, StoreError
 from .params import as_dict
-from .results import Run, export_figures
+from .results import Run, disk_usage, export_figures
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
 
@@ -84,6 +85,55 @@ def notebook_done(run: Run) -> None:
     """A notebook reached its end: complete the run if the notebook owns it."""
     if owns(run):
         _settle(run, "complete")
+
+
+# ---------------------------------------------------------------- abandoned runs, clean-up
+
+def owner_alive(run: Run) -> bool | None:
+    """Whether the process that owns the run still exists (None: unknown, e.g. another host)."""
+    owner = run.metadata.get("owner") or {}
+    if not owner.get("pid") or owner.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def check_abandoned(run: Run) -> str:
+    """The run's status, after marking a running run whose owner is gone `abandoned`."""
+    if run.status == "running" and owner_alive(run) is False:
+        run.finish("abandoned", f"its owner (pid {run.metadata['owner']['pid']}) is gone; "
+                                "`dbstudies clean` removes what it left behind")
+    return run.status
+
+
+def leftovers(run: Run) -> list[Path]:
+    """What a run that did not end cleanly can leave behind: server datadirs in the run
+    directory and the servers' private socket directories (/tmp/dbs-…)."""
+    found = sorted(p for p in (run.path / "server").glob("*/datadir") if p.is_dir())
+    for server in run.metadata.get("servers", []):
+        sockdir = Path(server.get("socket") or "/nonexistent").parent
+        if sockdir.name.startswith("dbs-") and sockdir.is_dir() and sockdir not in found:
+            found.append(sockdir)
+    return found
+
+
+def clean(run: Run) -> list[tuple[Path, int]]:
+    """Stop any server of an abandoned, failed or interrupted run and remove its leftovers:
+    [(path, bytes freed)]. A running run (owner alive) or a complete run is never touched."""
+    if check_abandoned(run) in ("running", "complete"):
+        return []
+    reap_servers(run)
+    removed = []
+    for path in leftovers(run):
+        size = disk_usage(path)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append((path, size))
+    return removed
 
 
 # ---------------------------------------------------------------- dbstudies run

@@ -1,0 +1,118 @@
+"""Run lifecycle from the command line: `runs` (abandoned runs detected and marked),
+`clean` (leftovers of runs that did not end cleanly, never a complete run's data) and
+`export` (tidy tables for other tools). No server needed: the runs are made by hand."""
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from dbstudies import results, runner
+from dbstudies.results import INTERVALS, Run
+from dbstudies.study import load
+
+CLI = [sys.executable, "-m", "dbstudies"]
+tp = load("thread_pool")
+
+
+def cli(*argv):
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=60)
+
+
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def make_run(root, status="running", owner_pid=None, **overrides):
+    run = runner.create_run("thread_pool", tp.resolve("smoke", **overrides), root, "cli")
+    if owner_pid is not None:
+        run.update(owner={**run.metadata["owner"], "pid": owner_pid})
+    if status != "running":
+        run.finish(status)
+    return run
+
+
+def leave_behind(run, tmp_path):
+    """What a SIGKILLed run leaves: a datadir in the run and a socket directory."""
+    datadir = run.path / "server" / "mariadb-10.11" / "datadir"
+    datadir.mkdir(parents=True)
+    (datadir / "ibdata1").write_bytes(b"\0" * 2**20)
+    sockdir = tmp_path / f"dbs-{run.path.name[-6:]}"
+    sockdir.mkdir()
+    run.update(servers=[{"label": "prepare", "socket": str(sockdir / "server.sock")}])
+    return datadir, sockdir
+
+
+def test_runs_lists_and_marks_abandoned_runs(tmp_path):
+    gone = make_run(tmp_path, owner_pid=dead_pid(), duration=3)
+    alive = make_run(tmp_path, owner_pid=os.getpid())
+    done = make_run(tmp_path, "complete")
+    p = cli("runs", "--runs-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    lines = {ln.split()[0]: ln for ln in p.stdout.splitlines()[1:]}
+    assert lines.keys() == {gone.path.name, alive.path.name, done.path.name}
+    assert " abandoned " in lines[gone.path.name] and "smoke: duration=3" in lines[gone.path.name]
+    assert " running " in lines[alive.path.name] and "smoke: none" in lines[alive.path.name]
+    assert " complete " in lines[done.path.name]
+    assert gone.status == "abandoned" and "is gone" in gone.metadata["error"]
+    assert alive.status == "running" and done.status == "complete"
+    again = cli("runs", "thread_pool", "--runs-dir", str(tmp_path)).stdout.splitlines()
+    assert [ln.split()[:3] for ln in again] == [ln.split()[:3] for ln in p.stdout.splitlines()]
+    bad = cli("runs", "tpcc_42", "--runs-dir", str(tmp_path))
+    assert bad.returncode == 2 and "unknown study 'tpcc_42'" in bad.stderr
+
+
+def test_clean_removes_leftovers_of_abandoned_and_failed_runs_only(tmp_path):
+    gone = make_run(tmp_path / "runs", owner_pid=dead_pid())
+    failed = make_run(tmp_path / "runs", "failed")
+    alive = make_run(tmp_path / "runs", owner_pid=os.getpid())
+    done = make_run(tmp_path / "runs", "complete")
+    kept = [leave_behind(r, tmp_path) for r in (alive, done)]
+    removed = [leave_behind(r, tmp_path) for r in (gone, failed)]
+    p = cli("clean", "--runs-dir", str(tmp_path / "runs"))
+    assert p.returncode == 0, p.stderr
+    for datadir, sockdir in removed:
+        assert not datadir.exists() and not sockdir.exists()
+        assert f"removed {datadir} (1.0 MiB)" in p.stdout
+    for datadir, sockdir in kept:
+        assert datadir.exists() and sockdir.exists()
+    assert "freed 2.0 MiB" in p.stdout and gone.status == "abandoned"
+    assert (gone.path / "metadata.json").exists()  # what was measured stays
+    assert "freed 0.0 MiB" in cli("clean", "--runs-dir", str(tmp_path / "runs")).stdout
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_writes_every_table(tmp_path, fmt):
+    run = make_run(tmp_path / "runs", "complete")
+    frame = pd.DataFrame({"step": [1, 1], "second": [1, 2], "threads_running": [4, 4],
+                          "tps": [10.0, 11.0], "qps": [100.0, 110.0], "reads_per_s": [1.0, 2.0],
+                          "writes_per_s": [0.0, 0.0], "errors_per_s": [0.0, 0.0],
+                          "reconnects_per_s": [0.0, 0.0], "latency_p_ms": [0.5, 0.6]})
+    run.append(INTERVALS, frame)
+    run.append(INTERVALS, frame.assign(step=2))
+    p = cli("export", str(run.path), "--format", fmt, "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    f = tmp_path / "out" / f"intervals.{fmt}"
+    assert p.stdout.split() == [str(f)]
+    back = pd.read_csv(f) if fmt == "csv" else pd.read_parquet(f)
+    pd.testing.assert_frame_equal(back, run.table(INTERVALS), check_dtype=False)
+    assert len(back) == 4
+
+
+def test_export_of_a_run_without_tables_or_a_missing_run_is_an_error(tmp_path):
+    run = make_run(tmp_path / "runs", "failed")
+    p = cli("export", str(run.path), "--out", str(tmp_path / "out"))
+    assert p.returncode == 2 and "has no tables to export" in p.stderr and "Traceback" not in p.stderr
+    p = cli("export", str(tmp_path / "missing"))
+    assert p.returncode == 2 and "is not a run directory" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_list_runs_of_every_study(tmp_path):
+    a = make_run(tmp_path)
+    b = Run.create("other_study", {}, root=tmp_path)
+    assert [r.path for r in results.list_runs(None, tmp_path)] == [a.path, b.path]
+    assert [r.path for r in results.list_runs("other_study", tmp_path)] == [b.path]
