@@ -67,7 +67,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _list()
     from . import results, runner
     if args.command == "report":
-        print(runner.render_report(results.Run.open(args.run_dir)))
+        from .report import render
+        print(render(results.Run.open(args.run_dir)))
         return 0
     if args.command == "runs":
         return _runs(args.study, args.runs_dir)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from . import paths, proc
-from .errors import DbStudiesError, ParamError, StoreError
+from .errors import ParamError, StoreError
 from .params import as_dict
 from .results import Run, disk_usage, export_figures
 
@@ -183,7 +183,8 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
         return EXIT_FAILED
     reap_servers(run)
     if (run.path / "notebook.ipynb").exists():
-        print(f"dbstudies: report {render_report(run)}")
+        from .report import render
+        print(f"dbstudies: report {render(run)}")
     print(f"dbstudies: run {run.status}: {run.path}")
     return code
 
@@ -228,23 +229,3 @@ def _signal(pid: int, sig: int) -> None:
 def default_kernel() -> str:
     from jupyter_client.kernelspec import find_kernel_specs
     return "dbstudies" if "dbstudies" in find_kernel_specs() else "python3"
-
-
-def render_report(run: Run) -> Path:
-    """report.html from the executed notebook: code and stderr (progress bars) hidden."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    nb_path = run.path / "notebook.ipynb"
-    if not nb_path.exists():
-        raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
-    nb = nbformat.read(nb_path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", [])
-                            if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nb)
-    out = run.path / "report.html"
-    out.write_text(body)
-    return out

@@ -1,0 +1,138 @@
+"""report.html: the executed notebook with code hidden, under a header built from the run's
+metadata — what was measured where, with which parameters, and how the run ended.
+
+The header names the study, run id, status, start and end (UTC), the dbstudies commit,
+the host, every server's flavour and @@version and the sysbench version, then a table of the
+parameters (value, profile value, changed?). A run that did not complete gets a banner with
+its status and error, and error outputs (tracebacks) are left out of the page. Absolute
+paths of this machine are written relative to the repository (or to the run directory).
+"""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .errors import DbStudiesError
+from .results import Run
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _host(h: dict[str, Any]) -> str:
+    fs = (h.get("filesystem") or "").split()
+    return (f"{h.get('cpu_model')} · {h.get('cpus')} CPUs · {h.get('memory_gib')} GiB · "
+            f"Linux {h.get('kernel')} · {h.get('os')} · {fs[0] if fs else '?'}")
+
+
+def _servers(meta: dict[str, Any]) -> str:
+    seen = {}
+    for s in meta.get("servers", []):
+        seen.setdefault(s.get("flavour"), s.get("version"))
+    return ", ".join(f"{f} ({v})" for f, v in seen.items()) or "none started"
+
+
+def _parameters(meta: dict[str, Any]) -> str:
+    """name | value | profile value | changed? — the profile's values from the study."""
+    from .study import load
+    params = meta.get("parameters", {})
+    try:
+        profile = load(meta["study"]).PROFILES.get(params.get("profile"), {})
+    except DbStudiesError:
+        profile = {}
+    rows = []
+    for name, value in params.items():
+        default = profile.get(name, value) if name != "profile" else value
+        changed = "changed" if value != default else ""
+        rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{_e(_fmt(value))}</td>"
+                    f"<td>{_e(_fmt(default))}</td><td>{changed}</td></tr>")
+    return ("<table class='dbs-params'><thead><tr><th>parameter</th><th>value</th>"
+            f"<th>profile {_e(params.get('profile'))}</th><th></th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def header(run: Run) -> str:
+    """The HTML block that opens every report."""
+    meta = run.metadata
+    git = meta.get("dbstudies") or {}
+    commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+    status = meta.get("status")
+    banner = ""
+    if status != "complete":
+        error = (meta.get("error") or "").strip().splitlines()
+        logs = ", ".join(sorted(p.name for p in (run.path / "server").glob("*.err")))
+        banner = (f"<div class='dbs-banner dbs-{_e(status)}'><b>Run {_e(status)}</b>"
+                  f"{': ' + _e(error[0]) if error else ''}"
+                  f"{f' — server log: server/{_e(logs)}' if logs else ''}. "
+                  "The tables below hold only the steps that finished.</div>")
+    facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
+             ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
+             ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
+             ("servers", _servers(meta)),
+             ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
+            f"<details open><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+
+
+STYLE = """<style>
+.dbs-header { margin: 1em 2em; font-family: sans-serif; font-size: 14px; }
+.dbs-header table { border-collapse: collapse; margin: .5em 0; }
+.dbs-header th, .dbs-header td { text-align: left; padding: 2px 12px 2px 0; vertical-align: top; }
+.dbs-banner { padding: .6em 1em; margin-bottom: .8em; border-radius: 4px; background: #fdecea;
+              border-left: 6px solid #c62828; }
+.dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
+              background: #fff4e5; border-left-color: #ef6c00; }
+</style>"""
+
+
+def scrub_paths(text: str, run: Run) -> str:
+    """Absolute paths of this machine → relative to the repository (a run kept elsewhere:
+    `…/<study>/<run-id>`; a server's socket directory: `dbs-…`).
+
+    >>> run = type("R", (), {"path": Path("/elsewhere/runs/tp/20260101T000000Z-abcdef")})()
+    >>> scrub_paths(f"at {paths.REPO}/data/x, {run.path}/server and /tmp/dbs-1a2b/s.sock", run)
+    'at data/x, …/tp/20260101T000000Z-abcdef/server and dbs-…/s.sock'
+    """
+    run_dir, repo = Path(run.path).resolve(), paths.REPO.resolve()
+    if not run_dir.is_relative_to(repo):
+        text = text.replace(str(run_dir), f"…/{run_dir.parent.name}/{run_dir.name}")
+    text = text.replace(str(repo) + "/", "").replace(str(repo), ".")
+    return re.sub(r"/tmp/dbs-[0-9a-f]+", "dbs-…", text)
+
+
+def render(run: Run) -> Path:
+    """Write report.html from the run's executed notebook: header, then the notebook's
+    outputs without code, progress bars or tracebacks."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb_path = run.path / "notebook.ipynb"
+    if not nb_path.exists():
+        raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
+    nb = nbformat.read(nb_path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "error"
+                            and not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    meta = run.metadata
+    nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    body = body.replace("</head>", STYLE + "</head>", 1)
+    # under the notebook's title (its first heading), else at the top of the page
+    where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
+    body = re.sub(where, lambda m: m.group(1) + header(run), body, count=1)
+    out = run.path / "report.html"
+    out.write_text(scrub_paths(body, run))
+    return out
