@@ -66,4 +66,6 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
     assert str(REPO) not in html and str(run_dir.parent.parent) not in html
     assert "/tmp/" not in html and socket.gethostname() + ":" not in html
     assert "Params(" not in html  # the parameters are a table, not a repr
+    assert 'alt="queries per second against client threads (1, 8, 64)' in html
+    assert "No description has been provided" not in html  # every figure has alt text
     assert paths.REPO.name not in re.findall(r"/[\w.-]+/[\w.-]+", html.split("<body", 1)[1])

@@ -10,6 +10,7 @@ paths of this machine are written relative to the repository (or to the run dire
 from __future__ import annotations
 
 import html
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,19 @@ def scrub_paths(text: str, run: Run) -> str:
     return re.sub(r"/tmp/dbs-[0-9a-f]+", "dbs-…", text)
 
 
+_NO_ALT = 'alt="No description has been provided for this image"'
+
+
+def _alt_texts(body: str, nb: Any) -> str:
+    """nbconvert's lab template ignores the images' `alt` metadata (plots.publish sets it):
+    put each PNG output's alt text on its <img>, in document order."""
+    alts = iter([o.get("metadata", {}).get("image/png", {}).get("alt")
+                 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                 if "image/png" in o.get("data", {})])
+    return re.sub(re.escape(_NO_ALT),
+                  lambda m: f'alt="{html.escape(next(alts, None) or "figure", quote=True)}"', body)
+
+
 def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
@@ -128,7 +142,9 @@ def render(run: Run) -> Path:
     meta = run.metadata
     nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
     body, _ = exporter.from_notebook_node(nb)
+    body = _alt_texts(body, nb)
     body = body.replace("</head>", STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"

@@ -1,0 +1,60 @@
+"""Figures: dodged series, plain 1-2-5 log ticks, one colour per configuration, alt text."""
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from dbstudies import plots  # noqa: E402
+
+
+def summary():
+    rows = []
+    for w in ("oltp_point_select", "oltp_read_only"):
+        for arm, k in (("one-thread-per-connection", 1.0), ("pool-of-threads", 1.2)):
+            for t in (1, 16, 256):
+                q = 1000 * t ** 0.5 * k
+                rows.append({"workload": w, "arm": arm, "threads": t, "qps_median": q,
+                             "qps_min": q * 0.9, "qps_max": q * 1.1, "cpu_server_pct": 50.0 + t / 4,
+                             "cpu_client_pct": 20.0 + t / 8})
+    return pd.DataFrame(rows)
+
+
+def test_scaling_dodges_series_and_labels_ticks_plainly():
+    fig = plots.scaling(summary(), "qps", "queries per second")
+    ax = fig.axes[0]
+    xs = [np.asarray(c.lines[0].get_xdata(), float) for c in ax.containers]  # one errorbar per arm
+    assert len(xs) == 2 and np.all(xs[0] < xs[1])  # the two arms never share an x
+    assert np.allclose(np.sqrt(xs[0] * xs[1]), [1, 16, 256])  # centred on the true x
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "1,000" in labels and "2,000" in labels and not any("^" in x or "e" in x for x in labels)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16", "256"]
+    assert "one-thread-per-connection, pool-of-threads" in fig.dbstudies_alt
+    assert fig.get_size_inches()[0] <= plots.MAX_W
+
+
+def test_colours_are_the_same_configuration_in_every_figure():
+    s = summary()
+    q, c = plots.scaling(s, "qps", "QPS"), plots.cpu(s)
+    pal = plots.palette(s["arm"])
+    qcol = {c.get_label(): c.lines[0].get_color() for c in q.axes[0].containers}
+    ccol = {ln.get_label().split(",")[0]: ln.get_color() for ln in c.axes[0].get_lines()}
+    for arm, colour in pal.items():
+        assert matplotlib.colors.same_color(qcol[arm], colour)
+        assert matplotlib.colors.same_color(ccol[arm], colour)
+
+
+def test_publish_saves_png_and_svg_and_shows_alt_text(tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata))
+    run = type("R", (), {"path": tmp_path})()
+    plots.publish(plots.scaling(summary(), "qps", "QPS"), run, "qps")
+    assert (tmp_path / "figures" / "qps.png").stat().st_size > 0 and (tmp_path / "figures" / "qps.svg").exists()
+    assert shown[0]["image/png"]["alt"].startswith("QPS against client threads")
+
+
+@pytest.mark.parametrize("low, high, expected", [(0.05, 0.3, [0.02, 0.05, 0.1, 0.2, 0.5]),
+                                                 (900, 1100, [500, 1000, 2000])])
+def test_ticks_125(low, high, expected):
+    assert plots.ticks_125(low, high) == expected
