@@ -152,3 +152,22 @@ def render(run: Run) -> Path:
     out = run.path / "report.html"
     out.write_text(scrub_paths(body, run))
     return out
+
+
+def number(v: Any) -> str:
+    """A table cell: 12,345 · 0.0123 · 1.23 · text as it is.
+
+    >>> number(12345.6), number(0.012345), number(1.2345), number(3), number("draw")
+    ('12,346', '0.0123', '1.23', '3', 'draw')
+    """
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if v != v:  # NaN
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3g}"
+
+
+def table(df: "Any", columns: list[str] | None = None):
+    """A DataFrame as a report shows it: chosen columns, no index column, readable numbers."""
+    view = df[columns] if columns else df
+    return view.style.hide(axis="index").format(number)

@@ -101,6 +101,10 @@ def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
     return rel.assign(cell=cell).pivot(index="threads", columns="workload", values="cell")
 
 
+def _threads(n: int) -> str:
+    return f"{n} client thread" + ("" if n == 1 else "s")
+
+
 def _verdicts(rel: "pd.DataFrame") -> str:
     counts = rel["verdict"].value_counts().to_dict()
     return ", ".join(f"{counts[v]} {v}" for v in dbstudies.stats.VERDICTS if v in counts)
@@ -115,7 +119,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     for w, g in summ.groupby("workload"):
         best = g.loc[g["qps_median"].idxmax()]
         lines.append(f"- **{w}**: peak median {best.qps_median:,.0f} QPS with {best.arm} "
-                     f"at {best.threads} client threads.")
+                     f"at {_threads(best.threads)}.")
     for metric, what in (("qps", "throughput"), ("p99", "p99 latency")):
         rel = tables.get(metric)
         if rel is None or rel.empty:
@@ -123,7 +127,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         big = rel.loc[rel["delta_pct"].abs().idxmax()]
         lines.append(f"- {what}, pool-of-threads vs one-thread-per-connection over {len(rel)} "
                      f"cells: {_verdicts(rel)}; largest difference {big.delta_pct:+.1f}% "
-                     f"({big.workload}, {big.threads} threads, Holm p = {big.p_holm:.2g}).")
+                     f"({big.workload}, {_threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
         lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
     aa = tables.get("aa")
     if aa is not None and not aa.empty:
