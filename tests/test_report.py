@@ -69,3 +69,28 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
     assert 'alt="queries per second against client threads (1, 8, 64)' in html
     assert "No description has been provided" not in html  # every figure has alt text
     assert paths.REPO.name not in re.findall(r"/[\w.-]+/[\w.-]+", html.split("<body", 1)[1])
+
+
+@pytest.mark.notebook
+@pytest.mark.server
+def test_smoke_report_renders_in_headless_chromium(smoke_run, tmp_path):
+    """What a reader sees: the report in a real browser, screenshot non-blank."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    proc, run_dir = smoke_run("thread_pool.ipynb")
+    assert proc.returncode == 0
+    browser = shutil.which("chromium")
+    assert browser, "chromium is missing: `make setup` installs it"
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400",
+                    f"--screenshot={shot}", (run_dir / "report.html").as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert pixels.shape == (2400, 1300)
+    assert pixels.std() > 10 and (pixels < 128).mean() > 0.005  # text and plots, not a blank page
