@@ -107,13 +107,11 @@ def _duration(meta: dict) -> str:
 
 def _changed(meta: dict) -> str:
     """`name=value` for each parameter that differs from its profile's value."""
-    params = meta.get("parameters", {})
-    try:
-        profile = study.load(meta["study"]).PROFILES[params.get("profile")]
-    except (DbStudiesError, KeyError):
+    rows = study.against_profile(meta)
+    if rows is None:
         return "?"
-    changed = [f"{k}={v}" for k, v in params.items() if k != "profile" and profile.get(k) != v]
-    return f"{params.get('profile')}: " + (", ".join(changed) or "none")
+    changed = [f"{k}={v}" for k, v, default in rows if v != default]
+    return f"{meta['parameters']['profile']}: " + (", ".join(changed) or "none")
 
 
 def _clean(runs_dir: Path) -> int:

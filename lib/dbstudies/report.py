@@ -39,15 +39,10 @@ def _servers(meta: dict[str, Any]) -> str:
 
 def _parameters(meta: dict[str, Any]) -> str:
     """name | value | profile value | changed? — the profile's values from the study."""
-    from .study import load
+    from .study import against_profile
     params = meta.get("parameters", {})
-    try:
-        profile = load(meta["study"]).PROFILES.get(params.get("profile"), {})
-    except DbStudiesError:
-        profile = {}
     rows = []
-    for name, value in params.items():
-        default = profile.get(name, value) if name != "profile" else value
+    for name, value, default in against_profile(meta) or [(k, v, v) for k, v in params.items()]:
         changed = "changed" if value != default else ""
         rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{_e(_fmt(value))}</td>"
                     f"<td>{_e(_fmt(default))}</td><td>{changed}</td></tr>")

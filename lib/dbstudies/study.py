@@ -199,6 +199,17 @@ class Study:
         runner.notebook_done(run)
 
 
+def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
+    """A run's parameters beside its profile's values: [(name, value, profile value)];
+    None when the run's study or profile is unknown here."""
+    params = meta.get("parameters", {})
+    try:
+        profile = load(meta["study"]).PROFILES[params["profile"]]
+    except (P.ParamError, KeyError):
+        return None
+    return [(k, v, v if k == "profile" else profile.get(k, v)) for k, v in params.items()]
+
+
 def names() -> list[str]:
     return list(REGISTRY)
 
