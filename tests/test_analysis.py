@@ -57,7 +57,8 @@ def test_relative_finds_the_effect_and_only_it():
     aa = tp.relative(steps, p, control=True)
     assert set(aa["candidate"]) == {TWIN} and (aa.verdict == "draw").all() and len(aa) == 8
     layout = tp.relative_layout(rel)
-    assert list(layout.index) == [1, 16, 64, 256] and layout.loc[256, "oltp_read_only"].endswith("better")
+    assert list(layout.columns) == ["threads", "oltp_point_select", "oltp_read_only"]
+    assert list(layout.threads) == [1, 16, 64, 256] and layout.iloc[3, 2].endswith("better")
 
 
 def test_without_the_control_there_is_no_aa_table():

@@ -57,14 +57,42 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     assert processes_mentioning(meta["servers"][0]["socket"]) == []  # no sysbench left either
     assert not (run.path / "server" / "mariadb-10.11" / "datadir").exists()
     assert "mariadb-10.11.err" in os.listdir(run.path / "server")
+    # measured like from JupyterLab: no executed notebook in the run; `report` makes one
+    # by executing the notebook on the run (it measures nothing), then renders the report
+    assert not (run.path / "notebook.ipynb").exists()
+    p = subprocess.run([*CLI, "report", str(run.path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == str(run.path / "report.html")
+    assert len(tp.measured(run)) == len(kept) and run.status == "failed"  # nothing measured
+    check_partial_report(run, "failed", "ServerDied")
 
 
-def test_measure_refuses_a_run_that_already_has_results(tmp_path):
+def check_partial_report(run, status, error):
+    """The report of a run that did not complete: banner, then the analysis of its steps."""
+    html = (run.path / "report.html").read_text()
+    assert f"<b>Run {status}</b>: {error}" in html
+    assert f"ended {status}; nothing is measured again: the sections below analyse the " \
+           f"{len(tp.measured(run))} measured step(s)" in html
+    assert html.count("<img") >= 3 and "Summary per configuration" in html
+    assert "peak median" in html  # the conclusion of what finished
+    assert "Traceback" not in html and str(run.path) not in html and "/tmp/" not in html
+
+
+def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
     p = tp.resolve("smoke")
     run = tp.open_run(p, root=tmp_path)
-    run.finish("failed", "earlier attempt")
+    (run.path / "tables").mkdir()
     with pytest.raises(RuntimeError, match="append-only"):
         tp.measure(p, run, progress=False)
+
+
+def test_an_ended_run_is_analysed_not_measured(tmp_path, capsys):
+    p = tp.resolve("smoke")
+    run = tp.open_run(p, root=tmp_path)
+    run.finish("interrupted", "interrupted by SIGTERM")
+    tp.measure(p, run, progress=False)
+    assert "ended interrupted; nothing is measured again" in capsys.readouterr().out
+    assert sorted(x.name for x in run.path.iterdir()) == ["metadata.json"]  # no server, no table
 
 
 # every kind of bad input: one clear message, exit code 2, no traceback, nothing left behind
@@ -113,7 +141,7 @@ def test_cli_bad_paths_and_names_are_one_line_errors(tmp_path):
         (["run", "tpcc_42", "--runs-dir", str(tmp_path / "empty")], "unknown study 'tpcc_42'"),
         (["run", "thread_pool", "--profile", "huge"], "invalid choice: 'huge'"),
         (["report", str(tmp_path / "missing")], "is not a run directory (no metadata.json)"),
-        (["report", str(tmp_path / "no-notebook")], "has no executed notebook (notebook.ipynb) to render"),
+        (["report", str(tmp_path / "no-notebook")], "names no study or parameters: nothing to analyse"),
     ]
     for argv, message in cases:
         p = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=60)
@@ -133,19 +161,21 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
         marker = str(run_dir / "server")
         assert processes_mentioning(marker), "the server should be running mid-study"
         os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-        t0 = time.monotonic()
-        p.wait(30)
-        assert time.monotonic() - t0 < 15
+        run = Run.open(run_dir)
+        wait_for(lambda: run.status == "interrupted", 15, "the run marked interrupted")
+        wait_for(lambda: processes_mentioning(marker) == [], 15, "no server left")
+        p.wait(240)  # then the steps that finished are analysed, and the report written
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
     out = p.stdout.read().decode()
     assert p.returncode == 130, out
-    assert "interrupted" in out
-    wait_for(lambda: processes_mentioning(marker) == [], 10, "no server left")
-    run = Run.open(run_dir)
+    assert "dbstudies: interrupted (SIGINT)" in out and "analysing the steps that finished" in out
+    assert f"dbstudies: report {run_dir / 'report.html'}" in out and "Traceback" not in out
     assert run.status == "interrupted" and run.metadata["error"] == "interrupted by SIGINT"
     assert len(tp.measured(run)) >= 1
+    assert (run_dir / "notebook-interrupted.ipynb").exists()  # the measuring notebook, kept
+    check_partial_report(run, "interrupted", "interrupted by SIGINT")
 
 
 def test_cli_runs_the_study_end_to_end(smoke_run):
@@ -182,6 +212,14 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "Relative results" in html and "study.measure" not in html  # code hidden
     assert "peak median" in html  # the computed conclusion
     assert processes_mentioning(str(run_dir)) == []
+    # the terminal: progress, the conclusion as text, the report's path — not the notebook
+    assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
+    assert "\nConclusion\n- **oltp_point_select**: peak median" in p.stdout
+    assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
+                             f"dbstudies: run complete: {run_dir}\n")
+    assert "12/12" in p.stderr and "step" in p.stderr  # the progress bar
+    for noise in ("<IPython", "<Figure", "Executing", "WARNING", "run directory: "):
+        assert noise not in p.stdout + p.stderr, noise
     # the other subcommands: list the studies, re-render a report from the run's notebook
     (run_dir / "report.html").unlink()
     p = subprocess.run([*CLI, "report", str(run_dir)], capture_output=True, text=True, timeout=120)

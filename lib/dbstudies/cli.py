@@ -33,10 +33,17 @@ def _parser() -> argparse.ArgumentParser:
                      metavar=("NAME", "VALUE"), help="override a parameter, e.g. -p threads '[1,8,64]'")
     run.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
                      help="where run directories are created (default: data/runs)")
-    run.add_argument("--kernel", default=None, help="Jupyter kernel (default: dbstudies, else python3)")
     sub.add_parser("list", help="list studies and their parameters")
-    rep = sub.add_parser("report", help="(re)render a run's report.html from its notebook")
+    rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
+                         "executed notebook (measured from JupyterLab) gets one first")
     rep.add_argument("run_dir", type=Path)
+    rep.add_argument("--analyse", action="store_true",
+                     help="execute the notebook on the run's steps again, even if it has one")
+    for p in (run, rep):
+        p.add_argument("--kernel", default=None,
+                       help="Jupyter kernel (default: dbstudies, else python3)")
+        p.add_argument("-v", "--verbose", action="store_true",
+                       help="show the notebook's output as it runs (default: a progress bar)")
     runs = sub.add_parser("runs", help="list runs: status, size, duration, parameters changed "
                                        "from the profile (marks runs whose owner is gone abandoned)")
     runs.add_argument("study", nargs="?", help="only this study's runs")
@@ -68,7 +75,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     from . import results, runner
     if args.command == "report":
         from .report import render
-        print(render(results.Run.open(args.run_dir)))
+        run = results.Run.open(args.run_dir)
+        if args.analyse or not (run.path / "notebook.ipynb").exists():
+            print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
+                  f"{run.status} steps", file=sys.stderr, flush=True)
+            runner.analyse(run, args.kernel, args.verbose)
+        print(render(run))
         return 0
     if args.command == "runs":
         return _runs(args.study, args.runs_dir)
@@ -80,7 +92,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         for f in results.export_tables(run, out, args.format):
             print(f)
         return 0
-    return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel)
+    return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel,
+                          args.verbose)
 
 
 def _runs(study_name: str | None, runs_dir: Path) -> int:

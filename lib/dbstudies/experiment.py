@@ -85,10 +85,19 @@ class Context:
 def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
     """Run the whole plan, flushing every step to `run`. Servers are always stopped and
     their datadirs removed; on an error the run keeps what was measured (and, if this
-    process owns the run, is marked failed or interrupted)."""
-    if (run.path / "tables").exists() or run.status != "running":
-        raise errors.StoreError(f"run {run.path.name} already holds measurements (status "
-                                f"{run.status}); runs are append-only: start a new run")
+    process owns the run, is marked failed or interrupted).
+
+    A run that has ended (complete, failed, interrupted, abandoned) is not measured again:
+    the notebook then analyses what it holds — how `dbstudies report` writes the report of a
+    failed or interrupted run, or of one measured from JupyterLab."""
+    if run.status != "running":
+        n = len(measured(run)) if (run.path / "tables").exists() else 0
+        print(f"Run {run.path.name} ended {run.status}; nothing is measured again: the "
+              f"sections below analyse the {n} measured step(s) it holds.")
+        return
+    if (run.path / "tables").exists():
+        raise errors.StoreError(f"run {run.path.name} already holds measurements; runs are "
+                                "append-only: start a new run")
     arms = study.arms(p)
     steps = plan(arms, study.cells(p), p.repeats, p.seed)
     run.update(plan=steps.to_dict("records"), arms=[_arm_record(a, p) for a in arms],
@@ -139,6 +148,8 @@ class _Loop:
         bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
                    desc=self.study.name)
         warmup, step = _hook(self.study, "warmup"), _hook(self.study, "step")
+        done = 0
+        self.run.set_progress(done, len(steps), "starting the server")
         try:
             for (repeat, label), block in steps.groupby(["repeat", "arm"], sort=False):
                 arm = arms[label]
@@ -150,10 +161,14 @@ class _Loop:
                     record_server(self.run, ctx.server, label)
                 warmup(ctx)
                 for cell in block.to_dict("records"):
-                    bar.set_postfix_str(f"r{repeat} {label[:12]} " + " ".join(
-                        str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm")))
+                    now = f"r{repeat} {label[:12]} " + " ".join(
+                        str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm"))
+                    bar.set_postfix_str(now)
+                    self.run.set_progress(done, len(steps), now)
                     step(ctx, cell)
+                    done += 1
                     bar.update()
+            self.run.set_progress(done, len(steps), "done")
         finally:
             bar.close()
 

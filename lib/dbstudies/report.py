@@ -87,6 +87,9 @@ STYLE = """<style>
 .dbs-header th, .dbs-header td { text-align: left; padding: 2px 12px 2px 0; vertical-align: top; }
 .dbs-banner { padding: .6em 1em; margin-bottom: .8em; border-radius: 4px; background: #fdecea;
               border-left: 6px solid #c62828; }
+table.dbs-table { font-size: 12px; }
+table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
+table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
 .dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
               background: #fff4e5; border-left-color: #ef6c00; }
 </style>"""
@@ -163,6 +166,48 @@ def number(v: Any) -> str:
 
 
 def table(df: "Any", columns: list[str] | None = None):
-    """A DataFrame as a report shows it: chosen columns, no index column, readable numbers."""
+    """A DataFrame as a report shows it: chosen columns, no index column, readable numbers,
+    headers that may wrap at their underscores (so that wide tables fit the page)."""
     view = df[columns] if columns else df
-    return view.style.hide(axis="index").format(number)
+    from pandas.api.types import is_numeric_dtype
+    text = [c for c in view.columns if not is_numeric_dtype(view[c])]
+    return (view.style.hide(axis="index").format(number)
+            .set_properties(subset=text, **{"text-align": "left"})
+            .format_index(lambda c: str(c).replace("_", "_<wbr>"), axis="columns")
+            .set_table_attributes("class='dbs-table'"))
+
+
+def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
+    """Show a comparison: its layout table and what the table can detect (stats.reachability);
+    `empty`: what to say instead when there is nothing to compare."""
+    from IPython.display import Markdown, display
+    from .stats import reachability
+    if rel.empty and empty:
+        display(Markdown(empty))
+        return
+    if not rel.empty:
+        display(table(layout))
+    display(Markdown("*" + ". ".join(reachability(rel)) + ".*"))
+
+
+CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion
+
+
+def conclusion(markdown: str) -> None:
+    """Show a study's conclusion (Markdown), marked so that `dbstudies run` can print it."""
+    from IPython.display import Markdown, display
+    display(Markdown(markdown), metadata={CONCLUSION: True})
+
+
+def conclusion_text(nb_path: Path) -> str | None:
+    """The conclusion an executed notebook showed (Markdown text), or None."""
+    import nbformat
+    try:
+        nb = nbformat.read(nb_path, as_version=4)
+    except (OSError, ValueError):
+        return None
+    for cell in reversed(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("metadata", {}).get(CONCLUSION):
+                return out.get("data", {}).get("text/markdown")
+    return None

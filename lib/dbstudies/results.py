@@ -127,6 +127,17 @@ class Run:
             raise ValueError(f"status must be one of {STATUSES[1:]}")
         self.update(status=status, error=error, finished_at=_now())
 
+    # -- progress (what `dbstudies run` shows in the terminal while a kernel measures)
+    def set_progress(self, done: int, total: int, now: str = "") -> None:
+        _write_json(self.path / "progress.json", {"done": done, "total": total, "now": now})
+
+    def progress(self) -> dict[str, Any] | None:
+        """{"done", "total", "now"} as the measuring process last wrote it, or None."""
+        try:
+            return json.loads((self.path / "progress.json").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
     # -- tables
     def append(self, table: Table, df: pd.DataFrame) -> Path:
         """Write `df` as the next part of `table`, durably, before returning."""

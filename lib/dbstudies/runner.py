@@ -15,6 +15,7 @@ Only the owner writes the status, so a kernel that measures a CLI-owned run neve
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -23,7 +24,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, TextIO
 
 from . import paths, proc
 from .errors import ParamError, StoreError
@@ -85,6 +86,8 @@ def notebook_done(run: Run) -> None:
     """A notebook reached its end: complete the run if the notebook owns it."""
     if owns(run):
         _settle(run, "complete")
+        print(f"Run complete: {run.path}\n`dbstudies report {run.path}` writes its executed "
+              "notebook and report.html there.")
 
 
 # ---------------------------------------------------------------- abandoned runs, clean-up
@@ -149,8 +152,11 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
-            kernel: str | None = None) -> int:
-    """`dbstudies run`: validate, create the run, execute the notebook, settle, report.
+            kernel: str | None = None, verbose: bool = False) -> int:
+    """`dbstudies run`: validate, create the run, execute the notebook (a progress bar in
+    the terminal; the notebook's own output with `verbose`), settle, write the report, print
+    the conclusion. A run that fails or is interrupted still gets a report: the notebook is
+    executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     from .study import load
     names = [n for n, _ in pairs]
@@ -164,48 +170,156 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     except OSError as e:
         raise StoreError(f"cannot create a run directory under {runs_dir}: "
                          f"{e.strerror or e}") from None
-    print(f"dbstudies: run directory {run.path}", flush=True)
+    minutes = study.estimated_seconds(p) / 60
+    print(f"dbstudies: {study.name} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
+          flush=True)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
+    code = 0
     try:
-        code = _papermill(study.name, run, {**as_dict(p), "run_dir": str(run.path)}, kernel)
+        _notebook(run, study.name, run.path / "notebook.ipynb",
+                  {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
+        _settle(run, "complete")
     except KeyboardInterrupt as e:
         signame = getattr(e, "signame", "SIGINT")
         _settle(run, "interrupted", f"interrupted by {signame}")
+        print(f"dbstudies: interrupted ({signame})", file=sys.stderr, flush=True)
+        code = EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
+        _settle(run, "failed", _error_line(e))
+        print(f"dbstudies: the study failed: {_error_line(e)}", file=sys.stderr, flush=True)
+        code = EXIT_FAILED
+    finally:
         reap_servers(run)
-        print(f"dbstudies: interrupted ({signame}); what was measured is in {run.path}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as e:  # noqa: BLE001 - the kernel died, papermill could not start it, …
-        _settle(run, "failed", f"{type(e).__name__}: {e}")
-        reap_servers(run)
-        print(f"dbstudies: the study could not be executed: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    reap_servers(run)
-    if (run.path / "notebook.ipynb").exists():
-        from .report import render
-        print(f"dbstudies: report {render(run)}")
-    print(f"dbstudies: run {run.status}: {run.path}")
-    return code
+    return _conclude(run, kernel, verbose) or code
 
 
-def _papermill(study: str, run: Run, nb_params: dict[str, Any], kernel: str | None) -> int:
-    import papermill as pm
+def _error_line(e: BaseException) -> str:
     from papermill.exceptions import PapermillExecutionError
+    if isinstance(e, PapermillExecutionError):
+        return f"{e.ename}: {e.evalue}"
+    return f"{type(e).__name__}: {e}"
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
+    """Write the report (analysing an ended run's steps first when it did not complete),
+    then print the conclusion, the report's path and the status. Returns 0, or the exit
+    code of an interruption while analysing."""
+    from .report import conclusion_text, render
+    try:
+        if run.status != "complete":
+            print(f"dbstudies: analysing the steps that finished (Ctrl-C skips; `dbstudies report "
+                  f"{run.path}` does it later)", file=sys.stderr, flush=True)
+            analyse(run, kernel, verbose)
+        report = render(run)
+    except KeyboardInterrupt:
+        print(f"dbstudies: report skipped; run {run.status}: {run.path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    text = conclusion_text(run.path / "notebook.ipynb")
+    if text:
+        print("\nConclusion\n" + text + "\n")
+    print(f"dbstudies: report {report}")
+    print(f"dbstudies: run {run.status}: {run.path}")
+    return 0
+
+
+def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
+    """Execute the run's study notebook on this ended run — it measures nothing and analyses
+    the steps the run holds — into the run's notebook.ipynb (a partial notebook from the
+    failed or interrupted execution is kept as notebook-<status>.ipynb). A failing analysis
+    cell is logged; what executed is kept, so the report can still be rendered."""
+    from papermill.exceptions import PapermillExecutionError
+    if check_abandoned(run) == "running":
+        raise StoreError(f"run {run.path.name} is still running (pid "
+                         f"{run.metadata['owner']['pid']}); its report is written when it ends")
+    meta = run.metadata
+    if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
+        raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
+    from .study import load
+    load(meta["study"])  # an unknown study: a clear error
+    out, partial = run.path / "notebook.ipynb", run.path / f"notebook-{run.status}.ipynb"
+    if out.exists() and not partial.exists() and run.status != "complete":
+        out.rename(partial)  # the measuring execution's notebook, with its traceback
+    try:
+        _notebook(run, meta["study"], out, {**meta["parameters"], "run_dir": str(run.path)},
+                  kernel, verbose)
+    except PapermillExecutionError as e:
+        print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)
+    return out
+
+
+KERNEL_LOG = "kernel.log"  # what the kernel and the libraries wrote to stderr (not with -v)
+
+
+def _notebook(run: Run, study: str, out: Path, nb_params: dict[str, Any], kernel: str | None,
+              verbose: bool, progress: bool = False) -> None:
+    """Execute the study's notebook with papermill into `out`. With `verbose` its cells'
+    output is echoed; else the terminal shows only a progress bar (`progress`) and
+    stderr goes to the run's kernel.log. Raises PapermillExecutionError when a cell raises."""
+    import papermill as pm
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("papermill").addFilter(
         lambda r: not r.getMessage().startswith(("Executing", "Ending Cell")))
+    quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.path / KERNEL_LOG)
+    with quiet as terminal, _progress_bar(run, terminal, enabled=progress and not verbose):
+        pm.execute_notebook(paths.NOTEBOOKS_DIR / f"{study}.ipynb", out, parameters=nb_params,
+                            kernel_name=kernel or default_kernel(), cwd=str(paths.NOTEBOOKS_DIR),
+                            log_output=verbose, progress_bar=False)
+
+
+@contextlib.contextmanager
+def _stderr_to(log: Path) -> Iterator[TextIO]:
+    """Point file descriptor 2 — this process's and so the kernel's it starts — at `log`
+    for the block; yield a stream to the terminal's stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    terminal = os.fdopen(os.dup(2), "w", buffering=1)
+    with open(log, "a") as f:
+        os.dup2(f.fileno(), 2)
     try:
-        pm.execute_notebook(paths.NOTEBOOKS_DIR / f"{study}.ipynb", run.path / "notebook.ipynb",
-                            parameters=nb_params, kernel_name=kernel or default_kernel(),
-                            cwd=str(paths.NOTEBOOKS_DIR), log_output=True, progress_bar=False)
-    except PapermillExecutionError as e:
-        _settle(run, "failed", f"{e.ename}: {e.evalue}")
-        print(f"dbstudies: the study failed: {e.ename}: {e.evalue}", file=sys.stderr)
-        return EXIT_FAILED
-    _settle(run, "complete")
-    return 0
+        yield terminal
+    finally:
+        gc.collect()  # asyncio reports a dead kernel's tasks when they are collected
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        terminal.close()
+
+
+@contextlib.contextmanager
+def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
+    """Show the progress the measuring kernel writes to the run (Run.set_progress)."""
+    if not enabled:
+        yield
+        return
+    import threading
+    from tqdm import tqdm
+    stop = threading.Event()
+
+    def follow() -> None:
+        bar = None
+        while True:
+            stopping = stop.wait(0.5)
+            now = run.progress()
+            if now:
+                if bar is None:
+                    bar = tqdm(total=now["total"], unit="step", desc=run.path.parent.name,
+                               file=stream, mininterval=1 if stream.isatty() else 30)
+                bar.set_postfix_str(now["now"], refresh=False)
+                bar.update(now["done"] - bar.n)
+            if stopping:
+                break
+        if bar is not None:
+            bar.close()
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(5)
 
 
 def reap_servers(run: Run, timeout: float = 30) -> None:

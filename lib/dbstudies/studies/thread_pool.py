@@ -98,7 +98,8 @@ def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
         return rel
     cell = rel.apply(lambda r: f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
                                f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
-    return rel.assign(cell=cell).pivot(index="threads", columns="workload", values="cell")
+    layout = rel.assign(cell=cell).pivot(index="threads", columns="workload", values="cell")
+    return layout.reset_index().rename_axis(columns=None)
 
 
 def _threads(n: int) -> str:
