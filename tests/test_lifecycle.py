@@ -117,3 +117,10 @@ def test_list_runs_of_every_study(tmp_path):
     # run ids sort by time to the second; two runs of one second sort by their random suffix
     assert sorted(r.path for r in results.list_runs(None, tmp_path)) == sorted([a.path, b.path])
     assert [r.path for r in results.list_runs("other_study", tmp_path)] == [b.path]
+
+
+def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
+    run = make_run(tmp_path / "runs")  # owned by this (live) process
+    p = cli("report", str(run.path))
+    assert p.returncode == 2 and "is still running (pid" in p.stderr and "Traceback" not in p.stderr
+    assert run.status == "running" and not (run.path / "notebook.ipynb").exists()
