@@ -69,6 +69,7 @@ def test_without_the_control_there_is_no_aa_table():
 
 def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     steps = synthetic_steps(busy={3, 4})
+    steps["remeasured"] = (steps["step"] == 5) * 3
     p = tp.resolve("quick", aa_control=True)
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
               "aa": tp.relative(steps, p, control=True)}
@@ -76,7 +77,10 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     assert "throughput, pool-of-threads vs one-thread-per-connection over 8 cells: 2 better, 6 draw" in text
     assert "Minimum detectable effect" in text and "Holm-corrected" in text
     assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — all draw" in text
-    assert "2 measured step(s) ran on a busy host" in text
+    assert "2 measured step(s) still ran on a busy host after 2 retries" in text
+    assert "3 attempt(s) at a step ran on a busy host (other processes used more than 10 % of " \
+           "the machine, or the hypervisor stole more than 5 %) and were measured again" in text
+    assert "attempt(s)" not in tp.conclusion(tp.summary(synthetic_steps()), tables, p, host_cpus=2)
     assert "2-CPU host" in text
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
-from dbstudies import servers
+from dbstudies import experiment, servers
 from dbstudies.results import Run
 from dbstudies.study import load
 
@@ -76,6 +76,22 @@ def check_partial_report(run, status, error):
     assert html.count("<img") >= 3 and "Summary per configuration" in html
     assert "peak median" in html  # the conclusion of what finished
     assert "Traceback" not in html and str(run.path) not in html and "/tmp/" not in html
+
+
+def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(experiment, "_busy", lambda host: True)  # every step sees a busy host
+    p = tp.resolve("smoke", threads=[1], duration=1, warmup=0, repeats=1)
+    run = tp.open_run(p, root=tmp_path)
+    tp.measure(p, run, progress=False)
+    raw = run.table("steps")
+    assert sorted(raw["phase"]) == ["busy"] * 4 + ["measure"] * 2  # 2 steps × 2 retries
+    assert (raw[raw.phase == "busy"]["step"] < 0).all()
+    assert set(raw[raw.phase == "busy"]["arm"]) == set(tp.SCHEDULERS)
+    steps = tp.measured(run)
+    assert steps["step"].tolist() == [1, 2] and (steps["remeasured"] == 2).all()
+    assert steps["host_busy"].all()  # still busy after the last retry: flagged, not dropped
+    assert set(run.table("histograms")["step"]) == set(raw["step"])  # each attempt kept whole
+    assert tp.summary(steps)["remeasured"].sum() == 4
 
 
 def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):

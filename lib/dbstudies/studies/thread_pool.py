@@ -137,12 +137,16 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                    "verdicts of similar size with suspicion")
         lines.append(f"- A/A control (one-thread-per-connection twice, {len(aa)} cells): "
                      f"{_verdicts(aa)} — {outcome}.")
-    busy = int(summ["busy_steps"].sum())
+    busy, again = int(summ["busy_steps"].sum()), int(summ["remeasured"].sum())
+    smp = dbstudies.sampler
+    limits = (f"other processes used more than {smp.BUSY_OTHER_PCT:.0f} % of the machine, or "
+              f"the hypervisor stole more than {smp.BUSY_STEAL_PCT:.0f} %")
+    if again:
+        lines.append(f"- {again} attempt(s) at a step ran on a busy host ({limits}) and were "
+                     f"measured again; the discarded attempts are kept in `steps` (phase busy).")
     if busy:
-        smp = dbstudies.sampler
-        lines.append(f"- {busy} measured step(s) ran on a busy host: other processes used more "
-                     f"than {smp.BUSY_OTHER_PCT:.0f} % of the machine, or the hypervisor stole more "
-                     f"than {smp.BUSY_STEAL_PCT:.0f} % (`steps.host_busy`).")
+        lines.append(f"- {busy} measured step(s) still ran on a busy host after "
+                     f"{dbstudies.experiment.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
                  f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
