@@ -12,7 +12,7 @@ VENV=.venv
 say() { printf 'setup: %s\n' "$*"; }
 
 # -- 1. apt packages
-packages=(sysbench util-linux procps chromium)  # chromium: report screenshots in the tests
+packages=(sysbench util-linux procps chromium mmdebstrap bubblewrap zstd)  # chromium: report screenshots in the tests; mmdebstrap, bubblewrap, zstd: rootfs flavours
 for f in env/servers/*.toml; do
   packages+=($(sed -n 's/^apt *= *\[\(.*\)\]/\1/p' "$f" | tr -d '",'))
 done

@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     for p in (runs, clean):
         p.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
                        help="where run directories are (default: data/runs)")
+    srv = sub.add_parser("servers", help="list server flavours (version, source, provisioned, "
+                         "disk use); `servers provision NAME` builds a rootfs flavour's tree")
+    srv.add_argument("action", nargs="?", choices=("list", "provision"), default="list")
+    srv.add_argument("name", nargs="?", help="the flavour to provision")
     exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
     exp.add_argument("run_dir", type=Path)
     exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -72,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _list()
+    if args.command == "servers":
+        return _servers(args.action, args.name)
     from . import results, runner
     if args.command == "report":
         from .report import render
@@ -135,6 +141,29 @@ def _clean(runs_dir: Path) -> int:
             print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
             freed += size
     print(f"dbstudies: freed {freed / 2**20:.1f} MiB")
+    return 0
+
+
+def _servers(action: str, name: str | None) -> int:
+    from . import servers
+    from .errors import ParamError
+    if action == "provision":
+        if not name:
+            raise ParamError(["servers provision: name a flavour"])
+        try:
+            flavour = servers.load_flavour(name)
+        except ValueError as e:
+            raise ParamError([str(e)]) from None
+        flavour.check_installed()
+        flavour.provision(say=lambda m: print(f"dbstudies: {m}", flush=True))
+        return 0
+    print(f"{'flavour':<15} {'source':<22} {'version':<28} {'disk':>9}")
+    for name in servers.list_flavours():
+        f = servers.load_flavour(name)
+        source = "host" if f.source == "system" else f"Debian {f.suite} rootfs"
+        size = servers.disk_use(f)
+        print(f"{name:<15} {source:<22} {servers.package_version(f) or 'not provisioned':<28} "
+              f"{(f'{size / 2**20:.0f}Mi' if size else '—'):>9}")
     return 0
 
 

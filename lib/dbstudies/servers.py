@@ -57,25 +57,66 @@ class Flavour:
     name: str
     family: str                     # mariadb | mysql
     description: str
-    source: str                     # system: Debian's binaries on this host
-    apt: tuple[str, ...]
-    server: str                     # path of mariadbd / mysqld
+    source: str                     # system: the host's binaries; rootfs: a Debian suite's
+    server: str                     # path of mariadbd / mysqld (inside the rootfs for rootfs)
     install_db: tuple[str, ...]     # argv; --defaults-file is inserted after argv[0]
+    apt: tuple[str, ...] = ()       # system: the host's apt packages (`make setup` installs)
+    suite: str = ""                 # rootfs: the Debian suite …
+    packages: tuple[str, ...] = ()  # … and the packages installed into the flavour's rootfs
     client_user: str = "root"
     cnf: tuple[str, ...] = ()       # fragments under env/cnf, in order
     thread_pool: bool = False       # has a community thread pool (thread_handling)
 
     def check_installed(self) -> None:
+        """The host's binaries are there (system), or the rootfs is provisioned or can be."""
+        if self.source == "rootfs":
+            from . import rootfs
+            if not rootfs.is_provisioned(self) and rootfs.missing_tools():
+                raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
+                                  f"{', '.join(rootfs.missing_tools())} (`make setup` installs them)")
+            return
         for binary in (self.server, self.install_db[0]):
             if not Path(binary).exists():
                 raise ServerError(f"flavour {self.name}: {binary} is missing; install "
                                   f"{' '.join(self.apt)} (`make setup` does)")
 
+    def provision(self, say=print) -> None:
+        """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
+        if self.source == "rootfs":
+            from . import rootfs
+            rootfs.provision(self, say=say)
+
 
 _FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
-                  "server": str, "install_db": list, "client_user": str, "cnf": list,
-                  "thread_pool": bool}
-_SOURCES = {"system"}  # later: "rootfs" (other Debian suites, run under bwrap)
+                  "suite": str, "packages": list, "server": str, "install_db": list,
+                  "client_user": str, "cnf": list, "thread_pool": bool}
+_SOURCES = {"system", "rootfs"}
+
+
+def package_version(flavour: Flavour) -> str | None:
+    """The Debian version of the flavour's first package: installed on the host (system) or
+    in its provisioned rootfs; None when not installed or provisioned."""
+    pkg = (flavour.apt or flavour.packages or ("",))[0]
+    if flavour.source == "rootfs":
+        from . import rootfs
+        status = rootfs.tree(flavour) / "var/lib/dpkg/status"
+        if not rootfs.is_provisioned(flavour) or not status.exists():
+            return None
+        for block in status.read_text(errors="replace").split("\n\n"):
+            if re.search(rf"(?m)^Package: {re.escape(pkg)}$", block):
+                m = re.search(r"(?m)^Version: (\S+)$", block)
+                return m.group(1) if m else None
+        return None
+    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+    return p.stdout.strip() or None if p.returncode == 0 else None
+
+
+def disk_use(flavour: Flavour) -> int:
+    """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries."""
+    if flavour.source != "rootfs":
+        return 0
+    from . import rootfs
+    return rootfs.disk_usage(flavour)
 
 
 def list_flavours(servers_dir: Path = paths.SERVERS_DIR) -> list[str]:
@@ -97,7 +138,9 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
             raise ValueError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
     if data["name"] != name or data["source"] not in _SOURCES:
         raise ValueError(f"{path}: name must be {name!r} and source one of {sorted(_SOURCES)}")
-    for key in ("apt", "install_db", "cnf"):
+    if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
+        raise ValueError(f"{path}: a rootfs flavour needs a suite and its packages")
+    for key in ("apt", "packages", "install_db", "cnf"):
         if key in data:
             data[key] = tuple(data[key])
     return Flavour(**data)
@@ -261,19 +304,28 @@ class Server:
         self.cnf_path.write_text(text)
         return text
 
+    def launcher(self) -> list[str]:
+        """The argv prefix that runs the flavour's programs: nothing for the host's binaries,
+        bwrap into the flavour's rootfs (with our directories bound) for a rootfs flavour."""
+        if self.flavour.source != "rootfs":
+            return []
+        from . import rootfs
+        return rootfs.launch_prefix(self.flavour, [self.workdir, self.log_dir, self._sockdir])
+
     def server_argv(self) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
         # --defaults-file must be the first option, or /etc/mysql is read too
-        return [*pin, self.flavour.server, f"--defaults-file={self.cnf_path}"]
+        return [*pin, *self.launcher(), self.flavour.server, f"--defaults-file={self.cnf_path}"]
 
     def install_db_argv(self) -> list[str]:
         first, *rest = self.flavour.install_db
-        return [first, f"--defaults-file={self.cnf_path}", *rest]
+        return [*self.launcher(), first, f"--defaults-file={self.cnf_path}", *rest]
 
     # -- lifecycle
     def init(self) -> None:
         """Create the datadir (mariadb-install-db)."""
         self.flavour.check_installed()
+        self.flavour.provision()
         if self.datadir.exists() and any(self.datadir.iterdir()):
             raise ServerError(f"datadir {self.datadir} exists and is not empty")
         self.write_cnf()
@@ -382,7 +434,12 @@ class Server:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The server's own PID (under bwrap: its child, not bwrap), for CPU sampling."""
+        if self._proc is None:
+            return None
+        if self.flavour.source != "rootfs":
+            return self._proc.pid
+        return _descendant(self._proc.pid, Path(self.flavour.server).name) or self._proc.pid
 
     def check_alive(self, during: str = "the run") -> None:
         """Raise ServerDied (with the error log's tail) if the server is gone."""
@@ -429,6 +486,22 @@ class Server:
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,
                 "global_variables": self.variables() if self.running else None}
+
+
+def _descendant(pid: int, name: str) -> int | None:
+    """The first process below `pid` whose command name is `name` (breadth first)."""
+    todo = [pid]
+    while todo:
+        p = todo.pop(0)
+        try:
+            comm = Path(f"/proc/{p}/comm").read_text().strip()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        if p != pid and comm == name[:15]:
+            return p
+        todo += [int(c) for c in children]
+    return None
 
 
 def parse_cpus(spec: str) -> list[int]:

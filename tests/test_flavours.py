@@ -1,0 +1,117 @@
+"""Every server flavour, for real: the host's MariaDB and the ones that run in a rootfs of
+their own (other Debian suites, provisioned with mmdebstrap on first use, run through bwrap).
+Each is initialised, started, restarted with a setting, cold-restarted and stopped, and
+identified by @@version. Rootfs caches are built under data/rootfs once per machine."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_mentioning
+from dbstudies import rootfs, servers
+
+pytestmark = pytest.mark.server
+CLI = [sys.executable, "-m", "dbstudies"]
+FLAVOURS = servers.list_flavours()
+ROOTFS = [n for n in FLAVOURS if servers.load_flavour(n).source == "rootfs"]
+
+
+def test_the_four_versions_are_defined():
+    assert {"mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"} <= set(FLAVOURS)
+    assert servers.load_flavour("mysql-9.7").thread_pool is False
+
+
+def host_state():
+    """What a private server must never touch: the system service's files and port 3306."""
+    etc = Path("/etc/mysql")
+    stamps = sorted((str(p), p.stat().st_mtime_ns) for p in etc.rglob("*")) if etc.exists() else []
+    listening = subprocess.run(["ss", "-Hltn", "sport = :3306"], capture_output=True, text=True).stdout
+    return stamps, listening.strip()
+
+
+@pytest.mark.parametrize("name", FLAVOURS)
+def test_flavour_lifecycle_and_version(name, tmp_path):
+    flavour = servers.load_flavour(name)
+    before = host_state()
+    t0 = time.monotonic()
+    flavour.provision(say=lambda m: print(m))  # the first use on a machine builds the rootfs
+    provision_s = time.monotonic() - t0
+    with servers.Server(flavour, tmp_path / "srv", max_clients=300) as s:
+        s.start()
+        family_version = name.split("-", 1)[1]
+        assert s.version.startswith(family_version + "."), s.version
+        assert Path(f"/proc/{s.pid}/comm").read_text().strip() == Path(flavour.server).name  # not bwrap
+        v = s.variables()
+        assert int(v["port"]) == s.port != 3306 and v["bind_address"] == "127.0.0.1"
+        assert int(v["max_connections"]) == 300 + servers.CONNECTION_HEADROOM
+        s.restart({"innodb_buffer_pool_size": "256M"})
+        assert s.query("SELECT @@innodb_buffer_pool_size") == [(256 * 2**20,)]
+        first = s.pid
+        s.cold_restart()
+        assert s.pid != first and s.query("SELECT @@innodb_buffer_pool_size") == [(2 * 2**30,)]
+        if flavour.thread_pool:
+            s.restart({"thread_handling": "pool-of-threads"})
+            assert s.query("SELECT @@thread_handling") == [("pool-of-threads",)]
+        s.stop()
+        assert not s.running
+    assert processes_mentioning(str(tmp_path / "srv")) == []
+    assert host_state() == before
+    print(f"{name}: provision {provision_s:.1f} s, {servers.disk_use(flavour) / 2**20:.0f} MiB")
+
+
+@pytest.mark.parametrize("name", ROOTFS)
+def test_servers_lists_versions_and_disk_use(name):
+    servers.load_flavour(name).provision()
+    p = subprocess.run([*CLI, "servers"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith(name + " "))
+    suite = servers.load_flavour(name).suite
+    assert f"Debian {suite} rootfs" in line and line.rstrip().endswith("Mi")
+    assert servers.package_version(servers.load_flavour(name)) in line
+
+
+def fake_flavour(tmp_path, name="mariadb-11.8"):
+    return servers.load_flavour(name), tmp_path / "rootfs"
+
+
+def test_a_corrupt_cache_tarball_is_refused(tmp_path):
+    flavour, root = fake_flavour(tmp_path)
+    tar = rootfs.tarball(flavour, root)
+    tar.parent.mkdir(parents=True)
+    tar.write_bytes(b"not the tarball that was built")
+    tar.with_name(tar.name + ".sha256").write_text("0" * 64 + f"  {tar.name}\n")
+    with pytest.raises(servers.ServerError, match="is corrupt .* delete both files"):
+        rootfs.provision(flavour, root)
+    tar.with_name(tar.name + ".sha256").unlink()
+    with pytest.raises(servers.ServerError, match="has no checksum"):
+        rootfs.provision(flavour, root)
+    assert not rootfs.tree(flavour, root).exists()
+
+
+def test_a_damaged_tarball_with_its_checksum_leaves_no_tree(tmp_path):
+    flavour, root = fake_flavour(tmp_path)
+    tar = rootfs.tarball(flavour, root)
+    tar.parent.mkdir(parents=True)
+    tar.write_bytes(b"\x28\xb5\x2f\xfd garbage")  # a zstd magic, then nothing valid
+    tar.with_name(tar.name + ".sha256").write_text(f"{rootfs.sha256(tar)}  {tar.name}\n")
+    with pytest.raises(servers.ServerError, match="cannot extract"):
+        rootfs.provision(flavour, root)
+    assert not rootfs.is_provisioned(flavour, root)
+    assert sorted(root.iterdir()) == sorted([tar, tar.with_name(tar.name + ".sha256")])
+
+
+def test_the_cache_key_follows_the_definition():
+    a = servers.load_flavour("mariadb-11.8")
+    b = servers.Flavour(**{**a.__dict__, "packages": (*a.packages, "lz4")})
+    assert rootfs.key(a) == rootfs.key(servers.load_flavour("mariadb-11.8")) != rootfs.key(b)
+
+
+def test_mirror_comes_from_the_hosts_apt_sources(tmp_path):
+    sources = tmp_path / "debian.sources"
+    sources.write_text("Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: x\n\n"
+                       "Types: deb\nURIs: http://mirror.invalid/debian/\nSuites: bookworm\n")
+    assert rootfs.mirror([sources]) == "http://mirror.invalid/debian"
+    with pytest.raises(servers.ServerError, match="cannot find the Debian archive"):
+        rootfs.mirror([tmp_path / "missing"])
