@@ -58,7 +58,8 @@ def kill_leftovers():
 # notebook → the `dbstudies run` arguments of its one execution in the suite (a smoke run);
 # a new notebook must be added here. The thread-pool one is the README's example.
 SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
-                                    "-p", "duration", "5"]}
+                                    "-p", "duration", "5"],
+              "versions.ipynb": ["--profile", "smoke"]}  # the host's MariaDB and mysql-9.7 (rootfs)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,7 @@
-"""The thread-pool study's analysis (summary, relative tables, A/A, conclusion) on synthetic
+"""The studies' analysis (summary, relative tables, A/A, conclusion) on synthetic
 steps tables with known answers — no server needed."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,3 +100,34 @@ def test_a_noisy_aa_is_reported_as_such():
     p = tp.resolve("quick", aa_control=True)
     text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, control=True)}, p, 2)
     assert "**not all draw**" in text
+
+
+def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts():
+    vs = load("versions")
+    p = vs.resolve("quick")
+    labels = [a.label for a in vs.arms(p)]
+    assert labels[0] == "mariadb-10.11" and sorted(labels) == sorted(vs.FOUR)
+    gains = {"mariadb-10.5": 1.0, "mariadb-11.8": 1.0, "mysql-9.7": 0.7}
+    rng = np.random.default_rng(3)
+    rows = []
+    for repeat in range(1, 9):
+        for arm in labels:
+            for t in (1, 16, 64, 256):
+                q = 10_000 * gains.get(arm, 1.0) * np.exp(rng.normal(0, 0.03))
+                rows.append({**{c: 0 for c in STEPS.columns}, "step": len(rows) + 1,
+                             "phase": "measure", "repeat": repeat, "arm": arm,
+                             "workload": "oltp_read_only", "threads": t, "qps": q,
+                             "latency_p99_ms": 1e6 / q, "cpu_server_pct": 100.0,
+                             "cpu_client_pct": 50.0})
+    steps = STEPS.conform(pd.DataFrame(rows))
+    rel = vs.relative(steps, p)
+    assert len(rel) == 12 and set(rel.candidate) == set(labels[1:])  # 3 versions × 4 cells, one family
+    assert (rel[rel.candidate == "mysql-9.7"].verdict == "worse").all()
+    assert (rel[rel.candidate != "mysql-9.7"].verdict == "draw").all()
+    layout = vs.relative_layout(rel)
+    assert list(layout.columns) == ["threads", *labels[1:]]
+    assert layout.iloc[0]["mysql-9.7"].endswith("worse")
+    qps = vs.qps_table(vs.summary(steps))
+    assert list(qps.columns) == ["threads", *labels] and re.fullmatch(r"[\d,]+ \([\d,]+–[\d,]+\)", qps.iloc[0, 1])
+    text = vs.conclusion(vs.summary(steps), {"qps": rel}, p, host_cpus=2)
+    assert "throughput, mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 cells: 4 worse, 8 draw" in text

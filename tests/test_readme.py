@@ -41,14 +41,17 @@ def test_the_two_commands_and_ci():
     assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest$", make, re.M)
 
 
-def test_parameter_table_matches_profiles():
-    section = README.split("## Thread-pool study parameters", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize("heading, study", [("Thread-pool study parameters", "thread_pool"),
+                                            ("Version study parameters", "versions")])
+def test_parameter_table_matches_profiles(heading, study):
+    s = load(study)
+    section = README.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
     rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines()
             if ln.startswith("| `")]
-    assert [r[0].strip("`") for r in rows] == list(fields(tp.Params))
+    assert [r[0].strip("`") for r in rows] == list(fields(s.Params))
     for name, smoke, quick, full, meaning in rows:
         name = name.strip("`")
-        assert [smoke, quick, full] == [fmt(tp.PROFILES[p][name]) for p in ("smoke", "quick", "full")], name
+        assert [smoke, quick, full] == [fmt(s.PROFILES[p][name]) for p in ("smoke", "quick", "full")], name
         assert meaning
 
 
@@ -59,7 +62,7 @@ def test_cli_examples_are_valid():
         argv = shlex.split(line.split("#")[0])
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
-        tp.resolve(args.profile, **dict(args.parameter))
+        load(args.study).resolve(args.profile, **dict(args.parameter))
 
 
 def test_environment_yml_is_fully_pinned_and_read_by_setup():
@@ -77,7 +80,7 @@ def test_environment_yml_is_fully_pinned_and_read_by_setup():
         assert name in env
 
 
-@pytest.mark.parametrize("flavour", ["mariadb-10.11"])
+@pytest.mark.parametrize("flavour", ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"])
 def test_flavours_named_in_readme_exist(flavour):
     assert flavour in README
     assert (REPO / "env/servers" / f"{flavour}.toml").exists()

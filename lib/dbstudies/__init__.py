@@ -10,8 +10,9 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"cli", "errors", "experiment", "params", "paths", "plots", "proc", "results",
-               "runner", "sampler", "servers", "stats", "study", "studies", "sysbench"}
+_SUBMODULES = {"analysis", "cli", "errors", "experiment", "params", "paths", "plots", "proc",
+               "results", "rootfs", "runner", "sampler", "servers", "stats", "study", "studies",
+               "sysbench"}
 
 
 def __getattr__(name: str) -> Any:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .results import Run
 
 # study name → module; a module is imported only when its study is used
-REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool"}
+REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL = "one-thread-per-connection", "pool-of-threads"
 SCHEDULERS = (PER_CONNECTION, POOL)
-BY = ["workload", "threads"]
-METRICS = {"qps": ("qps", True), "p99": ("latency_p99_ms", False)}  # column, higher is better
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,38 +75,20 @@ def arms(p: Params) -> list[S.Arm]:
 
 def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × scheduler × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
-    return dbstudies.experiment.summary(steps, ["workload", "arm", "threads"],
-                                        {k: col for k, (col, _) in METRICS.items()})
+    return dbstudies.analysis.summary(steps)
 
 
 def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
              control: bool = False) -> "pd.DataFrame":
     """pool-of-threads vs one-thread-per-connection per workload × threads (one Holm
     family); with `control`, the A/A table instead (the baseline against its twin)."""
-    column, higher = METRICS[metric]
-    compare = dbstudies.experiment.aa_table if control else dbstudies.experiment.compare_arms
-    return compare(steps, S.with_control(arms(p), p.aa_control), by=BY, value=column,
-                   higher_is_better=higher, threshold=p.draw_threshold)
+    return dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+                             control=control)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
-    """The sources' "relative results" layout: threads down, workloads across,
-    each cell `+4.1% [−1.0, +9.3] better`."""
-    if rel.empty:
-        return rel
-    cell = rel.apply(lambda r: f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
-                               f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
-    layout = rel.assign(cell=cell).pivot(index="threads", columns="workload", values="cell")
-    return layout.reset_index().rename_axis(columns=None)
-
-
-def _threads(n: int) -> str:
-    return f"{n} client thread" + ("" if n == 1 else "s")
-
-
-def _verdicts(rel: "pd.DataFrame") -> str:
-    counts = rel["verdict"].value_counts().to_dict()
-    return ", ".join(f"{counts[v]} {v}" for v in dbstudies.stats.VERDICTS if v in counts)
+    """Threads down, workloads across, each cell `+4.1% [−1.0, +9.3] better`."""
+    return dbstudies.analysis.layout(rel)
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
@@ -116,40 +96,8 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     """A short Markdown conclusion computed from the tables (no claim is hard-coded).
     `tables`: "qps", "p99" (pool vs per-connection) and, with the A/A control, "aa";
     `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
-    lines = []
-    for w, g in summ.groupby("workload"):
-        best = g.loc[g["qps_median"].idxmax()]
-        lines.append(f"- **{w}**: peak median {best.qps_median:,.0f} QPS with {best.arm} "
-                     f"at {_threads(best.threads)}.")
-    for metric, what in (("qps", "throughput"), ("p99", "p99 latency")):
-        rel = tables.get(metric)
-        if rel is None or rel.empty:
-            continue
-        big = rel.loc[rel["delta_pct"].abs().idxmax()]
-        lines.append(f"- {what}, pool-of-threads vs one-thread-per-connection over {len(rel)} "
-                     f"cells: {_verdicts(rel)}; largest difference {big.delta_pct:+.1f}% "
-                     f"({big.workload}, {_threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
-        lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
-    aa = tables.get("aa")
-    if aa is not None and not aa.empty:
-        outcome = ("all draw, as it should be" if (aa["verdict"] == "draw").all() else
-                   "**not all draw**: this run's noise produced a false difference; treat "
-                   "verdicts of similar size with suspicion")
-        lines.append(f"- A/A control (one-thread-per-connection twice, {len(aa)} cells): "
-                     f"{_verdicts(aa)} — {outcome}.")
-    busy, again = int(summ["busy_steps"].sum()), int(summ["remeasured"].sum())
-    smp = dbstudies.sampler
-    limits = (f"other processes used more than {smp.BUSY_OTHER_PCT:.0f} % of the machine, or "
-              f"the hypervisor stole more than {smp.BUSY_STEAL_PCT:.0f} %")
-    if again:
-        lines.append(f"- {again} attempt(s) at a step ran on a busy host ({limits}) and were "
-                     f"measured again; the discarded attempts are kept in `steps` (phase busy).")
-    if busy:
-        lines.append(f"- {busy} measured step(s) still ran on a busy host after "
-                     f"{dbstudies.experiment.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
-    cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
-    lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
-                 f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
-                 + ("; client and server share the CPUs, so high thread counts measure both."
-                    if not (p.server_cpus and p.client_cpus) else "."))
-    return "\n".join(lines)
+    return "\n".join([
+        *dbstudies.analysis.peak_lines(summ),
+        *dbstudies.analysis.comparison_lines(tables, f"{POOL} vs {PER_CONNECTION}"),
+        *dbstudies.analysis.aa_line(tables.get("aa"), PER_CONNECTION),
+        *dbstudies.analysis.host_lines(summ, p, host_cpus)])

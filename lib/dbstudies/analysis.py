@@ -1,0 +1,116 @@
+"""The analysis every sysbench scaling study ends with: a summary per configuration, the
+comparison tables (each arm against the baseline arm, one Holm family per table; the A/A
+table apart), the "relative results" layout of our sources, and the sentences of the
+conclusion that do not depend on the study. Studies call these with their own arms and
+words (`studies/thread_pool.py`, `studies/versions.py`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from . import experiment, sampler, stats
+
+if TYPE_CHECKING:
+    from .study import Arm
+
+BY = ["workload", "threads"]                                      # one cell of a table
+METRICS = {"qps": ("qps", True), "p99": ("latency_p99_ms", False)}  # column, higher is better
+
+
+def summary(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per workload × arm × threads: QPS and p99 (median, min, max, CV, CI), CPU, busy steps."""
+    return experiment.summary(steps, ["workload", "arm", "threads"],
+                              {k: col for k, (col, _) in METRICS.items()})
+
+
+def relative(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps", *,
+             control: bool = False) -> pd.DataFrame:
+    """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
+    with `control`, the A/A table instead (the baseline against its twin)."""
+    column, higher = METRICS[metric]
+    compare = experiment.aa_table if control else experiment.compare_arms
+    return compare(steps, arms, by=BY, value=column, higher_is_better=higher,
+                   threshold=p.draw_threshold)
+
+
+def layout(rel: pd.DataFrame) -> pd.DataFrame:
+    """The sources' "relative results" layout: threads down, one column per workload (one
+    candidate), per candidate (one workload) or per both, each cell `+4.1% [−1.0, +9.3] better`."""
+    if rel.empty:
+        return rel
+    cell = rel.apply(lambda r: f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
+                               f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
+    many_c, many_w = rel["candidate"].nunique() > 1, rel["workload"].nunique() > 1
+    column = (rel["candidate"] + " · " + rel["workload"] if many_c and many_w
+              else rel["candidate"] if many_c else rel["workload"])
+    out = rel.assign(cell=cell, column=column).pivot(index="threads", columns="column", values="cell")
+    order = list(dict.fromkeys(column))  # the table's order, not the alphabet's
+    return out[order].reset_index().rename_axis(columns=None)
+
+
+def threads(n: int) -> str:
+    return f"{n} client thread" + ("" if n == 1 else "s")
+
+
+def verdicts(rel: pd.DataFrame) -> str:
+    """'2 better, 5 draw' for a table."""
+    counts = rel["verdict"].value_counts().to_dict()
+    return ", ".join(f"{counts[v]} {v}" for v in stats.VERDICTS if v in counts)
+
+
+def peak_lines(summ: pd.DataFrame) -> list[str]:
+    """Per workload: the highest median QPS, by which arm at how many threads."""
+    lines = []
+    for w, g in summ.groupby("workload"):
+        best = g.loc[g["qps_median"].idxmax()]
+        lines.append(f"- **{w}**: peak median {best.qps_median:,.0f} QPS with {best.arm} "
+                     f"at {threads(best.threads)}.")
+    return lines
+
+
+def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
+    """For the qps and p99 tables: verdict counts, the largest difference, what the table
+    can detect. `versus`: how the comparison is named, e.g. 'pool vs per-connection'."""
+    lines = []
+    for metric, what in (("qps", "throughput"), ("p99", "p99 latency")):
+        rel = tables.get(metric)
+        if rel is None or rel.empty:
+            continue
+        big = rel.loc[rel["delta_pct"].abs().idxmax()]
+        who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
+        lines.append(f"- {what}, {versus} over {len(rel)} cells: {verdicts(rel)}; largest "
+                     f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
+                     f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
+        lines += [f"  - {line}." for line in stats.reachability(rel)]
+    return lines
+
+
+def aa_line(aa: pd.DataFrame | None, baseline: str) -> list[str]:
+    if aa is None or aa.empty:
+        return []
+    outcome = ("all draw, as it should be" if (aa["verdict"] == "draw").all() else
+               "**not all draw**: this run's noise produced a false difference; treat "
+               "verdicts of similar size with suspicion")
+    return [f"- A/A control ({baseline} twice, {len(aa)} cells): {verdicts(aa)} — {outcome}."]
+
+
+def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
+    """Busy-host retries and flags, and how much CPU server and client used."""
+    lines = []
+    busy, again = int(summ["busy_steps"].sum()), int(summ["remeasured"].sum())
+    limits = (f"other processes used more than {sampler.BUSY_OTHER_PCT:.0f} % of the machine, "
+              f"or the hypervisor stole more than {sampler.BUSY_STEAL_PCT:.0f} %")
+    if again:
+        lines.append(f"- {again} attempt(s) at a step ran on a busy host ({limits}) and were "
+                     f"measured again; the discarded attempts are kept in `steps` (phase busy).")
+    if busy:
+        lines.append(f"- {busy} measured step(s) still ran on a busy host after "
+                     f"{experiment.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
+    cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
+    lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
+                 f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
+                 + ("; client and server share the CPUs, so high thread counts measure both."
+                    if not (p.server_cpus and p.client_cpus) else "."))
+    return lines

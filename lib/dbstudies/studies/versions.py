@@ -1,0 +1,104 @@
+"""Server versions side by side: sysbench OLTP at 1…N client threads on several flavours
+(MariaDB 10.5 / 10.11 / 11.8, MySQL 9.7), each against a baseline version (modelled on the
+simplified OLTP version comparisons and the MariaDB-vs-MySQL assessment in shared/sources).
+
+Arms: the flavours, the baseline (`flavour`) first; each runs on its own private server
+(other Debian suites in their own rootfs) with the same my.cnf intent in its own dialect.
+Blocks interleave the versions in a shuffled order per repeat, with a restart per block.
+Throughput (QPS) and run-level p99 latency of every version are compared with the baseline
+in one table each, one Holm family over all versions × cells.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import dbstudies
+
+from .. import params as P
+from .. import study as S
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+WORKLOADS = ("oltp_read_only", "oltp_point_select", "oltp_read_write")
+FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params(S.SysbenchParams):
+    """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
+    flavours: list[str]
+    WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
+
+    def check(self) -> list[str]:
+        problems = []
+        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
+            problems.append(f"flavours: need distinct flavours, got {self.flavours}")
+        for f in self.flavours:
+            problems += P.check_flavour("flavours", f)
+        if self.flavour not in self.flavours:
+            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
+                            f"{self.flavours}")
+        return problems
+
+
+# the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
+_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
+               server_cpus=None, client_cpus=None, settings={}, tables=1)
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
+                  threads=[1, 4], table_size=1000, warmup=1, duration=2, repeats=2),
+    "quick": dict(_COMMON, flavours=FOUR, workloads=["oltp_read_only"],
+                  threads=[1, 16, 64, 256], table_size=200_000, warmup=2, duration=3, repeats=10),
+    "full": dict(_COMMON, flavours=FOUR, workloads=list(WORKLOADS),
+                 threads=[2 ** i for i in range(10)], table_size=1_000_000, warmup=60,
+                 duration=60, repeats=5, settings={"innodb_buffer_pool_size": "8G"}),
+}
+
+
+def arms(p: Params) -> list[S.Arm]:
+    """One arm per flavour, the baseline first, each on its own server."""
+    order = [p.flavour, *[f for f in p.flavours if f != p.flavour]]
+    return [S.Arm(f, {}, flavour=f) for f in order]
+
+
+# ---------------------------------------------------------------- analysis
+
+def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
+    """Per workload × version × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
+    return dbstudies.analysis.summary(steps)
+
+
+def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
+             control: bool = False) -> "pd.DataFrame":
+    """Every version against the baseline per workload × threads, all in one Holm family;
+    with `control`, the A/A table (the baseline against its twin)."""
+    return dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+                                       control=control)
+
+
+def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
+    """Threads down, versions across, each cell `+4.1% [−1.0, +9.3] better`."""
+    return dbstudies.analysis.layout(rel)
+
+
+def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
+    """The sources' QPS table: threads down, one column per version (and workload),
+    each cell `median (min–max)`."""
+    cell = summ.apply(lambda r: f"{r.qps_median:,.0f} ({r.qps_min:,.0f}–{r.qps_max:,.0f})", axis=1)
+    many_w = summ["workload"].nunique() > 1
+    column = summ["arm"] + (" · " + summ["workload"] if many_w else "")
+    out = summ.assign(cell=cell, column=column).pivot(index="threads", columns="column", values="cell")
+    return out[list(dict.fromkeys(column))].reset_index().rename_axis(columns=None)
+
+
+def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
+               host_cpus: int) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    versions = ", ".join(a.label for a in arms(p)[1:])
+    return "\n".join([
+        *dbstudies.analysis.peak_lines(summ),
+        *dbstudies.analysis.comparison_lines(tables, f"{versions} vs {p.flavour}"),
+        *dbstudies.analysis.aa_line(tables.get("aa"), p.flavour),
+        *dbstudies.analysis.host_lines(summ, p, host_cpus)])
