@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -124,3 +125,42 @@ def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
     p = cli("report", str(run.path))
     assert p.returncode == 2 and "is still running (pid" in p.stderr and "Traceback" not in p.stderr
     assert run.status == "running" and not (run.path / "notebook.ipynb").exists()
+
+
+def run_with_steps(root, gain, seed):
+    """A complete run whose steps have QPS 10,000 × gain (3 % noise), 6 repeats per arm."""
+    from dbstudies.experiment import STEPS
+    run = make_run(root, "complete")
+    rng = np.random.default_rng(seed)
+    rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,
+             "arm": arm, "workload": "oltp_point_select", "threads": t,
+             "qps": 10_000 * gain * np.exp(rng.normal(0, 0.03)), "latency_p99_ms": 1.0}
+            for i, (r, arm, t) in enumerate((r, a, t) for r in range(1, 7) for a in tp.SCHEDULERS
+                                            for t in (1, 4))]
+    run.append(STEPS, pd.DataFrame(rows))
+    return run
+
+
+def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_path):
+    a = run_with_steps(tmp_path / "runs", 1.0, seed=1)
+    b = run_with_steps(tmp_path / "runs", 1.25, seed=2)
+    p = cli("compare", str(a.path), str(b.path), "--csv", str(tmp_path / "cmp.csv"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"qps: run {b.path.name} vs run {a.path.name} (baseline)")
+    assert "not interleaved" in p.stdout and "Minimum detectable effect" in p.stdout
+    table = pd.read_csv(tmp_path / "cmp.csv")
+    assert len(table) == 4 and (table["verdict"] == "better").all()  # 2 arms × 2 thread counts
+    assert table["delta_pct"].between(15, 35).all()
+    same = cli("compare", str(a.path), str(a.path))
+    assert same.returncode == 0 and "better" not in same.stdout and "worse" not in same.stdout
+
+
+def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):
+    a = run_with_steps(tmp_path / "runs", 1.0, seed=1)
+    other = runner.create_run("versions", load("versions").resolve("smoke"), tmp_path / "runs", "cli")
+    p = cli("compare", str(a.path), str(other.path))
+    assert p.returncode == 2 and "runs of different studies cannot be compared" in p.stderr
+    empty = make_run(tmp_path / "runs", "failed")
+    p = cli("compare", str(a.path), str(empty.path))
+    assert p.returncode == 2 and f"run {empty.path.name} holds no measured steps" in p.stderr
+    assert "Traceback" not in p.stderr

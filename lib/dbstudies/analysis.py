@@ -13,6 +13,7 @@ import pandas as pd
 from . import experiment, sampler, stats
 
 if TYPE_CHECKING:
+    from .results import Run
     from .study import Arm
 
 BY = ["workload", "threads"]                                      # one cell of a table
@@ -114,3 +115,40 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
                  + ("; client and server share the CPUs, so high thread counts measure both."
                     if not (p.server_cpus and p.client_cpus) else "."))
     return lines
+
+
+NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed between them "
+                   "(host load, kernel, firmware, other tenants) is confounded with the "
+                   "difference. Prefer one run with both configurations as arms.")
+
+
+def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
+                 threshold: float | None = None) -> pd.DataFrame:
+    """Run B against run A (the baseline), per arm × workload × threads present in both,
+    with the rule of every study (one Holm family over the table). Both runs must be of the
+    same study. `threshold`: the draw threshold (default: run A's `draw_threshold`)."""
+    from .errors import StoreError
+    meta_a, meta_b = run_a.metadata, run_b.metadata
+    if meta_a.get("study") != meta_b.get("study"):
+        raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
+                         f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
+    if metric not in METRICS:
+        raise StoreError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    a, b = experiment.measured(run_a), experiment.measured(run_b)
+    if a.empty or b.empty:
+        empty = run_a if a.empty else run_b
+        raise StoreError(f"run {empty.path.name} holds no measured steps")
+    la, lb = run_a.path.name, run_b.path.name
+    if la == lb:
+        la, lb = f"A {la}", f"B {lb}"
+    steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
+    column, higher = METRICS[metric]
+    if threshold is None:
+        threshold = (meta_a.get("parameters") or {}).get("draw_threshold", stats.THRESHOLD)
+    table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,
+                                candidates=[lb], value=column, higher_is_better=higher,
+                                threshold=threshold)
+    if table.empty:
+        raise StoreError(f"runs {run_a.path.name} and {run_b.path.name} have no configuration "
+                         "(arm × workload × threads) in common")
+    return table

@@ -6,6 +6,8 @@ papermill into a new run directory, render its report.
     dbstudies runs [thread_pool]
     dbstudies clean
     dbstudies export data/runs/thread_pool/<run-id> --format csv
+    dbstudies compare data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
+    dbstudies servers [provision mysql-9.7]
     dbstudies report data/runs/thread_pool/<run-id>
 """
 from __future__ import annotations
@@ -56,6 +58,12 @@ def _parser() -> argparse.ArgumentParser:
                          "disk use); `servers provision NAME` builds a rootfs flavour's tree")
     srv.add_argument("action", nargs="?", choices=("list", "provision"), default="list")
     srv.add_argument("name", nargs="?", help="the flavour to provision")
+    cmp = sub.add_parser("compare", help="run B against run A (same study): the comparison "
+                         "table per configuration and cell (not interleaved: drift is confounded)")
+    cmp.add_argument("run_a", type=Path, help="the baseline run")
+    cmp.add_argument("run_b", type=Path)
+    cmp.add_argument("--metric", choices=("qps", "p99"), default="qps")
+    cmp.add_argument("--csv", type=Path, default=None, help="also write the whole table here")
     exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
     exp.add_argument("run_dir", type=Path)
     exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -88,6 +96,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             runner.analyse(run, args.kernel, args.verbose)
         print(render(run))
         return 0
+    if args.command == "compare":
+        return _compare(args.run_a, args.run_b, args.metric, args.csv)
     if args.command == "runs":
         return _runs(args.study, args.runs_dir)
     if args.command == "clean":
@@ -141,6 +151,25 @@ def _clean(runs_dir: Path) -> int:
             print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
             freed += size
     print(f"dbstudies: freed {freed / 2**20:.1f} MiB")
+    return 0
+
+
+def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
+    from . import analysis, results, stats
+    table = analysis.compare_runs(results.Run.open(path_a), results.Run.open(path_b), metric)
+    view = table.assign(
+        delta=table["delta_pct"].map("{:+.1f}%".format),
+        ci=[f"[{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
+            for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map("{:.0f}%".format))
+    print(f"{metric}: run {path_b.name} vs run {path_a.name} (baseline)")
+    print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
+                "p_holm", "verdict", "mde"]].to_string(index=False))
+    print("\n".join(stats.reachability(table)) + ".")
+    print(analysis.NOT_INTERLEAVED)
+    if csv:
+        table.to_csv(csv, index=False)
+        print(f"dbstudies: table written to {csv}")
     return 0
 
 
