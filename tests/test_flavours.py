@@ -115,3 +115,15 @@ def test_mirror_comes_from_the_hosts_apt_sources(tmp_path):
     assert rootfs.mirror([sources]) == "http://mirror.invalid/debian"
     with pytest.raises(servers.ServerError, match="cannot find the Debian archive"):
         rootfs.mirror([tmp_path / "missing"])
+
+
+def test_a_setting_mysql_does_not_know_is_the_servers_clear_error(tmp_path):
+    flavour = servers.load_flavour("mysql-9.7")
+    with servers.Server(flavour, tmp_path / "srv") as s:
+        s.start()
+        s.stop()
+        with pytest.raises(servers.ServerDied, match="(?s)during start-up.*unknown variable "
+                                                     "'thread_pool_size=4'"):
+            s.start({"thread_pool_size": 4})  # MariaDB's thread pool: not in MySQL community
+        assert not s.running
+    assert processes_mentioning(str(tmp_path)) == []
