@@ -166,7 +166,7 @@ class _Loop:
                     record_server(self.run, ctx.server, label)
                 warmup(ctx)
                 for cell in block.to_dict("records"):
-                    now = f"r{repeat} {label[:12]} " + " ".join(
+                    now = f"r{repeat} {label} " + " ".join(
                         str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm"))
                     bar.set_postfix_str(now)
                     self.run.set_progress(done, len(steps), now)
