@@ -131,3 +131,41 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
     assert list(qps.columns) == ["threads", *labels] and re.fullmatch(r"[\d,]+ \([\d,]+–[\d,]+\)", qps.iloc[0, 1])
     text = vs.conclusion(vs.summary(steps), {"qps": rel}, p, host_cpus=2)
     assert "throughput, mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 cells: 4 worse, 8 draw" in text
+
+
+def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells():
+    p = tp.resolve("quick", flavours=["mariadb-10.11", "mysql-9.7"])
+    labels = [a.label for a in tp.arms(p)]
+    base, pool, mysql = (f"mariadb-10.11 · {PC}", f"mariadb-10.11 · {POOL}", f"mysql-9.7 · {PC}")
+    assert labels == [base, pool, mysql] and tp.arms(p)[2].flavour == "mysql-9.7"
+    assert tp.not_available(p) == [(f"mysql-9.7 · {POOL}", "mysql-9.7")]
+    gains = {base: 1.0, pool: 1.0, mysql: 0.7}
+    rng = np.random.default_rng(5)
+    rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,
+             "arm": arm, "workload": "oltp_point_select", "threads": t,
+             "qps": 10_000 * gains[arm] * np.exp(rng.normal(0, 0.03)), "latency_p99_ms": 1.0,
+             "cpu_server_pct": 100.0, "cpu_client_pct": 50.0}
+            for i, (r, arm, t) in enumerate((r, a, t) for r in range(1, 7) for a in labels
+                                            for t in (1, 16))]
+    steps = STEPS.conform(pd.DataFrame(rows))
+    rel = tp.relative(steps, p)
+    na = rel[rel.candidate == f"mysql-9.7 · {POOL}"]
+    assert len(rel) == 6 and len(na) == 2 and (na.verdict == "not available on mysql-9.7").all()
+    assert na["delta_pct"].isna().all()  # no figure is made up for it
+    assert (rel[rel.candidate == mysql].verdict == "worse").all()
+    assert (rel[rel.candidate == pool].verdict == "draw").all()
+    layout = tp.relative_layout(rel)
+    assert layout.iloc[0][f"mysql-9.7 · {POOL}"] == "not available on mysql-9.7"
+    text = tp.conclusion(tp.summary(steps), {"qps": rel}, p, host_cpus=2)
+    assert (f"throughput, each server × scheduler vs {base} over 4 cells: 2 worse, 2 draw, "
+            "2 not available on mysql-9.7" in text)
+    assert "4 comparisons" in text  # the untested cells are not in the Holm family
+
+
+def test_flavours_are_checked():
+    for kw, message in [({"flavours": ["mysql-9.7"]}, "the baseline mariadb-10.11 must be one of"),
+                        ({"flavour": "mysql-9.7", "flavours": ["mysql-9.7"]},
+                         "schedulers: none of mysql-9.7 has a thread pool"),
+                        ({"flavours": ["mariadb-10.11", "mariadb-10.11"]}, "need distinct flavours")]:
+        with pytest.raises(tp.P.ParamError, match=message):
+            tp.resolve("smoke", **kw)

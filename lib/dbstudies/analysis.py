@@ -36,13 +36,23 @@ def relative(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps"
                    threshold=p.draw_threshold)
 
 
+def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]]) -> pd.DataFrame:
+    """`rel` plus, for each (arm label, flavour) that cannot be measured, one row per cell
+    with verdict "not available on <flavour>" and no figures — shown, never dropped or faked."""
+    cells = rel[BY].drop_duplicates()
+    extra = [cells.assign(candidate=label, verdict=f"not available on {flavour}")
+             for label, flavour in missing]
+    return pd.concat([rel, *extra], ignore_index=True) if extra else rel
+
+
 def layout(rel: pd.DataFrame) -> pd.DataFrame:
     """The sources' "relative results" layout: threads down, one column per workload (one
     candidate), per candidate (one workload) or per both, each cell `+4.1% [−1.0, +9.3] better`."""
     if rel.empty:
         return rel
-    cell = rel.apply(lambda r: f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
-                               f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
+    cell = rel.apply(lambda r: r.verdict if pd.isna(r.delta_pct) else
+                     f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
+                     f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
     many_c, many_w = rel["candidate"].nunique() > 1, rel["workload"].nunique() > 1
     column = (rel["candidate"] + " · " + rel["workload"] if many_c and many_w
               else rel["candidate"] if many_c else rel["workload"])
@@ -58,7 +68,8 @@ def threads(n: int) -> str:
 def verdicts(rel: pd.DataFrame) -> str:
     """'2 better, 5 draw' for a table."""
     counts = rel["verdict"].value_counts().to_dict()
-    return ", ".join(f"{counts[v]} {v}" for v in stats.VERDICTS if v in counts)
+    known = [f"{counts[v]} {v}" for v in stats.VERDICTS if v in counts]
+    return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in stats.VERDICTS])
 
 
 def peak_lines(summ: pd.DataFrame) -> list[str]:
@@ -81,7 +92,8 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
             continue
         big = rel.loc[rel["delta_pct"].abs().idxmax()]
         who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
-        lines.append(f"- {what}, {versus} over {len(rel)} cells: {verdicts(rel)}; largest "
+        lines.append(f"- {what}, {versus} over {int(rel['p_value'].notna().sum())} cells: "
+                     f"{verdicts(rel)}; largest "
                      f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
                      f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
         lines += [f"  - {line}." for line in stats.reachability(rel)]

@@ -311,7 +311,7 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     if table.empty:
         return ["No comparison was possible (a configuration has no measurements)"]
     n = int(table[["n_baseline", "n_candidate"]].min().min())
-    m = len(table)
+    m = int(table["p_value"].notna().sum()) if "p_value" in table else len(table)  # tested rows
     if n < 2:
         return [f"With {n} repeat(s) per configuration no noise can be estimated, so no verdict "
                 f"is possible by construction: every cell is a draw. Use repeats ≥ 3."]

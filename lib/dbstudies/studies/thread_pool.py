@@ -3,10 +3,11 @@ pool-of-threads (modelled on the MariaDB 5.5 thread-pool posts and the MariaDB-v
 thread-pool assessment in shared/sources).
 
 Arms: the schedulers (`thread_handling` is not dynamic, so every block restarts the server
-with its scheduler; the pool gets one group per server CPU). Cells: every workload ×
-client thread count. The baseline is one-thread-per-connection; throughput (QPS, higher is
-better) and run-level p99 latency (lower is better) of the pool are compared with it, each
-in its own table.
+with its scheduler; the pool gets one group per server CPU), on each server of `flavours`
+(as in the MariaDB-vs-MySQL source: MariaDB with and without the pool, MySQL without — its
+pool is shown "not available"). Cells: every workload × client thread count. The baseline
+is one-thread-per-connection on `flavour`; throughput (QPS, higher is better) and run-level
+p99 latency (lower is better) of every other arm are compared with it, each in its own table.
 """
 from __future__ import annotations
 
@@ -28,21 +29,30 @@ SCHEDULERS = (PER_CONNECTION, POOL)
 
 @dataclass(frozen=True, kw_only=True)
 class Params(S.SysbenchParams):
-    """The study's parameters (see the README's table and PROFILES for the defaults)."""
+    """The study's parameters (see the README's table and PROFILES for the defaults).
+    `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     schedulers: list[str]
+    flavours: list[str]
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
     def check(self) -> list[str]:
         problems = P.check_choices("schedulers", self.schedulers, SCHEDULERS)
-        if POOL in self.schedulers and not P.check_flavour("flavour", self.flavour):
-            if not dbstudies.servers.load_flavour(self.flavour).thread_pool:
-                problems.append(f"schedulers: flavour {self.flavour} has no thread pool")
+        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
+            return problems + [f"flavours: need distinct flavours, got {self.flavours}"]
+        bad = [m for f in self.flavours for m in P.check_flavour("flavours", f)]
+        problems += bad
+        if self.flavour not in self.flavours:
+            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours {self.flavours}")
+        elif POOL in self.schedulers and not bad and not any(
+                dbstudies.servers.load_flavour(f).thread_pool for f in self.flavours):
+            problems.append(f"schedulers: none of {', '.join(self.flavours)} has a thread pool")
         return problems
 
 
-_COMMON = dict(flavour="mariadb-10.11", schedulers=list(SCHEDULERS), seed=1, draw_threshold=0.05,
-               aa_control=False, server_cpus=None, client_cpus=None, settings={})
+_COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
+               seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
+               settings={})
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warmup=1, duration=2, repeats=2),
@@ -65,10 +75,28 @@ def scheduler_settings(scheduler: str, server_cpus: int) -> dict[str, Any]:
     return {"thread_handling": PER_CONNECTION}
 
 
+def _servers(p: Params) -> list[str]:
+    return [p.flavour, *[f for f in p.flavours if f != p.flavour]]
+
+
+def _label(p: Params, flavour: str, scheduler: str) -> str:
+    return scheduler if len(p.flavours) == 1 else f"{flavour} · {scheduler}"
+
+
 def arms(p: Params) -> list[S.Arm]:
-    """One arm per scheduler, one-thread-per-connection (the baseline) first."""
+    """One arm per server × scheduler it has; the baseline (the baseline server's
+    one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
     order = sorted(p.schedulers, key=SCHEDULERS.index)
-    return [S.Arm(s, scheduler_settings(s, p.server_cpu_count)) for s in order]
+    return [S.Arm(_label(p, f, s), scheduler_settings(s, p.server_cpu_count), flavour=f)
+            for f in _servers(p) for s in order
+            if s != POOL or dbstudies.servers.load_flavour(f).thread_pool]
+
+
+def not_available(p: Params) -> list[tuple[str, str]]:
+    """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
+    a flavour without one (MySQL community)."""
+    return [(_label(p, f, POOL), f) for f in _servers(p)
+            if POOL in p.schedulers and not dbstudies.servers.load_flavour(f).thread_pool]
 
 
 # ---------------------------------------------------------------- analysis
@@ -80,10 +108,14 @@ def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
 
 def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
              control: bool = False) -> "pd.DataFrame":
-    """pool-of-threads vs one-thread-per-connection per workload × threads (one Holm
-    family); with `control`, the A/A table instead (the baseline against its twin)."""
-    return dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
-                             control=control)
+    """Every arm against the baseline per workload × threads (one Holm family), with a
+    "not available on <flavour>" row per cell for a pool the flavour lacks; with `control`,
+    the A/A table instead (the baseline against its twin)."""
+    rel = dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+                                      control=control)
+    if control or rel.empty:
+        return rel
+    return dbstudies.analysis.with_unavailable(rel, not_available(p))
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -98,6 +130,8 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
     return "\n".join([
         *dbstudies.analysis.peak_lines(summ),
-        *dbstudies.analysis.comparison_lines(tables, f"{POOL} vs {PER_CONNECTION}"),
-        *dbstudies.analysis.aa_line(tables.get("aa"), PER_CONNECTION),
+        *dbstudies.analysis.comparison_lines(tables, f"{POOL} vs {PER_CONNECTION}"
+                                             if len(p.flavours) == 1 else
+                                             f"each server × scheduler vs {arms(p)[0].label}"),
+        *dbstudies.analysis.aa_line(tables.get("aa"), arms(p)[0].label),
         *dbstudies.analysis.host_lines(summ, p, host_cpus)])
