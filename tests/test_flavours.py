@@ -127,3 +127,17 @@ def test_a_setting_mysql_does_not_know_is_the_servers_clear_error(tmp_path):
             s.start({"thread_pool_size": 4})  # MariaDB's thread pool: not in MySQL community
         assert not s.running
     assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_settings_are_checked_against_each_flavours_own_options():
+    """Asked of the server itself (--verbose --help), before any run starts."""
+    mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
+    mysql.provision()
+    common = ["innodb_buffer_pool_size", "skip_name_resolve", "max_connections", "loose_anything"]
+    assert servers.unknown_settings(mariadb, [*common, "thread_pool_size", "plugin-load-add"]) == []
+    assert servers.unknown_settings(mysql, [*common, "innodb_redo_log_capacity", "mysqlx"]) == []
+    assert servers.unknown_settings(mariadb, ["innodb_redo_log_capacity"]) == ["innodb_redo_log_capacity"]
+    assert servers.unknown_settings(mysql, ["thread_pool_size"]) == ["thread_pool_size"]
+    p = subprocess.run([*CLI, "run", "versions", "--profile", "smoke", "-p", "settings",
+                        '{"thread_pool_size": 4}'], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "settings: ['thread_pool_size'] are not options of mysql-9.7" in p.stderr

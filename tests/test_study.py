@@ -128,6 +128,8 @@ BAD_INPUT = {
     "malformed mapping": (["-p", "settings", '{"a":'], "settings: malformed JSON"),
     "not a boolean": (["-p", "aa_control", "maybe"], "aa_control: expected true/false, got 'maybe'"),
     "CPUs not here": (["-p", "server_cpus", "0-999"], "server_cpus: CPUs"),
+    "setting the server lacks": (["-p", "settings", '{"no_such_option": 1}'],
+                                 "settings: ['no_such_option'] are not options of mariadb-10.11"),
     "type and range at once": (["-p", "duration", "soon", "-p", "repeats", "0"],
                                "duration: expected a whole number, got 'soon'\n  - repeats: must be ≥ 1"),
 }

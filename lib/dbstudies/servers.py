@@ -17,6 +17,7 @@ them dies, the kernel sends the server SIGTERM, so no mariadbd outlives its Pyth
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import secrets
@@ -29,7 +30,7 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from . import errors, paths, proc
 
@@ -109,6 +110,46 @@ def package_version(flavour: Flavour) -> str | None:
         return None
     p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
     return p.stdout.strip() or None if p.returncode == 0 else None
+
+
+_PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
+
+
+@functools.lru_cache(maxsize=None)
+def known_options(flavour: Flavour) -> frozenset[str] | None:
+    """The option names the flavour's server accepts (`--verbose --help`, underscores), or
+    None when that cannot be asked yet (a rootfs flavour not provisioned)."""
+    launcher: list[str] = []
+    if flavour.source == "rootfs":
+        from . import rootfs
+        if not rootfs.is_provisioned(flavour):
+            return None
+        launcher = rootfs.launch_prefix(flavour, [])
+    elif not Path(flavour.server).exists():
+        return None
+    p = subprocess.run([*launcher, flavour.server, "--no-defaults", "--verbose", "--help",
+                        "--user=root"], capture_output=True, text=True, timeout=60)
+    names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
+    table = False  # then the variables table, which also lists options the text does not
+    for line in p.stdout.splitlines():
+        if line.startswith("Variables (--variable-name=value)"):
+            table = True
+        elif table and line and not line.startswith(("-", "and boolean")):
+            names.add(norm_key(line.split()[0]))
+    return frozenset(names) or None
+
+
+def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
+    """The setting names the flavour's server does not know (`loose_…` never counts)."""
+    known = known_options(flavour)
+    if known is None:
+        return []
+    unknown = []
+    for name in map(norm_key, names):
+        bare = next((name[len(p):] for p in _PREFIXES if name.startswith(p)), name)
+        if not name.startswith("loose_") and name not in known and bare not in known:
+            unknown.append(name)
+    return unknown
 
 
 def disk_use(flavour: Flavour) -> int:

@@ -86,7 +86,18 @@ class StudyParams:
         clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
         if clash:
             problems.append(f"settings: {clash} are set by the driver or the study, not here")
+        for name in self.servers():
+            if P.check_flavour("flavour", name):
+                continue  # reported on its own
+            unknown = servers.unknown_settings(servers.load_flavour(name), self.settings)
+            if unknown:
+                problems.append(f"settings: {unknown} are not options of {name} (its server's "
+                                "--verbose --help); `loose_<name>` is passed on unchecked")
         return problems
+
+    def servers(self) -> list[str]:
+        """The flavours this study starts (override when it has several)."""
+        return [self.flavour]
 
     def check(self) -> list[str]:
         """The study's own problems (override)."""

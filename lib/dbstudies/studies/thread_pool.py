@@ -36,6 +36,9 @@ class Params(S.SysbenchParams):
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
+    def servers(self) -> list[str]:
+        return list(self.flavours)
+
     def check(self) -> list[str]:
         problems = P.check_choices("schedulers", self.schedulers, SCHEDULERS)
         if not self.flavours or len(set(self.flavours)) != len(self.flavours):

@@ -31,6 +31,9 @@ class Params(S.SysbenchParams):
     flavours: list[str]
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
 
+    def servers(self) -> list[str]:
+        return list(self.flavours)
+
     def check(self) -> list[str]:
         problems = []
         if not self.flavours or len(set(self.flavours)) != len(self.flavours):
