@@ -17,7 +17,6 @@ them dies, the kernel sends the server SIGTERM, so no mariadbd outlives its Pyth
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import re
 import secrets
@@ -115,18 +114,29 @@ def package_version(flavour: Flavour) -> str | None:
 _PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
 
 
-@functools.lru_cache(maxsize=None)
+_OPTIONS: dict[Flavour, frozenset[str]] = {}
+
+
 def known_options(flavour: Flavour) -> frozenset[str] | None:
     """The option names the flavour's server accepts (`--verbose --help`, underscores), or
-    None when that cannot be asked yet (a rootfs flavour not provisioned)."""
+    None when that cannot be asked yet (a rootfs flavour not provisioned). Kept once known."""
+    if flavour not in _OPTIONS:
+        names = _ask_options(flavour)
+        if not names:
+            return None
+        _OPTIONS[flavour] = names
+    return _OPTIONS[flavour]
+
+
+def _ask_options(flavour: Flavour) -> frozenset[str]:
     launcher: list[str] = []
     if flavour.source == "rootfs":
         from . import rootfs
         if not rootfs.is_provisioned(flavour):
-            return None
+            return frozenset()
         launcher = rootfs.launch_prefix(flavour, [])
     elif not Path(flavour.server).exists():
-        return None
+        return frozenset()
     p = subprocess.run([*launcher, flavour.server, "--no-defaults", "--verbose", "--help",
                         "--user=root"], capture_output=True, text=True, timeout=60)
     names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
@@ -136,7 +146,7 @@ def known_options(flavour: Flavour) -> frozenset[str] | None:
             table = True
         elif table and line and not line.startswith(("-", "and boolean")):
             names.add(norm_key(line.split()[0]))
-    return frozenset(names) or None
+    return frozenset(names)
 
 
 def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
