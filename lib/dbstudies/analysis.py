@@ -56,9 +56,14 @@ def layout(rel: pd.DataFrame) -> pd.DataFrame:
     many_c, many_w = rel["candidate"].nunique() > 1, rel["workload"].nunique() > 1
     column = (rel["candidate"] + " · " + rel["workload"] if many_c and many_w
               else rel["candidate"] if many_c else rel["workload"])
-    out = rel.assign(cell=cell, column=column).pivot(index="threads", columns="column", values="cell")
-    order = list(dict.fromkeys(column))  # the table's order, not the alphabet's
-    return out[order].reset_index().rename_axis(columns=None)
+    return wide(rel, cell, column)
+
+
+def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
+    """Threads down, one column per distinct `column` value (in the frame's order, not the
+    alphabet's), `cell` text in each."""
+    out = frame.assign(cell=cell, column=column).pivot(index="threads", columns="column", values="cell")
+    return out[list(dict.fromkeys(column))].reset_index().rename_axis(columns=None)
 
 
 def threads(n: int) -> str:

@@ -141,6 +141,25 @@ class SysbenchParams(StudyParams):
         return [{"workload": w, "threads": t} for w in self.workloads for t in sorted(self.threads)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class MultiServerParams(SysbenchParams):
+    """A sysbench study over several servers: `flavours`, the baseline `flavour` among them."""
+    flavours: list[str]
+
+    def servers(self) -> list[str]:
+        """The flavours started, the baseline's first."""
+        return [self.flavour, *[f for f in self.flavours if f != self.flavour]]
+
+    def flavour_problems(self) -> list[str]:
+        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
+            return [f"flavours: need distinct flavours, got {self.flavours}"]
+        problems = [m for f in self.flavours for m in P.check_flavour("flavours", f)]
+        if self.flavour not in self.flavours:
+            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
+                            f"{self.flavours}")
+        return problems
+
+
 def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
     """The arms to measure: the study's, plus (A/A control) a twin of the baseline."""
     if not aa_control:

@@ -28,29 +28,20 @@ SCHEDULERS = (PER_CONNECTION, POOL)
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.SysbenchParams):
+class Params(S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     schedulers: list[str]
-    flavours: list[str]
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
-    def servers(self) -> list[str]:
-        return list(self.flavours)
-
     def check(self) -> list[str]:
         problems = P.check_choices("schedulers", self.schedulers, SCHEDULERS)
-        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
-            return problems + [f"flavours: need distinct flavours, got {self.flavours}"]
-        bad = [m for f in self.flavours for m in P.check_flavour("flavours", f)]
-        problems += bad
-        if self.flavour not in self.flavours:
-            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours {self.flavours}")
-        elif POOL in self.schedulers and not bad and not any(
+        bad = self.flavour_problems()
+        if not bad and POOL in self.schedulers and not any(
                 dbstudies.servers.load_flavour(f).thread_pool for f in self.flavours):
-            problems.append(f"schedulers: none of {', '.join(self.flavours)} has a thread pool")
-        return problems
+            bad.append(f"schedulers: none of {', '.join(self.flavours)} has a thread pool")
+        return problems + bad
 
 
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
@@ -78,10 +69,6 @@ def scheduler_settings(scheduler: str, server_cpus: int) -> dict[str, Any]:
     return {"thread_handling": PER_CONNECTION}
 
 
-def _servers(p: Params) -> list[str]:
-    return [p.flavour, *[f for f in p.flavours if f != p.flavour]]
-
-
 def _label(p: Params, flavour: str, scheduler: str) -> str:
     return scheduler if len(p.flavours) == 1 else f"{flavour} · {scheduler}"
 
@@ -91,14 +78,14 @@ def arms(p: Params) -> list[S.Arm]:
     one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
     order = sorted(p.schedulers, key=SCHEDULERS.index)
     return [S.Arm(_label(p, f, s), scheduler_settings(s, p.server_cpu_count), flavour=f)
-            for f in _servers(p) for s in order
+            for f in p.servers() for s in order
             if s != POOL or dbstudies.servers.load_flavour(f).thread_pool]
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
-    return [(_label(p, f, POOL), f) for f in _servers(p)
+    return [(_label(p, f, POOL), f) for f in p.servers()
             if POOL in p.schedulers and not dbstudies.servers.load_flavour(f).thread_pool]
 
 

@@ -26,24 +26,12 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.SysbenchParams):
+class Params(S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
-    flavours: list[str]
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
 
-    def servers(self) -> list[str]:
-        return list(self.flavours)
-
     def check(self) -> list[str]:
-        problems = []
-        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
-            problems.append(f"flavours: need distinct flavours, got {self.flavours}")
-        for f in self.flavours:
-            problems += P.check_flavour("flavours", f)
-        if self.flavour not in self.flavours:
-            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
-                            f"{self.flavours}")
-        return problems
+        return self.flavour_problems()
 
 
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
@@ -62,8 +50,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 def arms(p: Params) -> list[S.Arm]:
     """One arm per flavour, the baseline first, each on its own server."""
-    order = [p.flavour, *[f for f in p.flavours if f != p.flavour]]
-    return [S.Arm(f, {}, flavour=f) for f in order]
+    return [S.Arm(f, {}, flavour=f) for f in p.servers()]
 
 
 # ---------------------------------------------------------------- analysis
@@ -91,9 +78,7 @@ def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
     each cell `median (min–max)`."""
     cell = summ.apply(lambda r: f"{r.qps_median:,.0f} ({r.qps_min:,.0f}–{r.qps_max:,.0f})", axis=1)
     many_w = summ["workload"].nunique() > 1
-    column = summ["arm"] + (" · " + summ["workload"] if many_w else "")
-    out = summ.assign(cell=cell, column=column).pivot(index="threads", columns="column", values="cell")
-    return out[list(dict.fromkeys(column))].reset_index().rename_axis(columns=None)
+    return dbstudies.analysis.wide(summ, cell, summ["arm"] + (" · " + summ["workload"] if many_w else ""))
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
