@@ -2,6 +2,7 @@
 their own (other Debian suites, provisioned with mmdebstrap on first use, run through bwrap).
 Each is initialised, started, restarted with a setting, cold-restarted and stopped, and
 identified by @@version. Rootfs caches are built under data/rootfs once per machine."""
+import re
 import subprocess
 import sys
 import time
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import processes_mentioning
-from dbstudies import rootfs, servers
+from dbstudies import servers
+from dbstudies.servers import rootfs
 
 pytestmark = pytest.mark.server
 CLI = [sys.executable, "-m", "dbstudies"]
@@ -40,6 +42,8 @@ def test_flavour_lifecycle_and_version(name, tmp_path):
     provision_s = time.monotonic() - t0
     with servers.Server(flavour, tmp_path / "srv", max_clients=300) as s:
         s.start()
+        redo = "innodb_redo_log_capacity" if flavour.family == "mysql" else "innodb_log_file_size"
+        assert s.query(f"SELECT @@{redo}") == [(512 * 2**20,)]  # the base intent, in its dialect
         family_version = name.split("-", 1)[1]
         assert s.version.startswith(family_version + "."), s.version
         assert Path(f"/proc/{s.pid}/comm").read_text().strip() == Path(flavour.server).name  # not bwrap
@@ -51,9 +55,28 @@ def test_flavour_lifecycle_and_version(name, tmp_path):
         first = s.pid
         s.cold_restart()
         assert s.pid != first and s.query("SELECT @@innodb_buffer_pool_size") == [(2 * 2**30,)]
+        pool = servers.Intent(thread_pool=True, thread_pool_size=3)
         if flavour.thread_pool:
-            s.restart({"thread_handling": "pool-of-threads"})
-            assert s.query("SELECT @@thread_handling") == [("pool-of-threads",)]
+            s.restart(intent=pool)
+            assert s.query("SELECT @@thread_handling, @@thread_pool_size") == [("pool-of-threads", 3)]
+        else:
+            with pytest.raises(servers.Unavailable, match=f"not available on {name}"):
+                s.restart(intent=pool)
+            assert s.running  # refused before the stop
+        s.restart(intent=servers.Intent(redo_log="64M", page_compression="zlib"))  # the pool is gone
+        assert s.query(f"SELECT @@thread_handling, @@{redo}") == [("one-thread-per-connection", 64 * 2**20)]
+        s.query("CREATE DATABASE dbs")
+        for kind in servers.cnf.COMPRESSION:
+            s.query(f"CREATE TABLE dbs.t_{kind} (a INT PRIMARY KEY, b TEXT) {flavour.table_options(kind)}")
+            s.query(f"INSERT INTO dbs.t_{kind} VALUES (1, REPEAT('x', 5000))")
+        created = {k: s.query(f"SHOW CREATE TABLE dbs.t_{k}")[0][1] for k in servers.cnf.COMPRESSION}
+        assert "ROW_FORMAT=COMPRESSED" in created["row"] and "KEY_BLOCK_SIZE=8" in created["row"]
+        if flavour.family == "mysql":  # the algorithm is the table's own
+            assert "COMPRESSION='zlib'" in created["page"]
+        else:  # the algorithm is the server's
+            assert re.search(r"`PAGE_COMPRESSED`='?1", created["page"]), created["page"]
+            assert s.query("SELECT @@innodb_compression_algorithm") == [("zlib",)]
+        assert "COMPRESS" not in created["none"].upper()
         s.stop()
         assert not s.running
     assert processes_mentioning(str(tmp_path / "srv")) == []

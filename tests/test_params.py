@@ -2,7 +2,7 @@
 import pytest
 
 from dbstudies.params import ParamError, parse_value
-from dbstudies import study
+from dbstudies import servers, study
 
 tp = study.load("thread_pool")
 
@@ -78,16 +78,20 @@ def test_plan_interleaves_repeats_and_is_seeded():
     assert not plan.equals(tp.plan(tp.resolve("quick", repeats=6, seed=4)))
 
 
-def test_pool_settings_follow_server_cpus():
-    assert tp.scheduler_settings(tp.POOL, 6) == {"thread_handling": "pool-of-threads",
-                                                "thread_pool_size": 6}
-    assert tp.scheduler_settings(tp.PER_CONNECTION, 6) == {"thread_handling": "one-thread-per-connection"}
+def test_schedulers_are_intents_said_in_each_flavours_dialect():
+    mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
+    pool, per_connection = tp.scheduler_intent(tp.POOL, 6), tp.scheduler_intent(tp.PER_CONNECTION, 6)
+    assert mariadb.settings_for(pool) == {"thread_handling": "pool-of-threads", "thread_pool_size": 6}
+    assert mariadb.settings_for(per_connection) == mysql.settings_for(per_connection) == {
+        "thread_handling": "one-thread-per-connection"}
+    with pytest.raises(servers.Unavailable, match="^the thread pool is not available on mysql-9.7"):
+        mysql.settings_for(pool)
 
 
 def test_pool_arm_gets_one_group_per_server_cpu():
     (base, pool) = tp.arms(tp.resolve("smoke", server_cpus="0"))
     assert base.label == tp.PER_CONNECTION and base.twin_of is None  # the baseline comes first
-    assert pool.settings == {"thread_handling": "pool-of-threads", "thread_pool_size": 1}
+    assert pool.intent == servers.Intent(thread_pool=True, thread_pool_size=1) and not pool.settings
 
 
 def test_aa_control_adds_an_interleaved_twin_of_the_baseline():

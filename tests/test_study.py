@@ -95,6 +95,20 @@ def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path,
     assert tp.summary(steps)["remeasured"].sum() == 4
 
 
+def test_flavours_not_provisioned_are_provisioned_first_and_the_progress_says_so(tmp_path, monkeypatch):
+    built, seen = [], []
+    run = Run.create("versions", {}, root=tmp_path)
+
+    def provision(self, say=print):
+        seen.append(run.progress())
+        built.append(self.name)
+    monkeypatch.setattr(servers.Flavour, "provisioned", property(lambda self: self.name != "mysql-9.7"))
+    monkeypatch.setattr(servers.Flavour, "provision", provision)
+    experiment.provision(["mariadb-10.11", "mysql-9.7"], run, total=12)
+    assert built == ["mysql-9.7"]
+    assert seen == [{"done": 0, "total": 12, "now": "provisioning mysql-9.7 (Debian sid; once per machine)"}]
+
+
 def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
     p = tp.resolve("smoke")
     run = tp.open_run(p, root=tmp_path)

@@ -3,7 +3,7 @@
 The unit of replication is a *block*: one arm (configuration) on a fresh server start.
 For each repeat, every arm gets one block, in an order shuffled per repeat, so
 configurations interleave instead of running all A then all B. A block is: restart the
-server with the arm's settings (settings never stick to the next start), warm up (recorded,
+server with the arm's intent and settings (neither sticks to the next start), warm up (recorded,
 discarded), then measure every cell in a seeded random order. Each finished step is
 flushed to the run directory at once, so a failure keeps everything measured so far.
 
@@ -108,7 +108,21 @@ def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True
     run.update(plan=steps.to_dict("records"), arms=[_arm_record(a, p) for a in arms],
                estimated_seconds=estimated_seconds(study, p))
     with runner.guard(run), _Loop(study, p, run) as loop:
+        provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         loop.blocks(steps, {a.label: a for a in arms}, progress)
+
+
+def provision(names: list[str], run: Run, total: int) -> None:
+    """Provision every flavour the run needs before its first server starts, saying so in
+    the run's progress (the CLI's bar shows it): the first use of a rootfs flavour on a
+    machine builds its tree (≈ 10–25 s each, DESIGN §4)."""
+    for name in names:
+        flavour = servers.load_flavour(name)
+        if not flavour.provisioned:
+            what = f"provisioning {name} (Debian {flavour.suite}; once per machine)"
+            run.set_progress(0, total, what)
+            print(f"{what} …", flush=True)
+            flavour.provision(say=lambda m: print(m, flush=True))
 
 
 class _Loop:
@@ -160,7 +174,7 @@ class _Loop:
                 arm = arms[label]
                 ctx = self.context(arm.flavour or self.p.flavour)
                 ctx.arm, ctx.repeat = arm, int(repeat)
-                ctx.server.restart(arm.settings)
+                ctx.server.restart(arm.settings, intent=arm.intent)
                 if label not in self.recorded:
                     self.recorded.add(label)
                     record_server(self.run, ctx.server, label)
@@ -179,8 +193,10 @@ class _Loop:
 
 
 def _arm_record(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
-    return {"label": arm.label, "settings": dict(arm.settings),
-            "flavour": arm.flavour or p.flavour, "twin_of": arm.twin_of}
+    flavour = arm.flavour or p.flavour
+    said = servers.load_flavour(flavour).settings_for(arm.intent) if arm.intent else {}
+    return {"label": arm.label, "intent": arm.intent.asdict() if arm.intent else {},
+            "settings": {**said, **arm.settings}, "flavour": flavour, "twin_of": arm.twin_of}
 
 
 def _max_clients(p: Any) -> int:

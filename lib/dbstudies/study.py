@@ -50,12 +50,14 @@ AA_SUFFIX = " (A/A)"
 
 @dataclass(frozen=True)
 class Arm:
-    """One configuration compared in a study: a label, the my.cnf settings of its server
-    starts, and its flavour (None: the study's). `twin_of` marks the A/A copy of an arm."""
+    """One configuration compared in a study: a label, what its server starts want — an
+    `intent` (said in each flavour's dialect) and/or plain my.cnf `settings` —, and its
+    flavour (None: the study's). `twin_of` marks the A/A copy of an arm."""
     label: str
     settings: Mapping[str, Any] = field(default_factory=dict)
     flavour: str | None = None
     twin_of: str | None = None
+    intent: servers.Intent | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,8 +2,9 @@
 pool-of-threads (modelled on the MariaDB 5.5 thread-pool posts and the MariaDB-vs-MySQL
 thread-pool assessment in shared/sources).
 
-Arms: the schedulers (`thread_handling` is not dynamic, so every block restarts the server
-with its scheduler; the pool gets one group per server CPU), on each server of `flavours`
+Arms: the schedulers, said as an intent (thread pool on/off) in each flavour's dialect
+(`thread_handling` is not dynamic, so every block restarts the server with its scheduler;
+the pool gets one group per server CPU), on each server of `flavours`
 (as in the MariaDB-vs-MySQL source: MariaDB with and without the pool, MySQL without — its
 pool is shown "not available"). Cells: every workload × client thread count. The baseline
 is one-thread-per-connection on `flavour`; throughput (QPS, higher is better) and run-level
@@ -38,8 +39,8 @@ class Params(S.MultiServerParams):
     def check(self) -> list[str]:
         problems = P.check_choices("schedulers", self.schedulers, SCHEDULERS)
         bad = self.flavour_problems()
-        if not bad and POOL in self.schedulers and not any(
-                dbstudies.servers.load_flavour(f).thread_pool for f in self.flavours):
+        if not bad and POOL in self.schedulers and all(
+                _lacks_pool(f) for f in self.flavours):
             bad.append(f"schedulers: none of {', '.join(self.flavours)} has a thread pool")
         return problems + bad
 
@@ -62,11 +63,16 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def scheduler_settings(scheduler: str, server_cpus: int) -> dict[str, Any]:
-    """my.cnf settings for a scheduler; the pool gets one group per server CPU."""
+def scheduler_intent(scheduler: str, server_cpus: int) -> "dbstudies.servers.Intent":
+    """What a scheduler asks of the server; the pool gets one group per server CPU."""
     if scheduler == POOL:
-        return {"thread_handling": POOL, "thread_pool_size": server_cpus}
-    return {"thread_handling": PER_CONNECTION}
+        return dbstudies.servers.Intent(thread_pool=True, thread_pool_size=server_cpus)
+    return dbstudies.servers.Intent(thread_pool=False)
+
+
+def _lacks_pool(flavour: str) -> str | None:
+    """Why `flavour` cannot run the pool (its dialect says), or None when it can."""
+    return dbstudies.servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
 
 
 def _label(p: Params, flavour: str, scheduler: str) -> str:
@@ -77,16 +83,15 @@ def arms(p: Params) -> list[S.Arm]:
     """One arm per server × scheduler it has; the baseline (the baseline server's
     one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
     order = sorted(p.schedulers, key=SCHEDULERS.index)
-    return [S.Arm(_label(p, f, s), scheduler_settings(s, p.server_cpu_count), flavour=f)
-            for f in p.servers() for s in order
-            if s != POOL or dbstudies.servers.load_flavour(f).thread_pool]
+    return [S.Arm(_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
+            for f in p.servers() for s in order if s != POOL or not _lacks_pool(f)]
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
     return [(_label(p, f, POOL), f) for f in p.servers()
-            if POOL in p.schedulers and not dbstudies.servers.load_flavour(f).thread_pool]
+            if POOL in p.schedulers and _lacks_pool(f)]
 
 
 # ---------------------------------------------------------------- analysis

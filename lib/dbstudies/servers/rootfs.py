@@ -4,9 +4,7 @@ A `rootfs` flavour (env/servers/<name>.toml with `source = "rootfs"`) names a De
 and the packages to install there. `provision` builds that tree once with mmdebstrap from the
 same Debian package registry the host's apt uses, keeps it as a tarball under data/rootfs/
 keyed by a hash of its definition (with a .sha256 beside it, verified whenever the tree is
-extracted again), and extracts it next to the tarball. `launch_prefix` is the argv that runs
-a program of the tree through bwrap: the tree read-only as /, the host's /dev and /proc, and
-only the server's own directories bound writable.
+extracted again), and extracts it next to the tarball; `launch.prefix` runs its programs.
 
 Why a rootfs: the other suites' server binaries need a newer glibc than the host's, and
 MySQL's and MariaDB's server packages conflict, so one tree per flavour.
@@ -24,11 +22,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from . import paths
-from .errors import ServerError
+from .. import paths
+from ..errors import ServerError
 
 if TYPE_CHECKING:
-    from .servers import Flavour
+    from .flavour import Flavour
 
 ROOTFS_DIR = paths.DATA_DIR / "rootfs"
 VARIANT = "essential"  # + the flavour's packages: a shell and coreutils for the install scripts
@@ -164,24 +162,9 @@ def extract(flavour: "Flavour", tar: Path, root: Path = ROOTFS_DIR,
 
 def disk_usage(flavour: "Flavour", root: Path = ROOTFS_DIR) -> int:
     """Bytes the flavour's tarball and tree take."""
-    from .results import disk_usage as du
+    from ..results import disk_usage as du
     total = 0
     for p in (tarball(flavour, root), tree(flavour, root)):
         if p.exists():
             total += du(p) if p.is_dir() else p.stat().st_size
     return total
-
-
-def launch_prefix(flavour: "Flavour", writable: Iterable[Path], root: Path = ROOTFS_DIR) -> list[str]:
-    """bwrap argv that runs a program of the flavour's tree: the tree read-only as /, the
-    host's /dev and /proc, a private /tmp, and `writable` (datadir, logs, socket directory)
-    bound at the same paths. The host's network (loopback ports) is shared."""
-    top = tree(flavour, root)
-    argv = ["bwrap", "--ro-bind", str(top), "/", "--dev", "/dev",
-            "--proc", "/proc", "--tmpfs", "/tmp", "--die-with-parent"]
-    for path in writable:
-        path = Path(path).resolve()
-        if not path.is_relative_to("/tmp"):  # a mount point in the read-only tree
-            (top / path.relative_to("/")).mkdir(parents=True, exist_ok=True)
-        argv += ["--bind", str(path), str(path)]
-    return [*argv, "--"]

@@ -1,18 +1,15 @@
-"""Server flavours and private server instances.
-
-A *flavour* (env/servers/<name>.toml) says how to get and run one server version; a
-`Server` is a private instance of it: its own datadir, my.cnf, socket and free loopback
-port, started and stopped by us. It never touches the system service or port 3306.
+"""A private server instance: its own datadir, my.cnf, socket and free loopback port,
+started and stopped by us. It never touches the system service, /etc/mysql or port 3306.
 
 Usage (tests/test_server.py runs it for real):
 
     with Server(load_flavour("mariadb-10.11"), "/tmp/x", max_clients=64) as s:
         s.start()                                   # init on first start
         s.query("SELECT @@version")
-        s.restart({"thread_handling": "pool-of-threads"})
+        s.restart(intent=Intent(thread_pool=True))  # this start only
 
 Servers are started from the calling thread with PDEATHSIG: if the process that started
-them dies, the kernel sends the server SIGTERM, so no mariadbd outlives its Python.
+them dies, the kernel sends the server SIGTERM, so no server outlives its Python.
 """
 from __future__ import annotations
 
@@ -26,19 +23,19 @@ import socket
 import subprocess
 import tempfile
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from . import errors, paths, proc
+from .. import paths, proc
+from ..errors import ServerError
+from . import launch
+from .cnf import BASE_INTENT, Intent, norm_key, read_cnf, render_cnf
+from .flavour import Flavour
 
 DEFAULT_MAX_CONNECTIONS = 151
 CONNECTION_HEADROOM = 16  # admin, sampler and status connections on top of the clients
 FORBIDDEN_PORTS = {3306, 33060}
-
-
-ServerError = errors.ServerError
 
 
 class ServerDied(ServerError):
@@ -47,196 +44,6 @@ class ServerDied(ServerError):
 
 class PortInUse(ServerError):
     pass
-
-
-# ---------------------------------------------------------------- flavours
-
-@dataclass(frozen=True)
-class Flavour:
-    """How to get and run one server version (one env/servers/*.toml file)."""
-    name: str
-    family: str                     # mariadb | mysql
-    description: str
-    source: str                     # system: the host's binaries; rootfs: a Debian suite's
-    server: str                     # path of mariadbd / mysqld (inside the rootfs for rootfs)
-    install_db: tuple[str, ...]     # argv; --defaults-file is inserted after argv[0]
-    apt: tuple[str, ...] = ()       # system: the host's apt packages (`make setup` installs)
-    suite: str = ""                 # rootfs: the Debian suite …
-    packages: tuple[str, ...] = ()  # … and the packages installed into the flavour's rootfs
-    client_user: str = "root"
-    cnf: tuple[str, ...] = ()       # fragments under env/cnf, in order
-    thread_pool: bool = False       # has a community thread pool (thread_handling)
-
-    def check_installed(self) -> None:
-        """The host's binaries are there (system), or the rootfs is provisioned or can be."""
-        if self.source == "rootfs":
-            from . import rootfs
-            if not rootfs.is_provisioned(self) and rootfs.missing_tools():
-                raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
-                                  f"{', '.join(rootfs.missing_tools())} (`make setup` installs them)")
-            return
-        for binary in (self.server, self.install_db[0]):
-            if not Path(binary).exists():
-                raise ServerError(f"flavour {self.name}: {binary} is missing; install "
-                                  f"{' '.join(self.apt)} (`make setup` does)")
-
-    def provision(self, say=print) -> None:
-        """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
-        if self.source == "rootfs":
-            from . import rootfs
-            rootfs.provision(self, say=say)
-
-
-_FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
-                  "suite": str, "packages": list, "server": str, "install_db": list,
-                  "client_user": str, "cnf": list, "thread_pool": bool}
-_SOURCES = {"system", "rootfs"}
-
-
-def package_version(flavour: Flavour) -> str | None:
-    """The Debian version of the flavour's first package: installed on the host (system) or
-    in its provisioned rootfs; None when not installed or provisioned."""
-    pkg = (flavour.apt or flavour.packages or ("",))[0]
-    if flavour.source == "rootfs":
-        from . import rootfs
-        status = rootfs.tree(flavour) / "var/lib/dpkg/status"
-        if not rootfs.is_provisioned(flavour) or not status.exists():
-            return None
-        for block in status.read_text(errors="replace").split("\n\n"):
-            if re.search(rf"(?m)^Package: {re.escape(pkg)}$", block):
-                m = re.search(r"(?m)^Version: (\S+)$", block)
-                return m.group(1) if m else None
-        return None
-    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
-    return p.stdout.strip() or None if p.returncode == 0 else None
-
-
-_PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
-
-
-_OPTIONS: dict[Flavour, frozenset[str]] = {}
-
-
-def known_options(flavour: Flavour) -> frozenset[str] | None:
-    """The option names the flavour's server accepts (`--verbose --help`, underscores), or
-    None when that cannot be asked yet (a rootfs flavour not provisioned). Kept once known."""
-    if flavour not in _OPTIONS:
-        names = _ask_options(flavour)
-        if not names:
-            return None
-        _OPTIONS[flavour] = names
-    return _OPTIONS[flavour]
-
-
-def _ask_options(flavour: Flavour) -> frozenset[str]:
-    launcher: list[str] = []
-    if flavour.source == "rootfs":
-        from . import rootfs
-        if not rootfs.is_provisioned(flavour):
-            return frozenset()
-        launcher = rootfs.launch_prefix(flavour, [])
-    elif not Path(flavour.server).exists():
-        return frozenset()
-    p = subprocess.run([*launcher, flavour.server, "--no-defaults", "--verbose", "--help",
-                        "--user=root"], capture_output=True, text=True, timeout=60)
-    names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
-    table = False  # then the variables table, which also lists options the text does not
-    for line in p.stdout.splitlines():
-        if line.startswith("Variables (--variable-name=value)"):
-            table = True
-        elif table and line and not line.startswith(("-", "and boolean")):
-            names.add(norm_key(line.split()[0]))
-    return frozenset(names)
-
-
-def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
-    """The setting names the flavour's server does not know (`loose_…` never counts)."""
-    known = known_options(flavour)
-    if known is None:
-        return []
-    unknown = []
-    for name in map(norm_key, names):
-        bare = next((name[len(p):] for p in _PREFIXES if name.startswith(p)), name)
-        if not name.startswith("loose_") and name not in known and bare not in known:
-            unknown.append(name)
-    return unknown
-
-
-def disk_use(flavour: Flavour) -> int:
-    """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries."""
-    if flavour.source != "rootfs":
-        return 0
-    from . import rootfs
-    return rootfs.disk_usage(flavour)
-
-
-def list_flavours(servers_dir: Path = paths.SERVERS_DIR) -> list[str]:
-    return sorted(p.stem for p in Path(servers_dir).glob("*.toml"))
-
-
-def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
-    """Read and validate env/servers/<name>.toml."""
-    path = Path(servers_dir) / f"{name}.toml"
-    if not path.exists():
-        raise ValueError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
-    data = tomllib.loads(path.read_text())
-    unknown = set(data) - set(_FLAVOUR_TYPES)
-    missing = {"name", "family", "description", "source", "server", "install_db"} - set(data)
-    if unknown or missing:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
-    for key, value in data.items():
-        if not isinstance(value, _FLAVOUR_TYPES[key]):
-            raise ValueError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
-    if data["name"] != name or data["source"] not in _SOURCES:
-        raise ValueError(f"{path}: name must be {name!r} and source one of {sorted(_SOURCES)}")
-    if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
-        raise ValueError(f"{path}: a rootfs flavour needs a suite and its packages")
-    for key in ("apt", "packages", "install_db", "cnf"):
-        if key in data:
-            data[key] = tuple(data[key])
-    return Flavour(**data)
-
-
-# ---------------------------------------------------------------- my.cnf
-
-def norm_key(key: str) -> str:
-    """my.cnf option names: dashes and underscores are the same; we write underscores."""
-    return key.strip().replace("-", "_")
-
-
-def read_cnf(path: Path) -> dict[str, Any]:
-    """Settings of a [mysqld] fragment; a bare key maps to None, a repeated key to a list."""
-    out: dict[str, Any] = {}
-    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line or line.startswith(";"):
-            continue
-        if line.startswith("["):
-            if line not in ("[mysqld]", "[mariadbd]", "[server]"):
-                raise ValueError(f"{path}:{n}: only a [mysqld] section is allowed in fragments")
-            continue
-        key, _, value = line.partition("=")
-        key, value = norm_key(key), (value.strip() if _ else None)
-        if key in out:
-            prev = out[key]
-            out[key] = (prev if isinstance(prev, list) else [prev]) + [value]
-        else:
-            out[key] = value
-    return out
-
-
-def render_cnf(settings: Mapping[str, Any]) -> str:
-    """A [mysqld] section; None → bare option, list → the option repeated, bool → ON/OFF."""
-    lines = ["[mysqld]"]
-    for key, value in settings.items():
-        for v in value if isinstance(value, list) else [value]:
-            if v is None:
-                lines.append(key)
-            elif isinstance(v, bool):
-                lines.append(f"{key}={'ON' if v else 'OFF'}")
-            else:
-                lines.append(f"{key}={v}")
-    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- ports
@@ -292,13 +99,15 @@ def _drop_page_cache() -> bool:
 class Server:
     """A private server instance. Use as a context manager: it is always stopped on exit.
 
-    `settings` override the flavour's cnf fragments at every start (a start's own settings
-    go on top, for that start only); `max_clients` raises max_connections to
+    `intent` (said in the flavour's dialect) and `settings` (plain variables, on top) apply
+    at every start over the flavour's cnf fragments; a start's own intent and settings go on
+    top, for that start only; `max_clients` raises max_connections to
     cover that many client connections; `cpus` pins the server (taskset list, e.g. "0-3").
     """
     flavour: Flavour
     workdir: Path
     settings: dict[str, Any] = field(default_factory=dict)
+    intent: Intent | None = None
     port: int | None = None
     max_clients: int = 0
     cpus: str | None = None
@@ -330,11 +139,14 @@ class Server:
             return len(parse_cpus(self.cpus))
         return len(os.sched_getaffinity(0))
 
-    def effective_settings(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Fragments, then our private paths, then overrides: what my.cnf will say."""
+    def effective_settings(self, extra: Mapping[str, Any] | None = None,
+                           intent: Intent | None = None) -> dict[str, Any]:
+        """What my.cnf will say: the fragments, the intent in the flavour's dialect (base,
+        instance, this start), the instance's settings, this start's, then our private paths."""
         s: dict[str, Any] = {}
         for name in self.flavour.cnf:
             s.update(read_cnf(Path(self.cnf_dir) / name))
+        s.update(self.flavour.settings_for(BASE_INTENT.merge(self.intent, intent)))
         s.update({norm_key(k): v for k, v in self.settings.items()})
         s.update({norm_key(k): v for k, v in (extra or {}).items()})
         s.update(datadir=str(self.datadir), socket=str(self.socket), port=self.port,
@@ -347,21 +159,18 @@ class Server:
         s["max_connections"] = max(current, needed)
         return s
 
-    def write_cnf(self, extra: Mapping[str, Any] | None = None) -> str:
+    def write_cnf(self, extra: Mapping[str, Any] | None = None, intent: Intent | None = None) -> str:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._sockdir.mkdir(mode=0o700, exist_ok=True)
-        text = render_cnf(self.effective_settings(extra))
+        text = render_cnf(self.effective_settings(extra, intent))
         self.cnf_path.write_text(text)
         return text
 
     def launcher(self) -> list[str]:
         """The argv prefix that runs the flavour's programs: nothing for the host's binaries,
         bwrap into the flavour's rootfs (with our directories bound) for a rootfs flavour."""
-        if self.flavour.source != "rootfs":
-            return []
-        from . import rootfs
-        return rootfs.launch_prefix(self.flavour, [self.workdir, self.log_dir, self._sockdir])
+        return launch.prefix(self.flavour, [self.workdir, self.log_dir, self._sockdir])
 
     def server_argv(self) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
@@ -390,16 +199,16 @@ class Server:
                               + "\n".join(errors[:10])) from e
         self._event("init", t0)
 
-    def start(self, settings: Mapping[str, Any] | None = None, *,
+    def start(self, settings: Mapping[str, Any] | None = None, *, intent: Intent | None = None,
               _extra: Mapping[str, Any] | None = None) -> None:
-        """Start and wait until it answers. `settings` apply to this start only, on top of
-        the instance's own: a later start without them does not inherit them."""
+        """Start and wait until it answers. `settings` and `intent` apply to this start only,
+        on top of the instance's own: a later start without them does not inherit them."""
         if self.running:
             raise ServerError("server is already running")
         if not (self.datadir / "mysql").exists():
             self.init()
         check_port(self.port)
-        self.write_cnf({**(settings or {}), **(_extra or {})})
+        self.write_cnf({**(settings or {}), **(_extra or {})}, intent)
         t0 = time.monotonic()
         with open(self.error_log, "ab") as log:
             self._proc = proc.spawn(self.server_argv(), stdout=log, stderr=log, new_session=True)
@@ -410,7 +219,8 @@ class Server:
             self.stop(timeout=10)
             raise
         self.version = self.query("SELECT @@version")[0][0]
-        self._event("start", t0, settings=dict(settings or {}), extra=dict(_extra or {}))
+        self._event("start", t0, settings=dict(settings or {}), extra=dict(_extra or {}),
+                    intent=intent.asdict() if intent else {})
 
     def _wait_ready(self, deadline: float) -> None:
         delay = 0.02
@@ -449,17 +259,22 @@ class Server:
         _LIVE.pop(id(self), None)
         self._event("stop", t0, returncode=p.returncode)
 
-    def restart(self, settings: Mapping[str, Any] | None = None) -> None:
+    def restart(self, settings: Mapping[str, Any] | None = None, *,
+                intent: Intent | None = None) -> None:
+        """Stop and start; an intent the flavour cannot say is refused before the stop."""
+        self.effective_settings(settings, intent)
         self.stop()
-        self.start(settings)
+        self.start(settings, intent=intent)
 
-    def cold_restart(self, settings: Mapping[str, Any] | None = None) -> bool:
+    def cold_restart(self, settings: Mapping[str, Any] | None = None, *,
+                     intent: Intent | None = None) -> bool:
         """Stop, drop the OS page cache (when permitted), start without buffer-pool reload.
 
         Returns whether the page cache was dropped (it needs root)."""
+        self.effective_settings(settings, intent)
         self.stop()
         dropped = _drop_page_cache()
-        self.start(settings, _extra={"innodb_buffer_pool_load_at_startup": "OFF"})
+        self.start(settings, intent=intent, _extra={"innodb_buffer_pool_load_at_startup": "OFF"})
         self.events[-1]["page_cache_dropped"] = dropped
         return dropped
 
@@ -486,11 +301,7 @@ class Server:
     @property
     def pid(self) -> int | None:
         """The server's own PID (under bwrap: its child, not bwrap), for CPU sampling."""
-        if self._proc is None:
-            return None
-        if self.flavour.source != "rootfs":
-            return self._proc.pid
-        return _descendant(self._proc.pid, Path(self.flavour.server).name) or self._proc.pid
+        return None if self._proc is None else launch.server_pid(self.flavour, self._proc.pid)
 
     def check_alive(self, during: str = "the run") -> None:
         """Raise ServerDied (with the error log's tail) if the server is gone."""
@@ -537,22 +348,6 @@ class Server:
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,
                 "global_variables": self.variables() if self.running else None}
-
-
-def _descendant(pid: int, name: str) -> int | None:
-    """The first process below `pid` whose command name is `name` (breadth first)."""
-    todo = [pid]
-    while todo:
-        p = todo.pop(0)
-        try:
-            comm = Path(f"/proc/{p}/comm").read_text().strip()
-            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
-        except OSError:
-            continue
-        if p != pid and comm == name[:15]:
-            return p
-        todo += [int(c) for c in children]
-    return None
 
 
 def parse_cpus(spec: str) -> list[int]:

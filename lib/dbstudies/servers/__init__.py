@@ -1,0 +1,25 @@
+"""Servers: flavours (what to run), their config dialect, how they are launched, instances.
+
+    flavour.py   Flavour (env/servers/<name>.toml): family, source (system | rootfs), programs
+    rootfs.py    a Debian suite's binaries in a cached minimal rootfs (mmdebstrap)
+    launch.py    the argv prefix (host | bwrap) and the real server PID below it
+    cnf.py       my.cnf fragments, rendering, and each family's dialect for an `Intent`
+    instance.py  Server: a private instance (init, start, restart, cold restart, stop)
+
+Everything a study needs is importable from here (`servers.Server`, `servers.Intent` …).
+"""
+from __future__ import annotations
+
+from .cnf import (BASE_INTENT, Intent, Unavailable, norm_key, read_cnf, render_cnf,
+                  table_options)
+from .flavour import (Flavour, disk_use, known_options, list_flavours, load_flavour,
+                      package_version, unknown_settings)
+from .instance import (CONNECTION_HEADROOM, DEFAULT_MAX_CONNECTIONS, FORBIDDEN_PORTS, PortInUse,
+                       Server, ServerDied, check_port, free_port, parse_cpus)
+from ..errors import ServerError
+
+__all__ = ["BASE_INTENT", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
+           "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
+           "check_port", "disk_use", "free_port", "known_options", "list_flavours",
+           "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
+           "render_cnf", "table_options", "unknown_settings"]

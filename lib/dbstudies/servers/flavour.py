@@ -1,0 +1,182 @@
+"""Server flavours: how to get and run one server version (env/servers/<name>.toml).
+
+A flavour names its family (which config dialect it speaks, see `cnf`), its source — the
+host's binaries (`system`) or a Debian suite's, provisioned into a rootfs of its own
+(`rootfs`) — its programs, and the cnf fragments every start of it gets.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from .. import paths
+from ..errors import ServerError
+from . import cnf, launch, rootfs
+from .cnf import Intent, norm_key
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """How to get and run one server version (one env/servers/*.toml file)."""
+    name: str
+    family: str                     # mariadb | mysql
+    description: str
+    source: str                     # system: the host's binaries; rootfs: a Debian suite's
+    server: str                     # path of mariadbd / mysqld (inside the rootfs for rootfs)
+    install_db: tuple[str, ...]     # argv; --defaults-file is inserted after argv[0]
+    apt: tuple[str, ...] = ()       # system: the host's apt packages (`make setup` installs)
+    suite: str = ""                 # rootfs: the Debian suite …
+    packages: tuple[str, ...] = ()  # … and the packages installed into the flavour's rootfs
+    client_user: str = "root"
+    cnf: tuple[str, ...] = ()       # fragments under env/cnf, in order
+    thread_pool: bool = False       # has a community thread pool (thread_handling)
+
+    def check_installed(self) -> None:
+        """The host's binaries are there (system), or the rootfs is provisioned or can be."""
+        if self.source == "rootfs":
+            if not rootfs.is_provisioned(self) and rootfs.missing_tools():
+                raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
+                                  f"{', '.join(rootfs.missing_tools())} (`make setup` installs them)")
+            return
+        for binary in (self.server, self.install_db[0]):
+            if not Path(binary).exists():
+                raise ServerError(f"flavour {self.name}: {binary} is missing; install "
+                                  f"{' '.join(self.apt)} (`make setup` does)")
+
+    def settings_for(self, intent: Intent) -> dict[str, Any]:
+        """`intent` in this flavour's dialect; `Unavailable` for a feature it lacks."""
+        return cnf.settings(intent, self.family, self.name, thread_pool=self.thread_pool)
+
+    def unavailable(self, intent: Intent) -> str | None:
+        """Why this flavour cannot do `intent` ("the thread pool is not available on …"),
+        or None when it can."""
+        try:
+            self.settings_for(intent)
+        except cnf.Unavailable as e:
+            return str(e)
+        return None
+
+    def table_options(self, compression: str, algorithm: str = "zlib") -> str:
+        """CREATE TABLE options for a compression kind (none | row | page) in this dialect."""
+        return cnf.table_options(compression, self.family, algorithm)
+
+    @property
+    def provisioned(self) -> bool:
+        """Runnable without building anything first (always, for the host's binaries)."""
+        return self.source != "rootfs" or rootfs.is_provisioned(self)
+
+    def provision(self, say=print) -> None:
+        """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
+        if self.source == "rootfs":
+            rootfs.provision(self, say=say)
+
+
+_FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
+                  "suite": str, "packages": list, "server": str, "install_db": list,
+                  "client_user": str, "cnf": list, "thread_pool": bool}
+_SOURCES = {"system", "rootfs"}
+
+
+def package_version(flavour: Flavour) -> str | None:
+    """The Debian version of the flavour's first package: installed on the host (system) or
+    in its provisioned rootfs; None when not installed or provisioned."""
+    pkg = (flavour.apt or flavour.packages or ("",))[0]
+    if flavour.source == "rootfs":
+        status = rootfs.tree(flavour) / "var/lib/dpkg/status"
+        if not rootfs.is_provisioned(flavour) or not status.exists():
+            return None
+        for block in status.read_text(errors="replace").split("\n\n"):
+            if re.search(rf"(?m)^Package: {re.escape(pkg)}$", block):
+                m = re.search(r"(?m)^Version: (\S+)$", block)
+                return m.group(1) if m else None
+        return None
+    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+    return p.stdout.strip() or None if p.returncode == 0 else None
+
+
+_PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
+
+
+_OPTIONS: dict[Flavour, frozenset[str]] = {}
+
+
+def known_options(flavour: Flavour) -> frozenset[str] | None:
+    """The option names the flavour's server accepts (`--verbose --help`, underscores), or
+    None when that cannot be asked yet (a rootfs flavour not provisioned). Kept once known."""
+    if flavour not in _OPTIONS:
+        names = _ask_options(flavour)
+        if not names:
+            return None
+        _OPTIONS[flavour] = names
+    return _OPTIONS[flavour]
+
+
+def _ask_options(flavour: Flavour) -> frozenset[str]:
+    if not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
+            else Path(flavour.server).exists()):
+        return frozenset()
+    launcher = launch.prefix(flavour, [])
+    p = subprocess.run([*launcher, flavour.server, "--no-defaults", "--verbose", "--help",
+                        "--user=root"], capture_output=True, text=True, timeout=60)
+    names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
+    table = False  # then the variables table, which also lists options the text does not
+    for line in p.stdout.splitlines():
+        if line.startswith("Variables (--variable-name=value)"):
+            table = True
+        elif table and line and not line.startswith(("-", "and boolean")):
+            names.add(norm_key(line.split()[0]))
+    return frozenset(names)
+
+
+def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
+    """The setting names the flavour's server does not know (`loose_…` never counts)."""
+    known = known_options(flavour)
+    if known is None:
+        return []
+    unknown = []
+    for name in map(norm_key, names):
+        bare = next((name[len(p):] for p in _PREFIXES if name.startswith(p)), name)
+        if not name.startswith("loose_") and name not in known and bare not in known:
+            unknown.append(name)
+    return unknown
+
+
+def disk_use(flavour: Flavour) -> int:
+    """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries."""
+    if flavour.source != "rootfs":
+        return 0
+    from . import rootfs
+    return rootfs.disk_usage(flavour)
+
+
+def list_flavours(servers_dir: Path = paths.SERVERS_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(servers_dir).glob("*.toml"))
+
+
+def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
+    """Read and validate env/servers/<name>.toml."""
+    path = Path(servers_dir) / f"{name}.toml"
+    if not path.exists():
+        raise ValueError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
+    data = tomllib.loads(path.read_text())
+    unknown = set(data) - set(_FLAVOUR_TYPES)
+    missing = {"name", "family", "description", "source", "server", "install_db"} - set(data)
+    if unknown or missing:
+        raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+    for key, value in data.items():
+        if not isinstance(value, _FLAVOUR_TYPES[key]):
+            raise ValueError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
+    if data["name"] != name or data["source"] not in _SOURCES:
+        raise ValueError(f"{path}: name must be {name!r} and source one of {sorted(_SOURCES)}")
+    if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
+        raise ValueError(f"{path}: a rootfs flavour needs a suite and its packages")
+    for key in ("apt", "packages", "install_db", "cnf"):
+        if key in data:
+            data[key] = tuple(data[key])
+    return Flavour(**data)
+
+
