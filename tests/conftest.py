@@ -59,7 +59,8 @@ def kill_leftovers():
 # a new notebook must be added here. The thread-pool one is the README's example.
 SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
                                     "-p", "duration", "5"],
-              "versions.ipynb": ["--profile", "smoke"]}  # the host's MariaDB and mysql-9.7 (rootfs)
+              "versions.ipynb": ["--profile", "smoke"],  # the host's MariaDB and mysql-9.7 (rootfs)
+              "checkpoint_stalls.ipynb": ["--profile", "smoke"]}
 
 
 @pytest.fixture(scope="session")

@@ -164,3 +164,25 @@ def test_settings_are_checked_against_each_flavours_own_options():
     p = subprocess.run([*CLI, "run", "versions", "--profile", "smoke", "-p", "settings",
                         '{"thread_pool_size": 4}'], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "settings: ['thread_pool_size'] are not options of mysql-9.7" in p.stderr
+
+
+def test_values_a_server_would_adjust_or_refuse_are_errors_before_any_start(tmp_path):
+    """Also asked of the server: MariaDB warns or errs, MySQL silently adjusts (compared)."""
+    mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
+    mysql.provision()
+    fine = {"innodb_flush_log_at_trx_commit": 0, "innodb_adaptive_flushing": "OFF",
+            "innodb_io_capacity": 2000, "innodb_io_capacity_max": 4000, "skip_name_resolve": None,
+            "innodb_max_dirty_pages_pct_lwm": 10, "innodb_buffer_pool_size": "1G"}
+    assert servers.bad_values(mariadb, fine) == servers.bad_values(mysql, fine) == []
+    bad = {"innodb_flush_log_at_trx_commit": 7, "innodb_max_dirty_pages_pct": 120,
+           "innodb_adaptive_flushing": "maybe"}
+    for flavour in (mariadb, mysql):
+        said = "\n".join(servers.bad_values(flavour, bad))
+        assert all(n.replace("_", "-") in said or n in said for n in bad), said
+        assert "adjusted to 3" in said or "would use 2, not 7" in said
+    p = subprocess.run([*CLI, "run", "versions", "--profile", "smoke", "--runs-dir", str(tmp_path),
+                        "-p", "settings", '{"innodb_io_capacity": "lots"}'],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and not list(tmp_path.iterdir())  # refused before any run
+    assert "settings: mariadb-10.11 refuses a value:" in p.stderr
+    assert "settings: mysql-9.7 refuses a value:" in p.stderr and "'innodb-io-capacity'" in p.stderr

@@ -61,6 +61,24 @@ def test_undeclared_or_missing_columns_are_refused(run):
         run.append(T, pd.DataFrame({"step": [1], "value": [1.0]}))
 
 
+def test_streamed_rows_are_read_until_the_step_is_stored_whole(run):
+    run.append(T, pd.DataFrame({"step": [1], "value": [1.0], "label": ["a"]}))
+    live = run.stream(T, 2)
+    live.write(pd.DataFrame({"step": [2], "value": [2.0], "label": ["b"]}))
+    live.write(pd.DataFrame({"step": [2, 2], "value": [3.0, 4.0], "label": ["c", "d"]}))
+    with open(live.path, "a") as f:  # a crash in the middle of a line
+        f.write('{"step":2,"val')
+    df = run.table(T)
+    assert df.to_dict("list") == {"step": [1, 2, 2, 2], "value": [1.0, 2.0, 3.0, 4.0],
+                                  "label": ["a", "b", "c", "d"]}
+    assert str(df["step"].dtype) == "int64"
+    run.append(T, pd.DataFrame({"step": [2], "value": [9.0], "label": ["whole"]}))
+    live.discard()
+    assert run.table(T)["label"].tolist() == ["a", "whole"] and not live.path.exists()
+    with pytest.raises(ValueError, match="undeclared columns"):
+        run.stream(T, 3).write(pd.DataFrame({"step": [3], "value": [1.0], "label": ["x"], "y": [0]}))
+
+
 def test_empty_table_has_declared_columns(run):
     assert list(run.table(INTERVALS).columns) == list(INTERVALS.columns)
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 from dbstudies import experiment, servers
-from dbstudies.results import Run
+from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
 tp = load("thread_pool")
@@ -25,15 +25,24 @@ def steps_on_disk(run):
     return len(tp.measured(run)) if (run.path / "tables" / "steps").exists() else 0
 
 
+def streamed(run, seconds):
+    """The stream file of the step being measured once it holds `seconds` intervals."""
+    for path in (run.path / "tables" / "intervals").glob("stream-*.jsonl"):
+        if len(path.read_text().splitlines()) >= seconds:
+            return path
+    return None
+
+
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
-    p = tp.resolve("smoke", duration=3, repeats=3, warmup=0)
+    """…and the seconds the killed step had streamed (its intervals and status samples)."""
+    p = tp.resolve("smoke", duration=5, repeats=3, warmup=0)
     run = tp.open_run(p, root=tmp_path)
     marker = str(run.path / "server")
     killed = {}
 
     def killer():
         wait_for(lambda: steps_on_disk(run) >= 2, 120, "two finished steps")
-        time.sleep(1)  # well inside step 3
+        killed["stream"] = wait_for(lambda: streamed(run, 2), 30, "2 s streamed by a step")
         (pid,) = processes_mentioning(marker)
         killed["pid"] = pid
         os.kill(pid, signal.SIGKILL)
@@ -52,8 +61,13 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     kept = tp.measured(run)
     assert len(kept) >= 2 and kept["step"].tolist() == [1, 2][:len(kept)] + list(range(3, len(kept) + 1))
     assert (kept["qps"] > 0).all()
-    intervals = run.table("intervals")
-    assert set(intervals[intervals["step"] > 0]["step"]) == set(kept["step"])  # busy retries: < 0
+    died = int(killed["stream"].stem.split("-", 1)[1])  # the step that was running
+    assert died not in set(kept["step"])
+    intervals, status = run.table(INTERVALS), run.table(STATUS)  # with the streamed rows
+    assert set(intervals[intervals["step"] > 0]["step"]) == set(kept["step"]) | {died}  # busy: < 0
+    last = intervals[intervals["step"] == died]
+    assert len(last) >= 2 and last["second"].tolist() == list(range(1, len(last) + 1))
+    assert (last["tps"] > 0).all() and len(status[status["step"] == died]) > 0
     assert processes_mentioning(marker) == []
     assert processes_mentioning(meta["servers"][0]["socket"]) == []  # no sysbench left either
     assert not (run.path / "server" / "mariadb-10.11" / "datadir").exists()

@@ -1,8 +1,8 @@
 """A real few-second sysbench run against a private server, with the sampler on."""
 import pytest
 
-from dbstudies import sampler, sysbench
-from dbstudies.sampler import Sampler
+from dbstudies import probes, sysbench
+from dbstudies.probes import Sampler
 
 pytestmark = pytest.mark.server
 
@@ -25,9 +25,9 @@ def test_prepare_run_sample_cleanup(server):
     frame = s.frame()
     seconds = sorted(frame["second"].unique())
     assert seconds[:3] == [0, 1, 2] and max(seconds) <= 4
-    assert {"Questions", "Threads_connected", sampler.CPU_SERVER, sampler.CPU_CLIENT} <= set(frame["variable"])
+    assert {"Questions", "Threads_connected", probes.CPU_SERVER, probes.CPU_CLIENT} <= set(frame["variable"])
     assert frame["offset_s"].max() < 4.5
-    r = sampler.rates(frame)
+    r = probes.rates(frame)
     assert (r.loc[1:2, "Questions"] > 0).all()
     assert r.loc[1:2, "cpu_server_pct"].mean() > 1
     # the sampler's question rate agrees with sysbench's own qps (same seconds, ±25 %)

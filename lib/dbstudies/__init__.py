@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {"analysis", "cli", "errors", "experiment", "params", "paths", "plots", "proc",
-               "results", "runner", "sampler", "servers", "stats", "study", "studies",
+               "probes", "results", "runner", "servers", "stats", "study", "studies", "timeseries",
                "sysbench"}
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import experiment, sampler, stats
+from . import experiment, probes, stats
 
 if TYPE_CHECKING:
     from .results import Run
@@ -118,8 +118,8 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
     """Busy-host retries and flags, and how much CPU server and client used."""
     lines = []
     busy, again = int(summ["busy_steps"].sum()), int(summ["remeasured"].sum())
-    limits = (f"other processes used more than {sampler.BUSY_OTHER_PCT:.0f} % of the machine, "
-              f"or the hypervisor stole more than {sampler.BUSY_STEAL_PCT:.0f} %")
+    limits = (f"other processes used more than {probes.BUSY_OTHER_PCT:.0f} % of the machine, "
+              f"or the hypervisor stole more than {probes.BUSY_STEAL_PCT:.0f} %")
     if again:
         lines.append(f"- {again} attempt(s) at a step ran on a busy host ({limits}) and were "
                      f"measured again; the discarded attempts are kept in `steps` (phase busy).")

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from . import errors, runner, servers, stats
 from .results import HISTOGRAMS, INTERVALS, STATUS, Run, Table
-from .sampler import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .sysbench import Sysbench, SysbenchResult, version as sysbench_version
 
 if TYPE_CHECKING:
@@ -243,20 +243,29 @@ def sysbench_warmup(ctx: Context) -> None:
 def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
                   duration: int | None = None, seed: int | None = None) -> SysbenchResult:
     """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, flushed.
-    A measured step that ran on a busy host (`host_busy`) is measured again, up to
-    BUSY_RETRIES times; each discarded attempt is kept, with phase `busy`."""
+    Its intervals and samples are streamed to the run as they come (a step that dies keeps
+    them); the finished step replaces them by its Parquet parts. A measured step that ran
+    on a busy host (`host_busy`) is measured again, up to BUSY_RETRIES times; each discarded
+    attempt is kept, with phase `busy`."""
     p = ctx.params
     seed = p.seed * 100_000 + cell["step"] if seed is None else seed
     for attempt in range(BUSY_RETRIES + 1):
-        sampler = Sampler(ctx.server)
-        res = ctx.sysbench.run(cell["workload"], cell["threads"], duration or p.duration,
-                               seed=seed, observer=sampler)
-        if phase == "measure" and attempt < BUSY_RETRIES and _busy(sampler.host_load()):
+        intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
+        try:
+            sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
+            res = ctx.sysbench.run(cell["workload"], cell["threads"], duration or p.duration,
+                                   seed=seed, observer=sampler,
+                                   on_interval=lambda df: intervals.write(df.assign(step=cell["step"])))
+        finally:
+            intervals.close(), samples.close()
+        busy = phase == "measure" and attempt < BUSY_RETRIES and _busy(sampler.host_load())
+        if busy:
             ctx.warmups[0] -= 1  # not a measured step: numbered below zero, like warm-ups
-            store_sysbench_step(ctx, ctx.warmups[0], "busy", seed, res, sampler)
-            continue
-        store_sysbench_step(ctx, cell["step"], phase, seed, res, sampler)
-        return res
+        store_sysbench_step(ctx, ctx.warmups[0] if busy else cell["step"],
+                            "busy" if busy else phase, seed, res, sampler)
+        intervals.discard(), samples.discard()
+        if not busy:
+            return res
     raise AssertionError("unreachable")
 
 

@@ -150,6 +150,117 @@ def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> 
     return fig
 
 
+def typical(runs: pd.DataFrame, value: str = "median_tps") -> pd.Series:
+    """Per arm, the step whose `value` is the median repeat's (the lower middle for an even
+    count): the run a time-series figure draws bold.
+
+    >>> typical(pd.DataFrame({"arm": ["a", "a", "a"], "step": [1, 2, 3], "median_tps": [5, 9, 7]})).to_dict()
+    {'a': 3}
+    """
+    def middle(g: pd.DataFrame) -> int:
+        g = g.sort_values(value)
+        return int(g["step"].iloc[(len(g) - 1) // 2])
+    return runs.groupby("arm", sort=False)[["step", value]].apply(middle)
+
+
+def timeline(series: pd.DataFrame, runs: pd.DataFrame, stalls: pd.Series, *,
+             title: str = "", secondary: str | None = "checkpoint_age_pct",
+             secondary_label: str = "checkpoint age, % of max") -> plt.Figure:
+    """Per-second throughput (top) and p99 (bottom) over time, one column per arm: the
+    median repeat bold, the other repeats faint, its stall seconds shaded, and `secondary`
+    (checkpoint age) dashed on a right-hand axis of the throughput panel.
+
+    `series`: per step × second (arm, step, second, tps, latency_p_ms, secondary); `runs`:
+    one row per step (arm, step, median_tps); `stalls`: a bool per row of `series`."""
+    arms = list(dict.fromkeys(runs["arm"]))
+    colours = palette(arms)
+    bold = typical(runs)
+    width = min(PANEL_W * len(arms), MAX_W)
+    fig, axes = plt.subplots(2, len(arms), figsize=(width, PANEL_H * 1.6), squeeze=False,
+                             sharex=True, sharey="row")
+    for j, arm in enumerate(arms):
+        top, bottom = axes[0][j], axes[1][j]
+        for step, g in series[series["arm"] == arm].groupby("step"):
+            strong = step == bold.get(arm)
+            style = dict(color=colours[arm], lw=1.6 if strong else 0.8, alpha=1 if strong else 0.3,
+                         zorder=3 if strong else 2)
+            top.plot(g["second"], g["tps"], **style)
+            bottom.plot(g["second"], g["latency_p_ms"], **style)
+            if strong:
+                for ax in (top, bottom):
+                    for s in g.loc[stalls.loc[g.index], "second"]:
+                        ax.axvspan(s - 1, s, color="tab:red", alpha=0.15, lw=0)
+                if secondary and g[secondary].notna().any():
+                    right = top.twinx()
+                    right.plot(g["second"], g[secondary], "--", color="0.35", lw=1)
+                    right.set_ylim(0, max(105, float(g[secondary].max()) * 1.05))
+                    right.set_ylabel(secondary_label, color="0.35")
+                    right.grid(False)
+        top.set_title(arm)
+        top.set_ylim(bottom=0)
+        p99 = series["latency_p_ms"]
+        _log_y(bottom, p99[p99 > 0].min(), p99.max())
+        bottom.set_xlabel("seconds into the step")
+    axes[0][0].set_ylabel("transactions per second")
+    axes[1][0].set_ylabel("p99 latency per second (ms)")
+    fig.suptitle(title + ("; " if title else "") + "median repeat bold, others faint, "
+                 "stall seconds shaded" + (f", {secondary_label} dashed" if secondary else ""), y=1.01)
+    fig.tight_layout()
+    fig.dbstudies_alt = (f"Per-second throughput (top) and p99 latency (bottom, log scale) over "
+                         f"the step for {', '.join(arms)}; the median repeat bold, the others "
+                         f"faint; stall seconds shaded red"
+                         + (f"; {secondary_label} as a dashed line on the right axis." if secondary else "."))
+    return fig
+
+
+def distribution(series: pd.DataFrame, value: str, label: str, *, facet: str | None = None) -> plt.Figure:
+    """Distribution of a per-second `value` per arm (all repeats pooled): a box per arm
+    with every second as a faint dot, one panel per `facet`."""
+    facets = list(dict.fromkeys(series[facet])) if facet else [None]
+    fig, axes = _panels(len(facets))
+    arms = list(dict.fromkeys(series["arm"]))
+    colours = palette(arms)
+    for ax, f in zip(axes, facets):
+        part = series if f is None else series[series[facet] == f]
+        sns.boxplot(part, x="arm", y=value, order=arms, hue="arm", palette=colours,
+                    showfliers=False, width=0.5, ax=ax, legend=False)
+        sns.stripplot(part, x="arm", y=value, order=arms, color="0.2", size=1.5, alpha=0.25,
+                      jitter=0.25, ax=ax)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("")
+        ax.set_ylabel(label)
+        if f is not None:
+            ax.set_title(str(f))
+    fig.suptitle(f"{label}: every second of every repeat", y=1.02)
+    fig.tight_layout()
+    fig.dbstudies_alt = (f"Box plots of {label} per second for {', '.join(arms)}, every second "
+                         f"of every repeat pooled, each second also shown as a dot.")
+    return fig
+
+
+def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "") -> plt.Figure:
+    """One panel per metric (prefix → label): median over repeats per arm with min–max
+    whiskers; `summary` has arm and {prefix}_median/_min/_max."""
+    fig, axes = _panels(len(metrics))
+    arms = list(dict.fromkeys(summary["arm"]))
+    colours = palette(arms)
+    for ax, (prefix, label) in zip(axes, metrics.items()):
+        for i, arm in enumerate(arms):
+            r = summary[summary["arm"] == arm].iloc[0]
+            med = r[f"{prefix}_median"]
+            ax.errorbar([i], [med], yerr=[[med - r[f"{prefix}_min"]], [r[f"{prefix}_max"] - med]],
+                        marker="o", capsize=4, color=colours[arm], ms=7)
+        ax.set_xticks(range(len(arms)), arms)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_ylim(0, max(ax.get_ylim()[1], 1))  # all zero (no stall): an axis up to 1
+        ax.set_title(label)
+    fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
+    fig.tight_layout()
+    fig.dbstudies_alt = (f"Median over repeats with min–max whiskers of {', '.join(metrics.values())} "
+                         f"for {', '.join(arms)}.")
+    return fig
+
+
 def save(fig: plt.Figure, run, name: str) -> list[Path]:
     """Write `fig` as <run>/figures/<name>.png and .svg."""
     folder = Path(run.path) / "figures"

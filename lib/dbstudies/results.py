@@ -66,6 +66,36 @@ STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "fl
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
 
 
+class Stream:
+    """One step's rows of a table as JSON lines, appended and flushed as they come."""
+
+    def __init__(self, table: Table, path: Path):
+        self.table, self.path = table, path
+        self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, df: pd.DataFrame) -> None:
+        rows = self.table.conform(df)
+        self._file.write(rows.to_json(orient="records", lines=True).rstrip("\n") + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def discard(self) -> None:
+        """The step was stored whole: its streamed rows are no longer needed."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    @staticmethod
+    def read(path: Path) -> pd.DataFrame:
+        """The complete lines of a stream (a last line cut by a crash is skipped)."""
+        rows = []
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+        return pd.DataFrame(rows)
+
+
 def new_run_id(now: dt.datetime | None = None) -> str:
     """UTC timestamp + random suffix, e.g. 20261122T130355Z-3fa9c2."""
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -161,15 +191,29 @@ class Run:
             self.update(tables=tables)
         return part
 
+    def stream(self, table: Table, key: int) -> "Stream":
+        """Rows of one step written as they come (JSON lines, flushed at every write), so a
+        step that dies half-way keeps what it streamed; `table` reads them until the step's
+        Parquet part replaces them (`Stream.discard`)."""
+        folder = self.path / "tables" / table.name
+        folder.mkdir(parents=True, exist_ok=True)
+        return Stream(table, folder / f"stream-{key}.jsonl")
+
     def table(self, table: Table | str) -> pd.DataFrame:
-        """All parts of a table (empty with its declared columns if none was written)."""
+        """All parts of a table, the rows streamed by unfinished steps included (empty with
+        its declared columns if none was written)."""
         name = table if isinstance(table, str) else table.name
-        parts = sorted((self.path / "tables" / name).glob("part-*.parquet"))
-        if not parts:
+        folder = self.path / "tables" / name
+        frames = [pd.read_parquet(p) for p in sorted(folder.glob("part-*.parquet"))]
+        for path in sorted(folder.glob("stream-*.jsonl")):
+            rows = Stream.read(path)
+            if not rows.empty:
+                frames.append(table.conform(rows) if isinstance(table, Table) else rows)
+        if not frames:
             if isinstance(table, Table):
                 return pd.DataFrame({c: pd.Series(dtype=t) for c, t in table.columns.items()})
             raise errors.StoreError(f"run {self.path.name} has no table {name}")
-        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        return pd.concat(frames, ignore_index=True)
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"

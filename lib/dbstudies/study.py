@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from .results import Run
 
 # study name → module; a module is imported only when its study is used
-REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions"}
+REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
+            "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
@@ -88,14 +89,7 @@ class StudyParams:
         clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
         if clash:
             problems.append(f"settings: {clash} are set by the driver or the study, not here")
-        for name in self.servers():
-            if P.check_flavour("flavour", name):
-                continue  # reported on its own
-            unknown = servers.unknown_settings(servers.load_flavour(name), self.settings)
-            if unknown:
-                problems.append(f"settings: {unknown} are not options of {name} (its server's "
-                                "--verbose --help); `loose_<name>` is passed on unchecked")
-        return problems
+        return problems + settings_problems("settings", self.settings, self.servers())
 
     def servers(self) -> list[str]:
         """The flavours this study starts (override when it has several)."""
@@ -160,6 +154,24 @@ class MultiServerParams(SysbenchParams):
             problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
                             f"{self.flavours}")
         return problems
+
+
+def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str]) -> list[str]:
+    """Settings every one of `flavours` must accept: names its server knows and values it
+    would use as given — both asked of the server (`--verbose --help`), no list kept here.
+    `what` names the parameter in the messages."""
+    problems = []
+    for name in flavours:
+        if P.check_flavour("flavour", name):
+            continue  # reported on its own
+        flavour = servers.load_flavour(name)
+        unknown = servers.unknown_settings(flavour, settings)
+        if unknown:
+            problems.append(f"{what}: {unknown} are not options of {name} (its server's "
+                            "--verbose --help); `loose_<name>` is passed on unchecked")
+        known = {k: v for k, v in settings.items() if servers.norm_key(k) not in unknown}
+        problems += [f"{what}: {name} refuses a value: {m}" for m in servers.bad_values(flavour, known)]
+    return problems
 
 
 def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:

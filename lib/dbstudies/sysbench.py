@@ -3,6 +3,7 @@
 Runs sysbench's bundled OLTP workloads through `sysbench_report.lua`, which prints one JSON
 object per report interval and one for the whole run; `--histogram` adds the full latency
 histogram, from which run-level percentiles are computed (never from per-interval ones).
+Output is read as it comes, so a long step can store its intervals while it runs.
 Parsers are pure functions of the text, tested on recorded output.
 """
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Callable, Protocol
 
 import pandas as pd
 
@@ -217,15 +219,17 @@ class Sysbench:
         self._call("cleanup", workload, timeout=3600)
 
     def run(self, workload: str, threads: int, duration: int, *, interval: int = 1,
-            percentile: int = 99, seed: int | None = None,
-            observer: Observer | None = None) -> SysbenchResult:
+            percentile: int = 99, seed: int | None = None, observer: Observer | None = None,
+            on_interval: Callable[[pd.DataFrame], None] | None = None) -> SysbenchResult:
         """One measured (or warm-up) run. Raises SysbenchError, or ServerDied if the
-        server went away under it; sysbench is never left running."""
+        server went away under it; sysbench is never left running. `on_interval` gets each
+        interval's row (an `intervals_frame` of one row) as sysbench prints it."""
         argv = self.argv("run", threads=threads, duration=duration, interval=interval,
                          percentile=percentile, seed=seed)
         env = self.env(workload)
         self._record("run", workload, argv, env)
-        out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer)
+        out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer,
+                              on_interval)
         intervals, total = parse_report(out)
         if total is None:
             raise SysbenchError(argv, 0, out, err, reason="printed no final report")
@@ -234,33 +238,71 @@ class Sysbench:
                               intervals_frame(intervals), hist, run_totals(total, hist), out)
 
     def _wait(self, argv: list[str], env: dict[str, str], timeout: float,
-              observer: Observer | None) -> tuple[str, str]:
-        """Run sysbench to completion while watching the server; kill it on any failure."""
+              observer: Observer | None,
+              on_interval: Callable[[pd.DataFrame], None] | None = None) -> tuple[str, str]:
+        """Run sysbench to completion while watching the server; kill it on any failure.
+        Its output is read line by line as it comes (intervals go to `on_interval`)."""
         t0 = time.monotonic()
         p = proc.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out = _Reader(p.stdout, on_interval)
+        err = _Reader(p.stderr)
         try:
             if observer is not None:
                 observer.start(t0, p.pid)
             try:
-                out, err = self._communicate(p, t0 + timeout)
+                self._watch(p, t0 + timeout, out)
             finally:
                 if observer is not None:
                     observer.stop()
         except BaseException:
             proc.kill(p, grace=2)
             raise
-        out, err = out.decode(errors="replace"), err.decode(errors="replace")
+        finally:
+            out.join(), err.join()
         if p.returncode != 0:
             self.server.check_alive(during=f"sysbench run ({' '.join(argv[-3:])})")
-            raise SysbenchError(argv, p.returncode, out, err)
-        return out, err
+            raise SysbenchError(argv, p.returncode, out.text, err.text)
+        return out.text, err.text
 
-    def _communicate(self, p: subprocess.Popen, deadline: float) -> tuple[bytes, bytes]:
+    def _watch(self, p: subprocess.Popen, deadline: float, out: "_Reader") -> None:
         while True:
             try:
-                return p.communicate(timeout=0.5)
+                p.wait(timeout=0.5)
+                return
             except subprocess.TimeoutExpired:
                 pass
+            if out.error is not None:  # storing a streamed interval failed (disk full …)
+                raise out.error
             self.server.check_alive(during="sysbench run")  # raises ServerDied
             if time.monotonic() > deadline:
                 raise SysbenchError(p.args, None, reason="hung: still running past its deadline")
+
+
+class _Reader:
+    """Reads a pipe to its end in a thread; interval lines also go to `on_interval`."""
+
+    def __init__(self, pipe: IO[bytes], on_interval: Callable[[pd.DataFrame], None] | None = None):
+        self.lines: list[str] = []
+        self.error: BaseException | None = None
+        self._pipe, self._on_interval = pipe, on_interval
+        self._thread = threading.Thread(target=self._read, daemon=True, name="dbstudies-sysbench-reader")
+        self._thread.start()
+
+    def _read(self) -> None:
+        for raw in iter(self._pipe.readline, b""):
+            line = raw.decode(errors="replace")
+            self.lines.append(line)
+            if self._on_interval is not None and self.error is None \
+                    and line.startswith('{"kind":"interval"'):
+                try:
+                    self._on_interval(intervals_frame([json.loads(line)]))
+                except Exception as e:  # noqa: BLE001 - raised in the watching thread
+                    self.error = e
+        self._pipe.close()
+
+    def join(self) -> None:
+        self._thread.join(10)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)

@@ -11,7 +11,7 @@ import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .. import paths
 from ..errors import ServerError
@@ -143,6 +143,83 @@ def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
         if not name.startswith("loose_") and name not in known and bare not in known:
             unknown.append(name)
     return unknown
+
+
+def _option_args(settings: Mapping[str, Any]) -> list[str]:
+    """Settings as command-line options (None: bare; True/False: ON/OFF; list: repeated)."""
+    args = []
+    for key, value in settings.items():
+        for v in value if isinstance(value, list) else [value]:
+            v = {True: "ON", False: "OFF"}.get(v, v) if isinstance(v, bool) else v
+            args.append(f"--{norm_key(key)}" if v is None else f"--{norm_key(key)}={v}")
+    return args
+
+
+def bad_values(flavour: Flavour, settings: Mapping[str, Any]) -> list[str]:
+    """What the flavour's server says of these values, one line per complaint: errors, and
+    values it would adjust ("unsigned value 7 adjusted to 3") or ignore. Asked of the server
+    itself (`--verbose --help` with the settings as options: no datadir, nothing started),
+    so no list of valid values is kept here. Empty when it cannot be asked yet (a rootfs
+    flavour not provisioned: its first start will say)."""
+    if not settings or not (flavour.provisioned and (flavour.source == "rootfs"
+                                                       or Path(flavour.server).exists())):
+        return []
+    p = subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
+                        "--user=root", *_option_args(settings), "--verbose", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    names = {norm_key(k) for k in settings}
+    complaints = []
+    for line in p.stderr.splitlines():
+        text = re.sub(r"^.*?\[(?:ERROR|Warning)\]\s*(?:\[[^]]*\]\s*)*", "", line)
+        mentioned = {n for n in names if n in norm_key(text)}
+        if mentioned and re.search(r"ERROR|adjusted to|ignoring option|invalid|Unknown|"
+                                   r"[Ii]ncorrect", line):
+            complaints.append(text.strip())
+            names -= mentioned
+    # MySQL adjusts some values silently in this mode: compare what it would use
+    used = _variables_table(p.stdout)
+    for key, value in settings.items():
+        name = norm_key(key)
+        if name in names and name in used and not isinstance(value, list) \
+                and not same_value(value, used[name]):
+            complaints.append(f"{name}: the server would use {used[name]}, not {value}")
+    return complaints
+
+
+def _variables_table(help_text: str) -> dict[str, str]:
+    """The `--verbose --help` table of variables and the values the options give them."""
+    out, table = {}, False
+    for line in help_text.splitlines():
+        if line.startswith("Variables (--variable-name=value)"):
+            table = True
+        elif table and line and not line.startswith(("-", "and boolean")):
+            name, _, value = line.partition(" ")
+            out[norm_key(name)] = value.strip()
+    return out
+
+
+_SUFFIX = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+_BOOL = {"on": True, "true": True, "1": True, "yes": True,
+         "off": False, "false": False, "0": False, "no": False}
+
+
+def same_value(asked: Any, used: str) -> bool:
+    """Whether the value a setting asked for is the one the server shows (sizes with K/M/G
+    suffixes, booleans in any spelling, numbers numerically; a bare option counts as ON).
+
+    >>> same_value("16M", "16777216"), same_value(True, "TRUE"), same_value(7, "2")
+    (True, True, False)
+    >>> same_value("maybe", "TRUE"), same_value("O_DIRECT", "O_DIRECT"), same_value(120, "99.999")
+    (False, True, False)
+    """
+    a, u = ("on" if asked is None else str(asked)).strip().lower(), used.strip().lower()
+    if u in ("true", "false"):
+        return _BOOL.get(a) == (u == "true")
+    number = re.fullmatch(r"(-?[0-9.]+)([kmgt]?)", a)
+    if number and re.fullmatch(r"-?[0-9.]+", u):
+        value = float(number.group(1)) * _SUFFIX.get(number.group(2).upper(), 1)
+        return abs(value - float(u)) <= 1e-9 * max(1.0, abs(value))
+    return a == u
 
 
 def disk_use(flavour: Flavour) -> int:

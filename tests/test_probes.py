@@ -1,8 +1,8 @@
 """The sampler's arithmetic on recorded samples: CPU of server and client, host load."""
 import pytest
 
-from dbstudies import sampler
-from dbstudies.sampler import CPU_CLIENT, CPU_SERVER, HOST_BUSY, HOST_STEAL, HOST_TOTAL, Sampler
+from dbstudies import probes
+from dbstudies.probes import CPU_CLIENT, CPU_SERVER, HOST_BUSY, HOST_STEAL, HOST_TOTAL, Sampler
 
 
 def recorded(rows):
@@ -33,10 +33,10 @@ def test_host_load_needs_two_samples_and_never_goes_negative():
 def test_rates_leave_host_counters_out():
     s = recorded([(0, CPU_SERVER, 0.0), (0, HOST_TOTAL, 0.0), (0, "Questions", 0.0),
                   (1, CPU_SERVER, 0.5), (1, HOST_TOTAL, 2.0), (1, "Questions", 100.0)])
-    r = sampler.rates(s.frame())
+    r = probes.rates(s.frame())
     assert list(r.columns) == ["Questions", "cpu_server_pct"] and r.iloc[0].tolist() == [100.0, 50.0]
 
 
 def test_host_cpu_seconds_reads_proc_stat():
-    now = sampler.host_cpu_seconds()
+    now = probes.host_cpu_seconds()
     assert now[HOST_TOTAL] > now[HOST_BUSY] >= 0 and now[HOST_STEAL] >= 0

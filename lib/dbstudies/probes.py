@@ -1,16 +1,25 @@
-"""Background 1 Hz sampling of SHOW GLOBAL STATUS, of server/client CPU time and of how
-busy the host is apart from us (/proc/stat: all CPUs' busy and steal time).
+"""Pluggable 1 Hz probes, sampled on one grid with sysbench's report intervals.
+
+Every second the `Sampler` reads SHOW GLOBAL STATUS (InnoDB checkpoint age and LSNs, dirty
+and flushed pages, redo written, …) and then each *probe* — a function returning
+{variable: value}: CPU seconds of server and client (/proc/<pid>/stat), how busy the host is
+apart from us (/proc/stat: busy and steal time), bytes the server read and wrote
+(/proc/<pid>/io), and bytes the datadir's device read and wrote (/proc/diskstats). A study
+adds its own probes with `Sampler(probes=[…])`.
 
 Sample k is taken at t0 + k·interval, t0 being the moment sysbench was started, so sample k
 closes the same second as sysbench's k-th report interval. Rows are long (tidy): one per
-(second, variable); counters are cumulative, `rates()` turns them into per-second values.
+(second, variable); counters are cumulative, `rates()` turns them into per-second values and
+adds the derived series (checkpoint age in % of its maximum, redo bytes/s) in both families'
+terms.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -20,12 +29,23 @@ DEFAULT_STATUS = (
     "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads",
     "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_wait_free",
     "Innodb_data_reads", "Innodb_data_writes", "Innodb_data_fsyncs", "Innodb_os_log_written",
-    "Innodb_checkpoint_age", "Innodb_row_lock_waits",
+    "Innodb_checkpoint_age", "Innodb_row_lock_waits", "Innodb_buffer_pool_pages_flushed",
+    "Innodb_buffer_pool_pages_total",
     "Threadpool_threads", "Threadpool_idle_threads",
+    # MariaDB ≥ 10.5: checkpoint age and its maximum, LSN
+    "Innodb_checkpoint_max_age", "Innodb_lsn_current",
+    # MySQL ≥ 8.0.30: no checkpoint age — the LSNs and the redo capacity give it
+    "Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
+    "Innodb_redo_log_capacity_resized",
 )
 # gauges are levels, not counters: rates() leaves them as they are
 GAUGES = {"Threads_running", "Threads_connected", "Innodb_buffer_pool_pages_dirty",
-          "Innodb_checkpoint_age", "Threadpool_threads", "Threadpool_idle_threads"}
+          "Innodb_buffer_pool_pages_total", "Innodb_checkpoint_age", "Innodb_checkpoint_max_age",
+          "Innodb_redo_log_capacity_resized", "Threadpool_threads", "Threadpool_idle_threads"}
+SERVER_READ, SERVER_WRITE = "server_read_bytes", "server_write_bytes"
+DISK_READ, DISK_WRITE = "disk_read_bytes", "disk_write_bytes"
+CHECKPOINT_AGE_PCT, REDO_RATE = "checkpoint_age_pct", "redo_bytes_per_s"
+Probe = Callable[[], Mapping[str, float]]
 CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
 HOST_TOTAL, HOST_BUSY, HOST_STEAL = "host_total_s", "host_busy_s", "host_steal_s"
 HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
@@ -33,6 +53,7 @@ HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
 # processes used more than this share of the machine (or the hypervisor stole more)
 BUSY_OTHER_PCT, BUSY_STEAL_PCT = 10.0, 5.0
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+COLUMNS = ["second", "offset_s", "variable", "value"]
 
 
 def host_cpu_seconds(stat: str | None = None) -> dict[str, float]:
@@ -65,11 +86,66 @@ def cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime (fields 14, 15)
 
 
+def process_io(pid: int | None) -> dict[str, float]:
+    """Bytes a process (all its threads) made the storage read and write: /proc/<pid>/io
+    read_bytes and write_bytes − cancelled_write_bytes (truncated before reaching the disk);
+    empty when the process is gone or not ours to read.
+
+    >>> process_io(os.getpid())[SERVER_WRITE] >= 0
+    True
+    """
+    try:
+        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    except (OSError, ValueError):
+        return {}
+    return {SERVER_READ: float(fields["read_bytes"]),
+            SERVER_WRITE: float(int(fields["write_bytes"]) - int(fields["cancelled_write_bytes"]))}
+
+
+def device_of(path: str | Path) -> str | None:
+    """The block device (as /proc/diskstats names it) holding `path`, or None (tmpfs …)."""
+    dev = os.stat(path).st_dev
+    sysfs = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    return sysfs.resolve().name if sysfs.exists() else None
+
+
+def disk_io(device: str | None, stats: str | None = None) -> dict[str, float]:
+    """Bytes the device has read and written since boot (/proc/diskstats sectors × 512).
+
+    >>> disk_io("vda", "  254  0 vda 10 0 2048 5 20 0 4096 9 0 1 1")
+    {'disk_read_bytes': 1048576.0, 'disk_write_bytes': 2097152.0}
+    """
+    if device is None:
+        return {}
+    if stats is None:
+        stats = Path("/proc/diskstats").read_text()
+    for line in stats.splitlines():
+        f = line.split()
+        if len(f) > 9 and f[2] == device:
+            return {DISK_READ: int(f[5]) * 512.0, DISK_WRITE: int(f[9]) * 512.0}
+    return {}
+
+
+def default_probes(server: Any, client_pid: int | None) -> list[Probe]:
+    """CPU of server and client, host load, the server's I/O, its datadir's device I/O."""
+    pid = server.pid
+    device = device_of(server.datadir) if getattr(server, "datadir", None) else None
+
+    def cpu() -> dict[str, float]:
+        found = {name: cpu_seconds(p) for name, p in ((CPU_SERVER, pid), (CPU_CLIENT, client_pid))}
+        return {k: v for k, v in found.items() if v is not None}
+    return [cpu, host_cpu_seconds, lambda: process_io(pid), lambda: disk_io(device)]
+
+
 class Sampler:
     """Samples one server while a sysbench run goes on (a sysbench.Observer)."""
 
-    def __init__(self, server: Any, interval: float = 1.0, variables=DEFAULT_STATUS):
+    def __init__(self, server: Any, interval: float = 1.0, variables=DEFAULT_STATUS,
+                 on_rows: Callable[[pd.DataFrame], None] | None = None,
+                 probes: list[Probe] = ()):
         self.server = server
+        self.probes = list(probes)  # the study's own, after the default ones
+        self.on_rows = on_rows  # each second's rows as they are taken (streamed to disk)
         self.interval = interval
         self.variables = tuple(variables)
         self.rows: list[tuple[int, float, str, float]] = []
@@ -83,7 +159,7 @@ class Sampler:
         self._conn = self.server.connect()
         names = ",".join(f"'{v}'" for v in self.variables)
         self._sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
-        self._pids = (self.server.pid, client_pid)
+        self._probes = default_probes(self.server, client_pid) + self.probes
         self._thread = threading.Thread(target=self._loop, args=(t0,), daemon=True,
                                         name="dbstudies-sampler")
         self._thread.start()
@@ -115,15 +191,14 @@ class Sampler:
         cur.close()
         rows = [(k, offset, name, float(value)) for name, value in status
                 if _is_number(value)]
-        for name, pid in zip((CPU_SERVER, CPU_CLIENT), self._pids):
-            cpu = cpu_seconds(pid)
-            if cpu is not None:
-                rows.append((k, offset, name, cpu))
-        rows += [(k, offset, name, v) for name, v in host_cpu_seconds().items()]
+        for probe in self._probes:
+            rows += [(k, offset, name, float(v)) for name, v in probe().items()]
         self.rows.extend(rows)
+        if self.on_rows is not None:
+            self.on_rows(pd.DataFrame(rows, columns=COLUMNS))
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=["second", "offset_s", "variable", "value"])
+        return pd.DataFrame(self.rows, columns=COLUMNS)
 
     def _deltas(self) -> dict[str, float]:
         """Each CPU counter's increase from the first to the last sample in which all of them
@@ -164,9 +239,32 @@ def _is_number(value: Any) -> bool:
         return False
 
 
+def checkpoint_age_pct(levels: pd.DataFrame) -> pd.Series | None:
+    """Checkpoint age in % of the most the server lets it reach, from sampled levels:
+    MariaDB's Innodb_checkpoint_age / Innodb_checkpoint_max_age; MySQL's current − checkpoint
+    LSN over its redo capacity. None when the server gives neither.
+
+    >>> checkpoint_age_pct(pd.DataFrame({"Innodb_checkpoint_age": [50.0],
+    ...                                  "Innodb_checkpoint_max_age": [200.0]})).tolist()
+    [25.0]
+    >>> checkpoint_age_pct(pd.DataFrame({"Innodb_redo_log_current_lsn": [900.0],
+    ...     "Innodb_redo_log_checkpoint_lsn": [800.0], "Innodb_redo_log_capacity_resized": [1000.0]})).tolist()
+    [10.0]
+    """
+    cols = set(levels.columns)
+    if {"Innodb_checkpoint_age", "Innodb_checkpoint_max_age"} <= cols:
+        return levels["Innodb_checkpoint_age"] / levels["Innodb_checkpoint_max_age"] * 100
+    if {"Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
+            "Innodb_redo_log_capacity_resized"} <= cols:
+        age = levels["Innodb_redo_log_current_lsn"] - levels["Innodb_redo_log_checkpoint_lsn"]
+        return age / levels["Innodb_redo_log_capacity_resized"] * 100
+    return None
+
+
 def rates(samples: pd.DataFrame) -> pd.DataFrame:
     """Wide table, one row per second: per-second deltas of counters (CPU as % of one core),
-    gauges as sampled. The first sample is the baseline and has no row."""
+    gauges as sampled, and the derived `checkpoint_age_pct` and `redo_bytes_per_s` where the
+    server gives what they need. The first sample is the baseline and has no row."""
     wide = samples.pivot_table(index="second", columns="variable", values="value",
                                aggfunc="last").sort_index()
     dt = samples.groupby("second")["offset_s"].first().sort_index().diff()
@@ -174,6 +272,12 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     for col in wide.columns:
         if col not in GAUGES:
             out[col] = wide[col].diff().div(dt, axis=0)
+    age = checkpoint_age_pct(wide)
+    if age is not None:
+        out[CHECKPOINT_AGE_PCT] = age
+    lsn = next((c for c in ("Innodb_lsn_current", "Innodb_redo_log_current_lsn") if c in wide), None)
+    if lsn is not None:
+        out[REDO_RATE] = wide[lsn].diff().div(dt, axis=0)
     for col in (CPU_SERVER, CPU_CLIENT):
         if col in out:
             out[col] = out[col] * 100

@@ -1,0 +1,196 @@
+"""Checkpoint and flushing stalls under write load: per-second throughput and p99 of long
+read/write runs, with InnoDB's checkpoint age beside them, for named server configurations
+(modelled on the checkpoint stalls of the MariaDB sysbench posts, the write stalls between
+versions in the simplified OLTP posts, and dbSTRESS's long read/write runs in shared/sources).
+
+Arms: the `configs` — named sets of server settings, the first one the baseline. A key that
+names an intent (`redo_log`, `buffer_pool`, `flush_method` …, see `servers.Intent`) is said
+in the flavour's own dialect; any other key is a server variable, checked by the server
+itself before anything starts. Every block restarts the server with its configuration,
+warms it up read-only (recorded, discarded), then runs each workload × threads cell as one
+long step with 1-second intervals, streamed to disk as they come.
+
+A step is summarised from its series (`timeseries`): median throughput after the steady
+state it detected, the rate held in 99 % of seconds, stall seconds (< `stall_fraction` of
+the median), the worst per-second p99, the time to steady state, KB written per
+transaction, checkpoint age. Configurations are compared with the baseline on median
+throughput, run-level p99 and stall seconds, each in its own table (one Holm family).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import dbstudies
+
+from .. import params as P
+from .. import study as S
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..results import Run
+
+WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index")
+INTENTS = tuple(f.name for f in dataclasses.fields(dbstudies.servers.Intent))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params(S.SysbenchParams):
+    """The study's parameters (README: "Checkpoint-stall study parameters")."""
+    configs: dict
+    stall_fraction: float
+    WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
+
+    def check(self) -> list[str]:
+        if not isinstance(self.configs, dict) or not self.configs or not all(
+                isinstance(k, str) and k and isinstance(v, dict) for k, v in self.configs.items()):
+            return ['configs: need named settings, e.g. {"redo 1G": {"redo_log": "1G"}, '
+                    f'"redo 16M": {{"redo_log": "16M"}}}}, got {self.configs!r}']
+        problems = []
+        if not 0 < self.stall_fraction < 1:
+            problems.append(f"stall_fraction: must be in (0, 1), got {self.stall_fraction}")
+        owned = S.DRIVER_SETTINGS | self.RESERVED
+        flavour = dbstudies.servers.load_flavour(self.flavour) if not P.check_flavour(
+            "flavour", self.flavour) else None
+        for name, config in self.configs.items():
+            intent, plain = split(config)
+            clash = sorted(owned & {dbstudies.servers.norm_key(k) for k in plain})
+            if clash:
+                problems.append(f"configs[{name}]: {clash} are set by the driver, not here")
+            if flavour is None:
+                continue
+            try:
+                said = flavour.settings_for(intent)
+            except dbstudies.servers.ServerError as e:
+                problems.append(f"configs[{name}]: {e}")
+                continue
+            problems += S.settings_problems(f"configs[{name}]", {**said, **plain}, [self.flavour])
+        return problems
+
+
+def split(config: dict[str, Any]) -> tuple["dbstudies.servers.Intent", dict[str, Any]]:
+    """A configuration's intent (keys naming `servers.Intent` fields) and its plain server
+    variables (every other key)."""
+    intent = {k: v for k, v in config.items() if k in INTENTS}
+    return dbstudies.servers.Intent(**intent), {k: v for k, v in config.items() if k not in INTENTS}
+
+
+# the measured fact this study is built around (issue 9): a 16M redo log at 64 threads with
+# innodb_flush_log_at_trx_commit=0 keeps checkpoint age near 100 % and costs throughput
+_CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
+_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
+               server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
+               settings={"innodb_flush_log_at_trx_commit": 0})
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
+                  table_size=1000, warmup=1, duration=4, repeats=2),
+    "quick": dict(_COMMON, workloads=["oltp_write_only"], threads=[64], tables=4,
+                  table_size=100_000, warmup=10, duration=60, repeats=5),
+    # the sources' long runs: read-only warm-up, then ≥ 30 minutes of read/write
+    "full": dict(_COMMON, workloads=["oltp_read_write", "oltp_write_only"], threads=[16, 64],
+                 tables=16, table_size=1_000_000, warmup=300, duration=1800, repeats=3,
+                 settings={"innodb_flush_log_at_trx_commit": 0, "innodb_buffer_pool_size": "8G"}),
+}
+
+
+def arms(p: Params) -> list[S.Arm]:
+    """One arm per configuration, in the order given (the first is the baseline)."""
+    out = []
+    for name, config in p.configs.items():
+        intent, plain = split(config)
+        out.append(S.Arm(name, plain, intent=intent))
+    return out
+
+
+# ---------------------------------------------------------------- analysis
+
+METRICS = {  # table → (column of the run summaries, higher is better, words)
+    "tps": ("median_tps", True, "median per-second throughput (TPS)"),
+    "p99": ("latency_p99_ms", False, "run-level p99 latency"),
+    "stalls": ("stall_seconds_1", False, "stall seconds (compared as 1 + seconds)"),
+}
+
+
+CELL = "cell"  # "oltp_write_only, 64 threads": one panel per workload × threads
+FIGURE_METRICS = {"median_tps": "median TPS after steady state", "stall_seconds": "stall seconds",
+                  "worst_p99_ms": "worst per-second p99 (ms)", "kb_per_txn": "KB written per transaction"}
+SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "median_tps_median", "p01_tps_median",
+                   "cv_tps_median", "latency_p99_ms_median", "worst_p99_ms_median",
+                   "stall_seconds_median", "stalls_median", "longest_stall_s_median",
+                   "steady_from_s_median", "never_steady", "kb_per_txn_median",
+                   "checkpoint_age_pct_median"]
+
+
+def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
+    """Per measured step × second: throughput, p99, checkpoint age and the other probes."""
+    out = dbstudies.timeseries.per_second(run, steps)
+    return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"})
+
+
+def stall_flags(series_: "pd.DataFrame", p: Params) -> "pd.Series":
+    """Whether each second of `series_` belongs to a stall of its step."""
+    return dbstudies.timeseries.stall_flags(series_, p.stall_fraction)
+
+
+def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+    """One row per measured step: the summary of its series (steady state, stalls …)."""
+    out = dbstudies.timeseries.run_summaries(series_, steps, fraction=p.stall_fraction)
+    return out.assign(stall_seconds_1=out["stall_seconds"] + 1) if not out.empty else out
+
+
+def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
+    """Per workload × threads × configuration: median, min and max over repeats of the
+    run summaries."""
+    cols = ["median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "worst_p99_ms",
+            "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
+            "checkpoint_age_pct"]
+    g = run_table.groupby(["workload", "threads", "arm"], sort=False)
+    out = g.size().rename("n").to_frame()
+    for col in cols:
+        out[f"{col}_median"] = g[col].median()
+        out[f"{col}_min"] = g[col].min()
+        out[f"{col}_max"] = g[col].max()
+    out["never_steady"] = g["steady"].apply(lambda s: int((~s.astype(bool)).sum()))
+    return out.reset_index()
+
+
+def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
+             control: bool = False) -> "pd.DataFrame":
+    """Every configuration against the baseline per workload × threads (one Holm family);
+    with `control`, the A/A table (the baseline against its twin)."""
+    column, higher, _ = METRICS[metric]
+    compare = dbstudies.experiment.aa_table if control else dbstudies.experiment.compare_arms
+    return compare(run_table, S.with_control(arms(p), p.aa_control), by=["workload", "threads"],
+                   value=column, higher_is_better=higher, threshold=p.draw_threshold)
+
+
+def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
+    """Threads down, configurations (and workloads) across, each cell `+4.1% [−1.0, +9.3] better`."""
+    return dbstudies.analysis.layout(rel)
+
+
+def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    base = next(iter(p.configs))
+    lines = []
+    for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
+        parts = [f"{r.arm}: {r.median_tps_median:,.0f} TPS, {r.stall_seconds_median:.0f} stall s, "
+                 f"checkpoint age {r.checkpoint_age_pct_median:.0f} %, "
+                 f"{r.kb_per_txn_median:.1f} KB written per transaction"
+                 + ("" if r.never_steady == 0 else f", {r.never_steady} run(s) never steady")
+                 for r in g.itertuples()]
+        lines.append(f"- **{w}, {dbstudies.analysis.threads(t)}** (medians over repeats): "
+                     + "; ".join(parts) + ".")
+    for metric, (_, _, words) in METRICS.items():
+        rel = tables.get(metric)
+        if rel is None or rel.empty:
+            continue
+        lines.append(f"- {words}, vs {base}: {dbstudies.analysis.verdicts(rel)}"
+                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
+                               f"{dbstudies.analysis.threads(r.threads)}, Holm p = {r.p_holm:.2g})"
+                               for r in rel.itertuples()) + ".")
+        lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
+    lines += dbstudies.analysis.aa_line(tables.get("aa"), base)
+    return "\n".join(lines)
