@@ -87,3 +87,23 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     assert "checkpoint age" in html and "KB written per transaction" in html
     assert "redo 16M" in proc.stdout and "Conclusion" in proc.stdout
     json.dumps(meta)  # metadata stays plain JSON
+
+
+@pytest.mark.notebook
+@pytest.mark.server
+def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
+    """The versions smoke run measures MariaDB 10.11 and MySQL 9.7 (under bwrap): checkpoint
+    age comes from MariaDB's own status and from MySQL's LSNs and redo capacity, and the
+    server's I/O is read from the real server process, not its launcher."""
+    from dbstudies import experiment, timeseries
+    proc, run_dir = smoke_run("versions.ipynb")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = Run.open(run_dir)
+    status = run.table(STATUS)
+    assert {"Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
+            "Innodb_redo_log_capacity_resized", "Innodb_checkpoint_max_age"} <= set(status["variable"])
+    series = timeseries.per_second(run, experiment.measured(run))
+    for arm, g in series.groupby("arm"):
+        assert g["checkpoint_age_pct"].between(0, 100).all(), (arm, g["checkpoint_age_pct"].describe())
+        assert g["server_read_bytes_per_s"].notna().all() and g["redo_bytes_per_s"].notna().all(), arm
+        assert (g["cpu_server_pct"] > 0).mean() > 0.5, arm

@@ -36,6 +36,11 @@ def test_layout_and_metadata(run, tmp_path):
     assert meta["packages"]["pandas"] == pd.__version__
 
 
+def test_a_run_opened_by_a_relative_path_knows_its_absolute_one(run, monkeypatch):
+    monkeypatch.chdir(run.path.parent)
+    assert Run.open(run.path.name).path == run.path and run.path.is_absolute()
+
+
 def test_run_ids_are_never_reused(tmp_path):
     ids = {Run.create("s", {}, root=tmp_path).path.name for _ in range(20)}
     assert len(ids) == 20

@@ -14,6 +14,7 @@ read-only OLTP, and measure one workload × client threads cell per step.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -37,6 +38,7 @@ WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8
 # often: on these shared 2-vCPU machines steal above 20 % halves a 1-thread step's QPS, and
 # such steps made up most of the run-to-run noise (README "Statistics").
 BUSY_RETRIES = 2
+PROGRESS_EVERY = 10        # a long step updates the progress every this many seconds
 
 STEPS = Table("steps", 2, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
@@ -85,6 +87,7 @@ class Context:
     arm: "Arm | None" = None
     repeat: int = 0
     warmups: list[int] = field(default_factory=lambda: [0])  # the run's counter: warm-ups are steps -1, -2, …
+    progress: Callable[[str], None] = lambda text: None     # where a long step says how far it is
 
 
 def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
@@ -184,12 +187,17 @@ class _Loop:
                         str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm"))
                     bar.set_postfix_str(now)
                     self.run.set_progress(done, len(steps), now)
+                    ctx.progress = functools.partial(_within_step, self.run, done, len(steps), now)
                     step(ctx, cell)
                     done += 1
                     bar.update()
             self.run.set_progress(done, len(steps), "done")
         finally:
             bar.close()
+
+
+def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
+    run.set_progress(done, total, f"{now} · {text}")
 
 
 def _arm_record(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
@@ -249,13 +257,20 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
     attempt is kept, with phase `busy`."""
     p = ctx.params
     seed = p.seed * 100_000 + cell["step"] if seed is None else seed
+    duration = duration or p.duration
+
+    def interval(df: pd.DataFrame) -> None:
+        intervals.write(df.assign(step=cell["step"]))
+        second = int(df["second"].iloc[0])
+        if second % PROGRESS_EVERY == 0:  # a long step shows how far it is
+            ctx.progress(f"{second} of {duration} s")
+
     for attempt in range(BUSY_RETRIES + 1):
         intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
         try:
             sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
-            res = ctx.sysbench.run(cell["workload"], cell["threads"], duration or p.duration,
-                                   seed=seed, observer=sampler,
-                                   on_interval=lambda df: intervals.write(df.assign(step=cell["step"])))
+            res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
+                                   observer=sampler, on_interval=interval)
         finally:
             intervals.close(), samples.close()
         busy = phase == "measure" and attempt < BUSY_RETRIES and _busy(sampler.host_load())

@@ -112,7 +112,7 @@ class Run:
     """One run directory. Create with `Run.create`, reopen with `Run.open`."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # a notebook executing on it runs elsewhere
         self.meta_path = self.path / "metadata.json"
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")

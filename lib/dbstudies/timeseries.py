@@ -8,9 +8,11 @@ and runs (repeats) are then compared with the library's comparison table (DESIGN
 the last third; the run is steady from the first second at which the centred rolling median
 (window: 5 % of the run, at least 5 s) comes within `tolerance` (10 %) of it. Short stalls do
 not move a rolling median, and a later stall does not move a first crossing, so stalls are
-counted rather than cut away. A run whose middle third's median is still more than
-`tolerance` away from the final level never settled: `steady` is False and the whole series
-is summarised (its time to steady state is unknown, not zero).
+counted rather than cut away. A run whose middle third's median is still further from the
+final level than `tolerance` — and than three standard errors of that difference, estimated
+from the seconds' own noise, so that a short noisy run is not called drifting by chance —
+never settled: `steady` is False and its time to steady state is unknown (None), not zero;
+it is still summarised from its first crossing on.
 
 **Stalls** are seconds of the steady part below `fraction` (50 %) of its median throughput;
 consecutive ones make one stall.
@@ -23,6 +25,7 @@ consecutive ones make one stall.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -42,6 +45,36 @@ def window(n: int) -> int:
     return w + 1 - w % 2
 
 
+def first_level(values: Sequence[float], tolerance: float = TOLERANCE) -> int | None:
+    """Index of the first second at which the rolling median comes within `tolerance` of the
+    final level (the last third's median); None when it never does."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 3 * MIN_WINDOW:
+        return 0 if n else None
+    final = float(np.median(x[-(n // 3):]))
+    rolling = pd.Series(x).rolling(window(n), center=True, min_periods=1).median().to_numpy()
+    close = np.flatnonzero(np.abs(rolling - final) <= tolerance * final)
+    return int(close[0]) if len(close) else None
+
+
+def settled(values: Sequence[float], tolerance: float = TOLERANCE) -> bool:
+    """Whether the middle third's median is as close to the last third's as `tolerance`
+    allows — or as the seconds' noise allows (three standard errors of the difference of two
+    medians, noise from the last third's MAD), whichever is wider."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 3 * MIN_WINDOW:
+        return n > 0
+    last, middle = x[-(n // 3):], x[n // 3: 2 * n // 3]
+    final = float(np.median(last))
+    if final <= 0:
+        return False
+    sigma = 1.4826 * float(np.median(np.abs(last - final)))
+    se_diff = math.sqrt(2) * 1.2533 * sigma / math.sqrt(len(last))
+    return abs(float(np.median(middle)) - final) <= max(tolerance * final, 3 * se_diff)
+
+
 def steady_state(values: Sequence[float], tolerance: float = TOLERANCE) -> int | None:
     """Index of the first steady second, or None when the series never settles.
 
@@ -50,17 +83,7 @@ def steady_state(values: Sequence[float], tolerance: float = TOLERANCE) -> int |
     >>> steady_state(list(range(1, 101))) is None          # still rising at the end
     True
     """
-    x = np.asarray(values, dtype=float)
-    n = len(x)
-    if n < 3 * MIN_WINDOW:
-        return 0 if n else None
-    final = float(np.median(x[-(n // 3):]))
-    middle = float(np.median(x[n // 3: 2 * n // 3]))
-    if final <= 0 or abs(middle - final) > tolerance * final:
-        return None
-    rolling = pd.Series(x).rolling(window(n), center=True, min_periods=1).median().to_numpy()
-    close = np.flatnonzero(np.abs(rolling - final) <= tolerance * final)
-    return int(close[0]) if len(close) else None
+    return first_level(values, tolerance) if settled(values, tolerance) else None
 
 
 def stalls(values: Sequence[float], threshold: float) -> list[tuple[int, int]]:
@@ -78,19 +101,23 @@ def stalls(values: Sequence[float], threshold: float) -> list[tuple[int, int]]:
 def summarise(tps: Sequence[float], p99_ms: Sequence[float] | None = None, *,
               written_bytes: Sequence[float] | None = None, fraction: float = STALL_FRACTION,
               tolerance: float = TOLERANCE) -> dict[str, Any]:
-    """One run's per-second series as numbers (all over the steady part, or the whole series
-    when it never settled): seconds, steady_from_s (None: never), steady, median_tps,
+    """One run's per-second series as numbers, over the seconds from the first that reached
+    the final level (`from_s`: the steady state; for a run that never settled, the same
+    crossing): seconds, steady_from_s (None: never), steady, median_tps,
     p01_tps (throughput held in 99 % of seconds), cv_tps, stall_seconds, stalls,
     longest_stall_s, worst_dip (lowest second / median), worst_p99_ms, and kb_per_txn when
     the bytes the server wrote per second are given."""
     x = np.asarray(tps, dtype=float)
-    start = steady_state(x, tolerance)
-    part = slice(start or 0, None)
+    steady = settled(x, tolerance)
+    first = first_level(x, tolerance)
+    start = first if steady else None
+    part = slice(first or 0, None)
     body = x[part]
     median = float(np.median(body)) if len(body) else float("nan")
     found = stalls(body, fraction * median) if median > 0 else []
     out: dict[str, Any] = {
         "seconds": len(x), "steady_from_s": start, "steady": start is not None,
+        "from_s": first or 0,
         "median_tps": median,
         "p01_tps": float(np.percentile(body, 1)) if len(body) else float("nan"),
         "cv_tps": float(np.std(body, ddof=1) / np.mean(body)) if len(body) > 1 and np.mean(body) > 0
@@ -112,7 +139,7 @@ def stall_mask(tps: Sequence[float], fraction: float = STALL_FRACTION,
                tolerance: float = TOLERANCE) -> np.ndarray:
     """True for each second that is part of a stall (for shading figures)."""
     x = np.asarray(tps, dtype=float)
-    start = steady_state(x, tolerance) or 0
+    start = first_level(x, tolerance) or 0
     mask = np.zeros(len(x), dtype=bool)
     if len(x) > start:
         median = float(np.median(x[start:]))
@@ -169,8 +196,7 @@ def run_summaries(series: pd.DataFrame, steps: pd.DataFrame, *,
         g = g.sort_values("second")
         written = g["server_write_bytes_per_s"] if g["server_write_bytes_per_s"].notna().any() else None
         s = summarise(g["tps"], g["latency_p_ms"], written_bytes=written, fraction=fraction)
-        start = s["steady_from_s"] or 0
-        age = g["checkpoint_age_pct"].iloc[start:]
+        age = g["checkpoint_age_pct"].iloc[s["from_s"]:]
         rows.append({"step": step, **s, "kb_per_txn": s.get("kb_per_txn", np.nan),
                      "checkpoint_age_pct": float(age.median()) if age.notna().any() else np.nan})
     out = pd.DataFrame(rows)

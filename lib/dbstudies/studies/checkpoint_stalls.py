@@ -171,6 +171,17 @@ def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
     return dbstudies.analysis.layout(rel)
 
 
+def _steadiness(r: Any) -> str:
+    """'steady after 4 s' / '1 of 5 runs steady (after 4 s), 4 never' / 'never steady'."""
+    steady = r.n - r.never_steady
+    if steady == 0:
+        return f"no run reached a steady state in {'its' if r.n == 1 else 'their'} duration"
+    after = f"after {r.steady_from_s_median:.0f} s" + (", median" if steady > 1 else "")
+    if r.never_steady == 0:
+        return f"steady {after}"
+    return f"{steady} of {r.n} runs steady ({after}), {r.never_steady} still drifting at the end"
+
+
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     base = next(iter(p.configs))
@@ -178,8 +189,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
         parts = [f"{r.arm}: {r.median_tps_median:,.0f} TPS, {r.stall_seconds_median:.0f} stall s, "
                  f"checkpoint age {r.checkpoint_age_pct_median:.0f} %, "
-                 f"{r.kb_per_txn_median:.1f} KB written per transaction"
-                 + ("" if r.never_steady == 0 else f", {r.never_steady} run(s) never steady")
+                 f"{r.kb_per_txn_median:.1f} KB written per transaction, " + _steadiness(r)
                  for r in g.itertuples()]
         lines.append(f"- **{w}, {dbstudies.analysis.threads(t)}** (medians over repeats): "
                      + "; ".join(parts) + ".")
