@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from dbstudies import proc, servers, stats
-from dbstudies.sampler import Sampler
+from dbstudies.probes import Sampler
 from dbstudies.sysbench import Sysbench
 
 

@@ -1,0 +1,21 @@
+-- TPC-H Q13: customer distribution. The query of the TPC-H specification with its
+-- validation substitution parameters, in the MariaDB/MySQL dialect.
+-- Changed: the derived table's columns are named inside it (no column list after AS).
+SELECT
+    c_count,
+    count(*) AS custdist
+FROM (
+    SELECT
+        c_custkey,
+        count(o_orderkey) AS c_count
+    FROM
+        customer
+    LEFT OUTER JOIN orders ON c_custkey = o_custkey
+    AND o_comment NOT LIKE '%special%requests%'
+GROUP BY
+    c_custkey) AS c_orders
+GROUP BY
+    c_count
+ORDER BY
+    custdist DESC,
+    c_count DESC;
