@@ -1,0 +1,163 @@
+"""One SQL session for query studies (DBT3): timed executions with a server-side timeout said
+in the family's dialect, the handler counters each execution moved, EXPLAIN FORMAT=JSON, and
+the join order a plan uses.
+
+A query that hits its timeout is recorded as timed out — `seconds` is None, never the
+timeout's value — so that statistics can treat it as censored and reports show ">timeout".
+
+    with Session(server, "tpch") as s:
+        e = s.execute(sql, timeout=60)       # Execution(seconds=…, timed_out=False, rows=…, counters={…})
+        order = join_order(s.explain(sql))   # [{"select_id": 1, "table": "region", "access_type": "ALL", …}, …]
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+# the error a server raises when a statement exceeds its time limit
+TIMEOUT_ERRORS = {1969: "mariadb max_statement_time", 3024: "mysql max_execution_time"}
+COUNTERS = ("Handler_read_first", "Handler_read_key", "Handler_read_last", "Handler_read_next",
+            "Handler_read_prev", "Handler_read_rnd", "Handler_read_rnd_next", "Rows_read")
+
+
+@dataclass
+class Execution:
+    """One execution of a statement: wall seconds (None when it timed out), result rows and
+    the session counters it moved."""
+    seconds: float | None
+    timed_out: bool
+    rows: int
+    counters: dict[str, int] = field(default_factory=dict)
+    result: list[tuple] | None = None
+
+
+def with_timeout(sql: str, seconds: float, family: str) -> list[str]:
+    """The statements that run `sql` with a server-side limit in the family's dialect:
+    MariaDB `SET STATEMENT max_statement_time=N FOR …`; MySQL the session's
+    max_execution_time (ms, for SELECT) set first.
+
+    >>> with_timeout("SELECT 1", 2.5, "mariadb")
+    ['SET STATEMENT max_statement_time=2.5 FOR SELECT 1']
+    >>> with_timeout("SELECT 1", 2.5, "mysql")
+    ['SET SESSION max_execution_time=2500', 'SELECT 1']
+    """
+    if family == "mysql":
+        return [f"SET SESSION max_execution_time={max(1, round(seconds * 1000))}", sql]
+    return [f"SET STATEMENT max_statement_time={seconds:g} FOR {sql}"]
+
+
+class Session:
+    """A connection to `database` on `server` (anything with `connect()` and a `flavour`)."""
+
+    def __init__(self, server: Any, database: str):
+        self.family = server.flavour.family
+        self.conn = server.connect(database=database)
+        self.cursor = self.conn.cursor()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.cursor.close()
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - the server may be gone
+            pass
+
+    def counters(self) -> dict[str, int]:
+        names = ",".join(f"'{c}'" for c in COUNTERS)
+        self.cursor.execute(f"SHOW SESSION STATUS WHERE Variable_name IN ({names})")
+        return {k: int(v) for k, v in self.cursor.fetchall()}
+
+    def execute(self, sql: str, timeout: float, *, keep_result: bool = False) -> Execution:
+        """Run `sql` (one SELECT) to its last row, with a server-side time limit."""
+        import mysql.connector
+        statements = with_timeout(sql, timeout, self.family)
+        before = self.counters()
+        for s in statements[:-1]:
+            self.cursor.execute(s)
+        t0 = time.perf_counter()
+        try:
+            self.cursor.execute(statements[-1])
+            rows = self.cursor.fetchall()
+        except mysql.connector.Error as e:
+            if e.errno not in TIMEOUT_ERRORS:
+                raise
+            return Execution(None, True, 0, self._moved(before))
+        seconds = time.perf_counter() - t0
+        return Execution(seconds, False, len(rows), self._moved(before), rows if keep_result else None)
+
+    def _moved(self, before: dict[str, int]) -> dict[str, int]:
+        after = self.counters()
+        return {k: after[k] - before.get(k, 0) for k in after}
+
+    def explain(self, sql: str) -> dict[str, Any]:
+        """The plan as EXPLAIN FORMAT=JSON gives it."""
+        self.cursor.execute(f"EXPLAIN FORMAT=JSON {sql}")
+        return json.loads(self.cursor.fetchall()[0][0])
+
+
+def join_order(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tables of a plan in the order the server joins them, one dict each: select_id
+    (which query block; a merged derived table's tables join in the outer one), position
+    within that block, table, access_type, key, rows, filtered. Works on MariaDB's and
+    MySQL's EXPLAIN FORMAT=JSON.
+
+    >>> join_order({"query_block": {"select_id": 1, "nested_loop": [
+    ...     {"table": {"table_name": "r", "access_type": "ALL", "rows": 5}},
+    ...     {"table": {"table_name": "n", "access_type": "ref", "key": "i_n", "rows": 2}}]}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'select_id': 1, 'position': 1, 'table': 'r', 'access_type': 'ALL', 'key': None, 'rows': 5, 'filtered': None},
+     {'select_id': 1, 'position': 2, 'table': 'n', 'access_type': 'ref', 'key': 'i_n', 'rows': 2, 'filtered': None}]
+    """
+    out: list[dict[str, Any]] = []
+    positions: dict[int, int] = {}
+
+    def walk(node: Any, select_id: int) -> None:
+        if isinstance(node, dict):
+            if "query_block" in node and isinstance(node["query_block"], dict):
+                block = node["query_block"]
+                walk(block, int(block.get("select_id", select_id)))
+                return
+            table = node.get("table")
+            if isinstance(table, dict) and "table_name" in table:
+                positions[select_id] = positions.get(select_id, 0) + 1
+                out.append({"select_id": select_id, "position": positions[select_id],
+                            "table": table["table_name"], "access_type": table.get("access_type"),
+                            "key": table.get("key"),
+                            "rows": table.get("rows", table.get("rows_examined_per_scan")),
+                            "filtered": table.get("filtered")})
+                for key, value in table.items():  # subqueries materialised under this table
+                    if isinstance(value, (dict, list)):
+                        walk(value, select_id)
+                return
+            for key, value in node.items():
+                walk(value, select_id)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, select_id)
+
+    walk(plan, 1)
+    return out
+
+
+def order_signature(order: list[dict[str, Any]]) -> str:
+    """A plan's join order as text, one query block after another: 'region nation customer'
+    and, for other blocks, '| 2: customer orders'.
+
+    >>> order_signature([{"select_id": 1, "table": "a"}, {"select_id": 1, "table": "b"},
+    ...                  {"select_id": 2, "table": "c"}])
+    'a b | 2: c'
+    """
+    blocks: dict[int, list[str]] = {}
+    for t in order:
+        blocks.setdefault(t["select_id"], []).append(str(t["table"]))
+    parts = []
+    for i, (sid, tables) in enumerate(sorted(blocks.items())):
+        parts.append(" ".join(tables) if i == 0 else f"{sid}: " + " ".join(tables))
+    return " | ".join(parts)

@@ -1,0 +1,33 @@
+"""One SQL session (sql.py) on TPC-H SF 0.01 in a private MariaDB: timed executions, a
+timeout recorded as censored (no seconds), handler counters, plans and join orders."""
+import pytest
+
+from dbstudies import sql, tpch
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def loaded(server):
+    tpch.load(server, tpch.generate(0.01, say=lambda m: None), say=lambda m: None)
+    return server
+
+
+def test_execution_timeout_counters_and_join_orders(loaded):
+    q = tpch.queries()
+    with sql.Session(loaded, "tpch") as s:
+        e = s.execute(q[6], timeout=60, keep_result=True)
+        assert not e.timed_out and e.seconds > 0 and e.rows == 1 and e.result[0][0] > 0
+        assert e.counters["Handler_read_rnd_next"] + e.counters["Handler_read_next"] > 1000
+        slow = s.execute("SELECT COUNT(*) FROM lineitem a, lineitem b WHERE a.l_comment < b.l_comment",
+                         timeout=0.3)
+        assert slow.timed_out and slow.seconds is None and slow.rows == 0
+        assert s.execute("SELECT 1", timeout=1).rows == 1  # the session goes on after a timeout
+        five = sql.join_order(s.explain(q[5]))
+        assert {t["table"] for t in five} == {"customer", "orders", "lineitem", "supplier", "nation", "region"}
+        assert [t["position"] for t in five] == [1, 2, 3, 4, 5, 6] and {t["select_id"] for t in five} == {1}
+        assert all(t["access_type"] for t in five)
+        thirteen = sql.join_order(s.explain(q[13]))  # a materialised derived table: its own block
+        assert [(t["select_id"], t["table"]) for t in thirteen][0] == (1, "<derived2>")
+        assert {t["table"] for t in thirteen if t["select_id"] == 2} == {"customer", "orders"}
+        assert sql.order_signature(thirteen).startswith("<derived2> | 2: ")
