@@ -31,3 +31,23 @@ def test_execution_timeout_counters_and_join_orders(loaded):
         assert [(t["select_id"], t["table"]) for t in thirteen][0] == (1, "<derived2>")
         assert {t["table"] for t in thirteen if t["select_id"] == 2} == {"customer", "orders"}
         assert sql.order_signature(thirteen).startswith("<derived2> | 2: ")
+
+
+def test_a_forced_join_order_is_in_effect_and_gives_the_same_answer(loaded):
+    q, reference = tpch.queries(), tpch.answers(0.01)
+    with sql.Session(loaded, "tpch") as s:
+        for n in (5, 7, 9, 18):  # plain FROM lists, merged derived tables (7, 9), a subquery (18)
+            chosen = [t["table"] for t in sql.join_order(s.explain(q[n])) if t["select_id"] == 1
+                      and not t["table"].startswith("<")]
+            forced_order = list(reversed(chosen))
+            forced = sql.force_order(q[n], forced_order)
+            assert "STRAIGHT_JOIN" in forced
+            sql.verify_order(s.explain(forced), forced_order)  # raises if ignored
+            assert [t["table"] for t in sql.join_order(s.explain(forced))
+                    if t["table"] in forced_order][:len(forced_order)] == forced_order
+            e = s.execute(forced, timeout=60, keep_result=True)
+            assert tpch.check(n, e.result, reference[n]) == []
+        with pytest.raises(sql.OrderNotForced, match="semi-join"):
+            sql.force_order(q[4], ["lineitem", "orders"])  # lineitem sits in an EXISTS subquery
+        with pytest.raises(sql.OrderNotForced, match="the server joins"):
+            sql.verify_order(s.explain(q[5]), ["supplier", "region"])  # not the plan's order
