@@ -11,8 +11,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {"analysis", "cli", "errors", "experiment", "params", "paths", "plots", "proc",
-               "probes", "results", "runner", "servers", "stats", "study", "studies", "timeseries",
-               "sysbench"}
+               "probes", "results", "runner", "servers", "sql", "stats", "study", "studies",
+               "sysbench", "timeseries", "tpch"}
 
 
 def __getattr__(name: str) -> Any:

@@ -261,6 +261,65 @@ def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "")
     return fig
 
 
+def per_query(summary: pd.DataFrame, *, x: str = "query") -> plt.Figure:
+    """Seconds per query and candidate: median with min–max whiskers, log scale."""
+    arms = list(dict.fromkeys(summary["arm"]))
+    colours = palette(arms)
+    xs = list(dict.fromkeys(summary[x]))
+    fig, ax = plt.subplots(figsize=(min(MAX_W, max(PANEL_W, 0.45 * len(xs) * len(arms))), PANEL_H))
+    w = 0.8 / len(arms)
+    for i, a in enumerate(arms):
+        part = summary[summary["arm"] == a].set_index(x).reindex(xs)
+        pos = [j + (i - (len(arms) - 1) / 2) * w for j in range(len(xs))]
+        med = part["median_s"]
+        ax.errorbar(pos, med, yerr=[med - part["min_s"], part["max_s"] - med], fmt="o",
+                    color=colours[a], capsize=2, label=a)
+    ax.set_xticks(range(len(xs)), [f"Q{v}" if x == "query" else str(v) for v in xs])
+    _log_y(ax, summary["min_s"].min(), summary["max_s"].max())
+    ax.set_ylabel("seconds")
+    ax.set_title("seconds per query: median, whiskers min–max (timed-out executions left out)",
+                 fontsize="medium")
+    _legend_below(fig, ax)
+    fig.dbstudies_alt = (f"Seconds per query on a log scale for {', '.join(arms)}: median with "
+                         f"min–max whiskers.")
+    return fig
+
+
+def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: float | None = None,
+               title: str = "") -> plt.Figure:
+    """Each candidate's median as % of the baseline's (= 100 %) per `x`, a bar each, min/max
+    whiskers (also over the baseline's median); `zoom`: only 100 ± zoom % is shown, as the
+    sources' second chart does, bars beyond it cut at the edge."""
+    cands = [a for a in dict.fromkeys(summary["arm"]) if a != baseline]
+    colours = palette(list(dict.fromkeys(summary["arm"])))
+    xs = list(dict.fromkeys(summary[x]))
+    base = summary[summary["arm"] == baseline].set_index(x)["median_s"]
+    width = min(MAX_W, max(PANEL_W, 0.45 * len(xs) * max(1, len(cands))))
+    fig, ax = plt.subplots(figsize=(width, PANEL_H))
+    w = 0.8 / max(1, len(cands))
+    for i, c in enumerate(cands):
+        part = summary[summary["arm"] == c].set_index(x).reindex(xs)
+        b = base.reindex(xs)
+        med, lo, hi = (part["median_s"] / b * 100, part["min_s"] / b * 100, part["max_s"] / b * 100)
+        pos = [j + (i - (len(cands) - 1) / 2) * w for j in range(len(xs))]
+        ax.bar(pos, med - 100, bottom=100, width=w * 0.9, color=colours[c], label=c)
+        ax.errorbar(pos, med, yerr=[med - lo, hi - med], fmt="none", ecolor="0.2", capsize=2, lw=1)
+    ax.axhline(100, color="0.2", lw=1)
+    ax.set_xticks(range(len(xs)), [f"Q{v}" if x == "query" else str(v) for v in xs])
+    ax.set_ylabel(f"% of {baseline}'s time")
+    if zoom:
+        ax.set_ylim(100 - zoom, 100 + zoom)
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_title((title + ": " if title else "") + f"median time as % of {baseline} (= 100 %), "
+                 "whiskers min–max; below 100 % is faster" + (f"; zoomed to ±{zoom:g} %" if zoom else ""),
+                 fontsize="medium")
+    _legend_below(fig, ax)
+    fig.dbstudies_alt = (f"Bar chart per query of each candidate's median time as a percentage of "
+                         f"{baseline}'s, with min–max whiskers" + (f", zoomed to 100 ± {zoom:g} %" if zoom else "") + ".")
+    return fig
+
+
 def save(fig: plt.Figure, run, name: str) -> list[Path]:
     """Write `fig` as <run>/figures/<name>.png and .svg."""
     folder = Path(run.path) / "figures"

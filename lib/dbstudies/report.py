@@ -171,7 +171,7 @@ def table(df: "Any", columns: list[str] | None = None):
     view = df[columns] if columns else df
     from pandas.api.types import is_numeric_dtype
     text = [c for c in view.columns if not is_numeric_dtype(view[c])]
-    return (view.style.hide(axis="index").format(number)
+    return (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
             .set_properties(subset=text, **{"text-align": "left"})
             .format_index(lambda c: str(c).replace("_", "_<wbr>"), axis="columns")
             .set_table_attributes("class='dbs-table'"))

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
-            "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls"}
+            "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls",
+            "dbt3_plans": "dbstudies.studies.dbt3_plans"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
@@ -171,6 +172,57 @@ def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str
                             "--verbose --help); `loose_<name>` is passed on unchecked")
         known = {k: v for k, v in settings.items() if servers.norm_key(k) not in unknown}
         problems += [f"{what}: {name} refuses a value: {m}" for m in servers.bad_values(flavour, known)]
+    return problems
+
+
+INTENTS = tuple(f.name for f in dataclasses.fields(servers.Intent))
+
+
+def split_config(config: Mapping[str, Any]) -> tuple[servers.Intent, dict[str, Any]]:
+    """A named configuration's intent (keys naming `servers.Intent` fields) and its plain
+    server variables (every other key; `flavour` excluded)."""
+    intent = {k: v for k, v in config.items() if k in INTENTS}
+    plain = {k: v for k, v in config.items() if k not in INTENTS and k != "flavour"}
+    return servers.Intent(**intent), plain
+
+
+def config_arms(configs: Mapping[str, Mapping[str, Any]], flavour: str) -> list[Arm]:
+    """One arm per named configuration, in the order given (the first is the baseline); a
+    configuration's `flavour` key picks its server (default: `flavour`)."""
+    out = []
+    for name, config in configs.items():
+        intent, plain = split_config(config)
+        out.append(Arm(name, plain, flavour=config.get("flavour") or flavour, intent=intent))
+    return out
+
+
+def configs_problems(what: str, configs: Any, flavour: str,
+                     owned: frozenset[str] = DRIVER_SETTINGS) -> list[str]:
+    """Problems of named configurations ({name: {setting or intent: value, "flavour": …}}):
+    their shape, settings the driver owns, intents a flavour cannot say, and names and
+    values its server refuses (asked of the server)."""
+    if not isinstance(configs, dict) or not configs or not all(
+            isinstance(k, str) and k and isinstance(v, dict) for k, v in configs.items()):
+        return [f'{what}: need named settings, e.g. {{"redo 1G": {{"redo_log": "1G"}}, '
+                f'"redo 16M": {{"redo_log": "16M"}}}}, got {configs!r}']
+    problems = []
+    for name, config in configs.items():
+        label = f"{what}[{name}]"
+        intent, plain = split_config(config)
+        clash = sorted(owned & {servers.norm_key(k) for k in plain})
+        if clash:
+            problems.append(f"{label}: {clash} are set by the driver, not here")
+        server = config.get("flavour") or flavour
+        bad = P.check_flavour(label, server)
+        if bad:
+            problems += bad
+            continue
+        try:
+            said = servers.load_flavour(server).settings_for(intent)
+        except servers.ServerError as e:
+            problems.append(f"{label}: {e}")
+            continue
+        problems += settings_problems(label, {**said, **plain}, [server])
     return problems
 
 

@@ -18,13 +18,11 @@ throughput, run-level p99 and stall seconds, each in its own table (one Holm fam
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import dbstudies
 
-from .. import params as P
 from .. import study as S
 
 if TYPE_CHECKING:
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
     from ..results import Run
 
 WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index")
-INTENTS = tuple(f.name for f in dataclasses.fields(dbstudies.servers.Intent))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,37 +41,16 @@ class Params(S.SysbenchParams):
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
 
     def check(self) -> list[str]:
-        if not isinstance(self.configs, dict) or not self.configs or not all(
-                isinstance(k, str) and k and isinstance(v, dict) for k, v in self.configs.items()):
-            return ['configs: need named settings, e.g. {"redo 1G": {"redo_log": "1G"}, '
-                    f'"redo 16M": {{"redo_log": "16M"}}}}, got {self.configs!r}']
         problems = []
         if not 0 < self.stall_fraction < 1:
             problems.append(f"stall_fraction: must be in (0, 1), got {self.stall_fraction}")
-        owned = S.DRIVER_SETTINGS | self.RESERVED
-        flavour = dbstudies.servers.load_flavour(self.flavour) if not P.check_flavour(
-            "flavour", self.flavour) else None
-        for name, config in self.configs.items():
-            intent, plain = split(config)
-            clash = sorted(owned & {dbstudies.servers.norm_key(k) for k in plain})
-            if clash:
-                problems.append(f"configs[{name}]: {clash} are set by the driver, not here")
-            if flavour is None:
-                continue
-            try:
-                said = flavour.settings_for(intent)
-            except dbstudies.servers.ServerError as e:
-                problems.append(f"configs[{name}]: {e}")
-                continue
-            problems += S.settings_problems(f"configs[{name}]", {**said, **plain}, [self.flavour])
-        return problems
+        return problems + S.configs_problems("configs", self.configs, self.flavour,
+                                             S.DRIVER_SETTINGS | self.RESERVED)
 
-
-def split(config: dict[str, Any]) -> tuple["dbstudies.servers.Intent", dict[str, Any]]:
-    """A configuration's intent (keys naming `servers.Intent` fields) and its plain server
-    variables (every other key)."""
-    intent = {k: v for k, v in config.items() if k in INTENTS}
-    return dbstudies.servers.Intent(**intent), {k: v for k, v in config.items() if k not in INTENTS}
+    def servers(self) -> list[str]:
+        """The flavours started (a configuration may name its own)."""
+        return list(dict.fromkeys(a.flavour for a in arms(self))) if isinstance(self.configs, dict) \
+            and all(isinstance(v, dict) for v in self.configs.values()) else [self.flavour]
 
 
 # the measured fact this study is built around (issue 9): a 16M redo log at 64 threads with
@@ -97,11 +73,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 def arms(p: Params) -> list[S.Arm]:
     """One arm per configuration, in the order given (the first is the baseline)."""
-    out = []
-    for name, config in p.configs.items():
-        intent, plain = split(config)
-        out.append(S.Arm(name, plain, intent=intent))
-    return out
+    return S.config_arms(p.configs, p.flavour)
 
 
 # ---------------------------------------------------------------- analysis

@@ -101,6 +101,11 @@ def _extension() -> Path:
     return found[-1]
 
 
+def generator_available() -> None:
+    """Raise GeneratorMissing unless DuckDB and its tpch extension package are installed."""
+    _extension()
+
+
 def _duckdb():
     import duckdb
     con = duckdb.connect()
