@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {"analysis", "cli", "errors", "experiment", "params", "paths", "plots", "proc",
-               "probes", "results", "runner", "servers", "sql", "stats", "study", "studies",
+               "probes", "results", "runner", "schema", "servers", "sql", "stats", "study", "studies",
                "sysbench", "timeseries", "tpch"}
 
 

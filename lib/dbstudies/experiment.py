@@ -163,6 +163,8 @@ class _Loop:
             self.contexts[flavour_name] = ctx
             server.start()
             record_server(self.run, server, f"prepare {flavour.name}")
+            now = self.run.progress() or {"done": 0, "total": 0}
+            self.run.set_progress(now["done"], now["total"], f"preparing {flavour.name}: loading the data")
             _hook(self.study, "prepare")(ctx)
         return self.contexts[flavour_name]
 

@@ -19,7 +19,6 @@ import os
 import platform
 import secrets
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -28,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import errors, paths, proc
+from .schema import Table  # noqa: F401 - the run store's tables are declared with it
 
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
 
@@ -35,23 +35,6 @@ STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
 class NotARun(errors.StoreError, FileNotFoundError):
     """The directory does not exist or holds no metadata.json."""
 
-
-@dataclass(frozen=True)
-class Table:
-    """A tidy table's declared columns (pandas dtypes) and schema version."""
-    name: str
-    version: int
-    columns: Mapping[str, str]
-    doc: str = ""
-
-    def conform(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Exactly the declared columns, in order and with their dtypes, or a ValueError."""
-        missing = [c for c in self.columns if c not in df.columns]
-        extra = [c for c in df.columns if c not in self.columns]
-        if missing or extra:
-            raise ValueError(f"table {self.name} v{self.version}: missing columns {missing}, "
-                             f"undeclared columns {extra}")
-        return df[list(self.columns)].astype(dict(self.columns)).reset_index(drop=True)
 
 
 INTERVALS = Table("intervals", 1, {

@@ -211,8 +211,12 @@ def same_value(asked: Any, used: str) -> bool:
     (True, True, False)
     >>> same_value("maybe", "TRUE"), same_value("O_DIRECT", "O_DIRECT"), same_value(120, "99.999")
     (False, True, False)
+    >>> same_value("mrr=on", "index_merge=on,mrr=on"), same_value("mrr=on", "index_merge=on,mrr=off")
+    (True, False)
     """
     a, u = ("on" if asked is None else str(asked)).strip().lower(), used.strip().lower()
+    if re.fullmatch(r"[a-z_]+=[a-z]+(,[a-z_]+=[a-z]+)*", a):  # flags (optimizer_switch): each one set
+        return set(a.split(",")) <= set(u.split(","))
     if u in ("true", "false"):
         return _BOOL.get(a) == (u == "true")
     number = re.fullmatch(r"(-?[0-9.]+)([kmgt]?)", a)

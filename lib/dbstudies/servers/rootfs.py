@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable

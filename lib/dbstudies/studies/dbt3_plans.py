@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import dbstudies
 
-from .. import params as P
 from .. import study as S
-from ..results import Table
+from ..schema import Table
 
 if TYPE_CHECKING:
     import pandas as pd

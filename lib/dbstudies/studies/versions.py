@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import dbstudies
 
-from .. import params as P
 from .. import study as S
 
 if TYPE_CHECKING:
