@@ -1,6 +1,7 @@
 """Where the repository's folders are (the package is installed editable from lib/)."""
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -11,3 +12,12 @@ NOTEBOOKS_DIR = REPO / "notebooks"
 DATA_DIR = REPO / "data"
 RUNS_DIR = DATA_DIR / "runs"
 FIGURES_DIR = REPO / "figures"
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file (cached data is checked with it before reuse)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -74,12 +74,7 @@ def mirror(sources: Iterable[Path] = (Path("/etc/apt/sources.list.d/debian.sourc
                       "(/etc/apt/sources.list.d/debian.sources)")
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256 = paths.sha256
 
 
 def provision(flavour: "Flavour", root: Path = ROOTFS_DIR,

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -132,7 +131,7 @@ def generate(sf: float, root: Path = TPCH_DIR, say: Callable[[str], None] = prin
     for table in SCHEMA:
         path = part / f"{table}.tbl"
         con.execute(f"COPY {table} TO '{path}' (FORMAT csv, DELIMITER '|', HEADER false)")
-        files[path.name] = {"sha256": _sha256(path), "bytes": path.stat().st_size,
+        files[path.name] = {"sha256": paths.sha256(path), "bytes": path.stat().st_size,
                             "rows": con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]}
     (part / "manifest.json").write_text(json.dumps(
         {"scale_factor": float(sf), "generator": f"duckdb {_duckdb_version()} tpch dbgen",
@@ -149,20 +148,12 @@ def _duckdb_version() -> str:
     return duckdb.__version__
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify(folder: Path) -> dict[str, Any]:
     """The manifest, after checking that every file it lists is there, whole and unchanged."""
     manifest = json.loads((Path(folder) / "manifest.json").read_text())
     for name, facts in manifest["files"].items():
         path = Path(folder) / name
-        if not path.exists() or path.stat().st_size != facts["bytes"] or _sha256(path) != facts["sha256"]:
+        if not path.exists() or path.stat().st_size != facts["bytes"] or paths.sha256(path) != facts["sha256"]:
             raise WorkloadError(f"{path} is missing or differs from {folder}/manifest.json: delete "
                                 f"{folder}; the next use generates it again")
     return manifest
