@@ -115,21 +115,24 @@ def known_options(flavour: Flavour) -> frozenset[str] | None:
     return _OPTIONS[flavour]
 
 
-def _ask_options(flavour: Flavour) -> frozenset[str]:
+def _help(flavour: Flavour, options: Iterable[str] = ()) -> subprocess.CompletedProcess | None:
+    """`<server> --no-defaults [options] --verbose --help` (no datadir, nothing started), or
+    None when the flavour's server cannot be run yet (not installed or provisioned)."""
     if not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
             else Path(flavour.server).exists()):
+        return None
+    return subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
+                           "--user=root", *options, "--verbose", "--help"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _ask_options(flavour: Flavour) -> frozenset[str]:
+    p = _help(flavour)
+    if p is None:
         return frozenset()
-    launcher = launch.prefix(flavour, [])
-    p = subprocess.run([*launcher, flavour.server, "--no-defaults", "--verbose", "--help",
-                        "--user=root"], capture_output=True, text=True, timeout=60)
     names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
-    table = False  # then the variables table, which also lists options the text does not
-    for line in p.stdout.splitlines():
-        if line.startswith("Variables (--variable-name=value)"):
-            table = True
-        elif table and line and not line.startswith(("-", "and boolean")):
-            names.add(norm_key(line.split()[0]))
-    return frozenset(names)
+    # the variables table also lists options the text does not
+    return frozenset(names | set(_variables_table(p.stdout)))
 
 
 def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
@@ -161,12 +164,9 @@ def bad_values(flavour: Flavour, settings: Mapping[str, Any]) -> list[str]:
     itself (`--verbose --help` with the settings as options: no datadir, nothing started),
     so no list of valid values is kept here. Empty when it cannot be asked yet (a rootfs
     flavour not provisioned: its first start will say)."""
-    if not settings or not (flavour.provisioned and (flavour.source == "rootfs"
-                                                       or Path(flavour.server).exists())):
+    p = _help(flavour, _option_args(settings)) if settings else None
+    if p is None:
         return []
-    p = subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
-                        "--user=root", *_option_args(settings), "--verbose", "--help"],
-                       capture_output=True, text=True, timeout=60)
     names = {norm_key(k) for k in settings}
     complaints = []
     for line in p.stderr.splitlines():
