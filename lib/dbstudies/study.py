@@ -196,6 +196,14 @@ def config_arms(configs: Mapping[str, Mapping[str, Any]], flavour: str) -> list[
     return out
 
 
+def config_servers(configs: Any, flavour: str) -> list[str]:
+    """The flavours named configurations start (each its own `flavour`, else `flavour`);
+    just `flavour` while the configurations are malformed (their check reports it)."""
+    if isinstance(configs, dict) and all(isinstance(v, dict) for v in configs.values()):
+        return list(dict.fromkeys(c.get("flavour") or flavour for c in configs.values()))
+    return [flavour]
+
+
 def configs_problems(what: str, configs: Any, flavour: str,
                      owned: frozenset[str] = DRIVER_SETTINGS) -> list[str]:
     """Problems of named configurations ({name: {setting or intent: value, "flavour": …}}):

@@ -49,8 +49,7 @@ class Params(S.SysbenchParams):
 
     def servers(self) -> list[str]:
         """The flavours started (a configuration may name its own)."""
-        return list(dict.fromkeys(a.flavour for a in arms(self))) if isinstance(self.configs, dict) \
-            and all(isinstance(v, dict) for v in self.configs.values()) else [self.flavour]
+        return S.config_servers(self.configs, self.flavour)
 
 
 # the measured fact this study is built around (issue 9): a 16M redo log at 64 threads with

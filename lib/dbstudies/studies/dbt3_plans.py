@@ -73,9 +73,8 @@ class Params(S.StudyParams):
         return problems
 
     def servers(self) -> list[str]:
-        if isinstance(self.candidates, dict) and all(isinstance(v, dict) for v in self.candidates.values()):
-            return list(dict.fromkeys(a.flavour for a in arms(self)))
-        return [self.flavour]
+        """The flavours started (a candidate may name its own)."""
+        return S.config_servers(self.candidates, self.flavour)
 
 
 _CANDIDATES = {"selectivity 4 (default)": {}, "selectivity 1": {"optimizer_use_condition_selectivity": 1}}
