@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -203,10 +204,13 @@ def load(server: Any, folder: Path, *, engine: str = "InnoDB", db: str = "tpch",
 
 def queries() -> dict[int, str]:
     """Query number → its SQL text (comments kept, one statement, no trailing ';')."""
-    out = {}
-    for path in sorted(QUERIES_DIR.glob("q*.sql")):
-        out[int(path.stem[1:])] = path.read_text().strip().rstrip(";")
-    return out
+    return dict(_query_texts())
+
+
+@functools.cache
+def _query_texts() -> tuple[tuple[int, str], ...]:  # read once: a study asks per execution
+    return tuple((int(p.stem[1:]), p.read_text().strip().rstrip(";"))
+                 for p in sorted(QUERIES_DIR.glob("q*.sql")))
 
 
 def answers(sf: float) -> dict[int, tuple[list[str], list[list[str]]]]:
