@@ -45,6 +45,18 @@ def server(flavour, tmp_path):
     assert processes_mentioning(str(tmp_path / "srv")) == []
 
 
+@pytest.fixture(scope="session")
+def tpch_server(flavour, tmp_path_factory):
+    """One private server with TPC-H SF 0.01 loaded, shared by the tests that only read it."""
+    from dbstudies import tpch
+    where = tmp_path_factory.mktemp("tpch") / "srv"
+    with servers.Server(flavour, where) as s:
+        s.start()
+        tpch.load(s, tpch.generate(0.01, say=lambda m: None), say=lambda m: None)
+        yield s
+    assert processes_mentioning(str(where)) == []
+
+
 @pytest.fixture
 def kill_leftovers():
     """Kill (and report) processes that a test left behind, matched by a marker string."""

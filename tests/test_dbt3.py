@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+import dbstudies
 from dbstudies.params import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -31,8 +32,22 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     ex = d3.executions(run)
     assert len(ex) == 16 and not ex["timed_out"].any() and (ex["seconds"] > 0).all()
     assert set(ex["query"]) == {3, 5, 7, 13} and (ex["handler_reads"] > 0).all()
+    assert (ex["order_of"] == d3.OWN_PLAN).all()
+    # the forced-order phase: every query whose orders differ (Q3 does at SF 0.01 on 10.11,
+    # selectivity 1 vs 4), on both candidates, with its own plan and the other's forced
+    differ = [int(q[1:]) for q in d3.plan_diff(run, d3.resolve("smoke"))
+              .query("differs")["query"]]
+    assert differ, "no join order differs: the smoke run no longer exercises the forced phase"
+    tried = run.table(d3.FORCED)
+    assert sorted(zip(tried["query"], tried["arm"])) == sorted((q, a) for q in differ
+                                                               for a in ("selectivity 1", "selectivity 4 (default)"))
+    assert tried["forced"].all() and (tried["plan_in_effect"] != tried["own_order"]).all()
+    fx = d3.executions(run, "forced")
+    assert len(fx) == 2 * 2 * 2 * len(differ)  # repeats × candidates × (own, forced) × queries
+    assert set(fx["order_of"]) == {d3.OWN_PLAN, "selectivity 1", "selectivity 4 (default)"}
     warm = run.table(d3.QUERIES)
-    assert (warm["phase"] == "warmup").sum() == 16  # every query once per block, unmeasured
+    # every cell once per block, unmeasured: 4 queries × 4 blocks, then 2 variants × 4 blocks
+    assert (warm["phase"] == "warmup").sum() == 16 + len(fx)
     plans = run.table(d3.PLANS)
     assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in d3.arms(d3.resolve("smoke"))
                                                       for q in (3, 5, 7, 13)}
@@ -40,7 +55,8 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     used = {s["label"]: s["global_variables"] for s in run.metadata["servers"]}
     assert used["selectivity 1"]["optimizer_use_condition_selectivity"] == "1"
     html = (run.path / "report.html").read_text()
-    assert html.count("<img") == 3 and "Traceback" not in html
+    assert html.count("<img") == 4 and "Traceback" not in html
+    assert "forced vs own plan" in html and "with the join order of selectivity 1 forced" in html
     assert "&lt;derived2&gt;" in html  # plan table cells are text, not tags
     assert "selectivity 1 vs baseline" in html  # the per-query table
     assert "Geometric mean over 4 queries" in proc.stdout and "Join orders differ" in proc.stdout
@@ -62,3 +78,40 @@ def test_a_timeout_is_censored_never_a_number(tmp_path):
     assert geo.empty  # no repeat without a timeout: nothing to compare
     text = d3.conclusion(rel, geo, d3.plan_diff(run, p), p)
     assert "1 timeout (censored: not tested)" in text and not math.isnan(len(text))
+
+
+@pytest.mark.server
+def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_server, tmp_path):
+    """On a loaded server: plans where candidate B (said to) join Q3 from lineitem and Q21
+    differently. A forces B's Q3 order (EXPLAIN shows it) and runs it; Q21's other order sits
+    in semi-joined subqueries and is reported as not forced, never timed."""
+    import pandas as pd
+
+    from dbstudies.experiment import Context
+    p = d3.resolve("smoke", queries=[3, 21, 6])
+    a, b = d3.arms(p)
+    run = d3.open_run(p, root=tmp_path)
+    with dbstudies.sql.Session(tpch_server, "tpch") as s:
+        real = {q: dbstudies.sql.join_order(s.explain(dbstudies.tpch.queries()[q])) for q in (3, 21, 6)}
+    rows = []
+    for q, order in real.items():
+        rows += [dict(t, arm=a.label, query=q) for t in order]
+        other = list(reversed(order)) if q != 6 else order  # Q6: one table, the same plan
+        rows += [dict(t, arm=b.label, query=q, position=i + 1) for i, t in enumerate(other)]
+    plans = pd.DataFrame(rows).fillna({"key": "", "access_type": ""})
+    run.append(d3.PLANS, plans[list(d3.PLANS.columns)])
+    cells = d3.follow_up(p, run)
+    assert cells == [{"query": 3, "order_of": a.label}, {"query": 3, "order_of": b.label},
+                     {"query": 21, "order_of": a.label}, {"query": 21, "order_of": b.label}]
+    ctx = Context(p, run, tpch_server, None, arm=a, repeat=1)
+    for step, cell in enumerate(cells, 1):
+        d3.step(ctx, {**cell, "step": step})
+    tried = run.table(d3.FORCED).set_index("query")
+    wanted = " ".join(t["table"] for t in reversed(real[3]))
+    assert tried.loc[3, "forced"] and tried.loc[3, "plan_in_effect"] == wanted
+    assert "STRAIGHT_JOIN" in tried.loc[3, "sql"]
+    assert not tried.loc[21, "forced"] and "semi-join" in tried.loc[21, "reason"]
+    done = run.table(d3.QUERIES)
+    assert sorted(zip(done["query"], done["order_of"])) == [(3, ""), (3, b.label), (21, "")]
+    assert (done["phase"] == "forced").all() and not done["timed_out"].any()
+    assert done[done["query"] == 3]["rows"].nunique() == 1  # the forced order, the same answer size

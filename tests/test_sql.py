@@ -8,9 +8,8 @@ pytestmark = pytest.mark.server
 
 
 @pytest.fixture
-def loaded(server):
-    tpch.load(server, tpch.generate(0.01, say=lambda m: None), say=lambda m: None)
-    return server
+def loaded(tpch_server):
+    return tpch_server
 
 
 def test_execution_timeout_counters_and_join_orders(loaded):

@@ -7,7 +7,10 @@ server with the arm's intent and settings (neither sticks to the next start), wa
 discarded), then measure every cell in a seeded random order. Each finished step is
 flushed to the run directory at once, so a failure keeps everything measured so far.
 
-Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`.
+Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`,
+and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-times the
+queries whose join orders differ with each other candidate's order forced). They are measured
+after the plan, in blocks of their own — every arm, `repeats` times, interleaved as above.
 The defaults below drive sysbench: load the tables once per server, warm up with
 read-only OLTP, and measure one workload × client threads cell per step.
 """
@@ -55,9 +58,10 @@ STEPS = Table("steps", 2, {
 
 # ---------------------------------------------------------------- plan
 
-def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int) -> pd.DataFrame:
+def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int, *,
+         first_step: int = 1) -> pd.DataFrame:
     """The measured steps in execution order: repeat → arm (shuffled per repeat) → cell
-    (shuffled per block). Seeded, so a run can be replayed."""
+    (shuffled per block), numbered from `first_step`. Seeded, so a run can be replayed."""
     rng = np.random.default_rng(seed)
     rows = []
     for repeat in range(1, repeats + 1):
@@ -65,7 +69,7 @@ def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int
             for j in rng.permutation(len(cells)):
                 rows.append({"repeat": repeat, "arm": arms[i].label, **cells[j]})
     df = pd.DataFrame(rows)
-    df.insert(0, "step", range(1, len(df) + 1))
+    df.insert(0, "step", range(first_step, first_step + len(df)))
     return df
 
 
@@ -88,6 +92,8 @@ class Context:
     repeat: int = 0
     warmups: list[int] = field(default_factory=lambda: [0])  # the run's counter: warm-ups are steps -1, -2, …
     progress: Callable[[str], None] = lambda text: None     # where a long step says how far it is
+    cells: list[dict[str, Any]] = field(default_factory=list)  # the block's cells, in their order
+    memo: dict[str, Any] = field(default_factory=dict)      # the study's own notes across blocks
 
 
 def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
@@ -113,6 +119,12 @@ def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True
     with runner.guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         loop.blocks(steps, {a.label: a for a in arms}, progress)
+        more = getattr(study.module, "follow_up", lambda p, run: [])(p, run)
+        if more:
+            follow = plan(arms, more, p.repeats, p.seed + 1, first_step=len(steps) + 1)
+            run.update(follow_up=follow.to_dict("records"))
+            print(f"follow-up: {len(follow)} more steps ({len(more)} per block)", flush=True)
+            loop.blocks(follow, {a.label: a for a in arms}, progress, before=len(steps))
 
 
 def provision(names: list[str], run: Run, total: int) -> None:
@@ -168,17 +180,22 @@ class _Loop:
             _hook(self.study, "prepare")(ctx)
         return self.contexts[flavour_name]
 
-    def blocks(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool) -> None:
+    def blocks(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool, *,
+               before: int = 0) -> None:
+        """Measure `steps` block by block; `before`: steps measured by earlier phases (the
+        progress counts on from them)."""
+        total = before + len(steps)
         bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
-                   desc=self.study.name)
+                   desc=self.study.name + (" (follow-up)" if before else ""))
         warmup, step = _hook(self.study, "warmup"), _hook(self.study, "step")
-        done = 0
-        self.run.set_progress(done, len(steps), "starting the server")
+        done = before
+        self.run.set_progress(done, total, "starting the server")
         try:
             for (repeat, label), block in steps.groupby(["repeat", "arm"], sort=False):
                 arm = arms[label]
                 ctx = self.context(arm.flavour or self.p.flavour)
                 ctx.arm, ctx.repeat = arm, int(repeat)
+                ctx.cells = block.drop(columns=["step", "repeat", "arm"]).to_dict("records")
                 ctx.server.restart(arm.settings, intent=arm.intent)
                 if label not in self.recorded:
                     self.recorded.add(label)
@@ -188,12 +205,12 @@ class _Loop:
                     now = f"r{repeat} {label} " + " ".join(
                         str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm"))
                     bar.set_postfix_str(now)
-                    self.run.set_progress(done, len(steps), now)
-                    ctx.progress = functools.partial(_within_step, self.run, done, len(steps), now)
+                    self.run.set_progress(done, total, now)
+                    ctx.progress = functools.partial(_within_step, self.run, done, total, now)
                     step(ctx, cell)
                     done += 1
                     bar.update()
-            self.run.set_progress(done, len(steps), "done")
+            self.run.set_progress(done, total, "done")
         finally:
             bar.close()
 

@@ -8,6 +8,7 @@ figures of a report, series that share an x dodged apart, log axes with readable
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -261,12 +262,17 @@ def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "")
     return fig
 
 
-def per_query(summary: pd.DataFrame, *, x: str = "query") -> plt.Figure:
-    """Seconds per query and candidate: median with min–max whiskers, log scale."""
+def per_query(summary: pd.DataFrame, *, x: str = "query",
+              title: str = "seconds per query: median, whiskers min–max (timed-out executions left out)"
+              ) -> plt.Figure:
+    """Seconds per query (or other `x`) and candidate (`arm`): median with min–max whiskers,
+    log scale."""
     arms = list(dict.fromkeys(summary["arm"]))
     colours = palette(arms)
     xs = list(dict.fromkeys(summary[x]))
-    fig, ax = plt.subplots(figsize=(min(MAX_W, max(PANEL_W, 0.45 * len(xs) * len(arms))), PANEL_H))
+    labels = [f"Q{v}" if x == "query" else textwrap.fill(str(v), 16) for v in xs]
+    per_tick = 0.45 * len(arms) if x == "query" else max(0.45 * len(arms), 1.4)  # room for long labels
+    fig, ax = plt.subplots(figsize=(min(MAX_W, max(PANEL_W, per_tick * len(xs))), PANEL_H))
     w = 0.8 / len(arms)
     for i, a in enumerate(arms):
         part = summary[summary["arm"] == a].set_index(x).reindex(xs)
@@ -274,13 +280,12 @@ def per_query(summary: pd.DataFrame, *, x: str = "query") -> plt.Figure:
         med = part["median_s"]
         ax.errorbar(pos, med, yerr=[med - part["min_s"], part["max_s"] - med], fmt="o",
                     color=colours[a], capsize=2, label=a)
-    ax.set_xticks(range(len(xs)), [f"Q{v}" if x == "query" else str(v) for v in xs])
+    ax.set_xticks(range(len(xs)), labels)
     _log_y(ax, summary["min_s"].min(), summary["max_s"].max())
     ax.set_ylabel("seconds")
-    ax.set_title("seconds per query: median, whiskers min–max (timed-out executions left out)",
-                 fontsize="medium")
+    ax.set_title(title, fontsize="medium")
     _legend_below(fig, ax)
-    fig.dbstudies_alt = (f"Seconds per query on a log scale for {', '.join(arms)}: median with "
+    fig.dbstudies_alt = (f"Seconds per {x} on a log scale for {', '.join(arms)}: median with "
                          f"min–max whiskers.")
     return fig
 

@@ -306,6 +306,8 @@ def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
                 if bar is None:
                     bar = tqdm(total=now["total"], unit="step", desc=run.path.parent.name,
                                file=stream, mininterval=1 if stream.isatty() else 30)
+                if now["total"] != bar.total:  # a follow-up phase adds steps
+                    bar.total = now["total"]
                 bar.set_postfix_str(now["now"], refresh=False)
                 bar.update(now["done"] - bar.n)
             if stopping:

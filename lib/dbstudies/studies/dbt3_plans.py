@@ -14,6 +14,12 @@ Per query, every candidate's median seconds is compared with the baseline's (rat
 geometric means, CI, Welch on logs, Holm across the queries; draw below `draw_threshold`);
 the geometric mean over the queries is compared per repeat. EXPLAIN FORMAT=JSON of every
 query on every candidate gives the join orders; queries whose orders differ are listed.
+
+Then the forced-order phase (`follow_up`): for every query whose candidates chose different
+join orders, every candidate runs it `repeats` more times with its own plan and with each
+other order forced by STRAIGHT_JOIN (`sql.force_order`; EXPLAIN must show the forced order in
+effect, else the variant is reported as not forced and not timed). Forced vs own plan, and
+forced vs the time of the candidate whose order it is, are compared like the queries above.
 """
 from __future__ import annotations
 
@@ -32,16 +38,26 @@ if TYPE_CHECKING:
     from ..experiment import Context
     from ..results import Run
 
-QUERIES = Table("queries", 1, {
+QUERIES = Table("queries", 2, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "query": "int64",
-    "started_at": "float64", "seconds": "float64", "timed_out": "bool", "rows": "int64",
-    "handler_reads": "int64", "cold": "bool",
-}, "one execution of a TPC-H query; seconds is NaN when it timed out")
+    "order_of": "str", "started_at": "float64", "seconds": "float64", "timed_out": "bool",
+    "rows": "int64", "handler_reads": "int64", "cold": "bool",
+}, "one execution of a TPC-H query (phase warmup, measure, or forced: the forced-order phase); "
+   "order_of: the candidate whose join order was forced with STRAIGHT_JOIN, empty for the "
+   "candidate's own plan; seconds is NaN when it timed out")
 LOADS = Table("loads", 1, {"flavour": "str", "table": "str", "rows": "int64", "load_s": "float64",
                            "index_s": "float64"}, "TPC-H load and index build per table")
 PLANS = Table("plans", 1, {"arm": "str", "query": "int64", "select_id": "int64", "position": "int64",
                            "table": "str", "access_type": "str", "key": "str", "rows": "float64",
                            "filtered": "float64"}, "the join order of each query's plan per candidate")
+FORCED = Table("forced", 1, {"arm": "str", "query": "int64", "order_of": "str", "own_order": "str",
+                             "wanted_order": "str", "plan_in_effect": "str", "forced": "bool",
+                             "reason": "str", "sql": "str"},
+               "each STRAIGHT_JOIN rewrite: the candidate (arm), the order of another candidate it "
+               "was to force, the plan EXPLAIN showed, whether that order is in effect (reason "
+               "when not) and the rewritten SQL")
+OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
+CENSORED = "timeout (censored: not tested)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,20 +129,113 @@ def prepare(ctx: "Context") -> None:
 
 
 def warmup(ctx: "Context") -> None:
-    """Warm runs: every query once after the restart, recorded with phase warmup."""
+    """Warm runs: every cell of the block once after the restart (the forced-order phase: each
+    variant as it will be timed), recorded with phase warmup."""
     if not ctx.params.cold:
-        for q in ctx.params.queries:
-            ctx.warmups[0] -= 1
-            _execute(ctx, {"step": ctx.warmups[0], "query": q}, "warmup")
+        for cell in ctx.cells:
+            sql, order_of = _variant(ctx, cell)
+            if sql is not None:
+                ctx.warmups[0] -= 1
+                _execute(ctx, {**cell, "step": ctx.warmups[0]}, "warmup", sql, order_of)
 
 
 def step(ctx: "Context", cell: dict[str, Any]) -> None:
-    """One execution of one query (cold: after a cold restart); its plan on the first repeat."""
+    """One execution of one query (cold: after a cold restart); its plan on the first repeat
+    of the measurement. In the forced-order phase, the cell's variant: the candidate's own plan
+    or another's join order forced (a variant that could not be forced is not executed)."""
+    sql, order_of = _variant(ctx, cell)
+    if sql is None:
+        return
     if ctx.params.cold:
         ctx.server.cold_restart(ctx.arm.settings, intent=ctx.arm.intent)
-    if ctx.repeat == 1:
+    if ctx.repeat == 1 and "order_of" not in cell:
         _record_plan(ctx, cell["query"])
-    _execute(ctx, cell, "measure")
+    _execute(ctx, cell, "forced" if "order_of" in cell else "measure", sql, order_of)
+
+
+def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
+    """The forced-order phase's cells: for every query whose candidates chose different join
+    orders (their plans of the measurement), one cell per distinct order, named by the first
+    candidate that chose it. Every candidate runs them all: its own order as it is, the others
+    forced."""
+    plans = run.table(PLANS)
+    cells = []
+    for q in p.queries:
+        by_order: dict[str, str] = {}
+        for a in arms(p):
+            own = _order(plans, a.label, q)
+            if own:
+                by_order.setdefault(dbstudies.sql.order_signature(own), a.label)
+        if len(by_order) > 1:
+            cells += [{"query": q, "order_of": label} for label in by_order.values()]
+    return cells
+
+
+def _order(plans: "pd.DataFrame", arm: str, query: int) -> list[dict[str, Any]]:
+    part = plans[(plans["arm"] == arm) & (plans["query"] == query)]
+    return part.sort_values(["select_id", "position"]).to_dict("records")
+
+
+def _variant(ctx: "Context", cell: dict[str, Any]) -> tuple[str | None, str]:
+    """The SQL a cell executes on this candidate and whose order it forces (OWN_PLAN: none);
+    None when the order could not be forced. Rewritten and verified once per candidate."""
+    query = int(cell["query"])
+    text = dbstudies.tpch.queries()[query]
+    if "order_of" not in cell:
+        return text, OWN_PLAN
+    key = (ctx.arm.label, query, cell["order_of"])
+    variants = ctx.memo.setdefault("variants", {})
+    if key not in variants:
+        variants[key] = _force(ctx, query, cell["order_of"], text)
+    return variants[key]
+
+
+def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | None, str]:
+    """Rewrite `text` so that this candidate joins in `order_of`'s order: every query block of
+    that plan with two or more tables is forced (so that blocks which already agree keep their
+    order under the STRAIGHT_JOIN the outer SELECT gets; one that cannot be forced is left as
+    it is unless it differs), then EXPLAIN must show every forced block in the wanted order.
+    The attempt is recorded (FORCED) either way."""
+    import pandas as pd
+    sql_ = dbstudies.sql
+    if "plans" not in ctx.memo:
+        ctx.memo["plans"] = ctx.run.table(PLANS)
+    own, wanted = (_order(ctx.memo["plans"], label, query) for label in (ctx.arm.label, order_of))
+    if sql_.order_signature(own) == sql_.order_signature(wanted):
+        return text, OWN_PLAN  # this candidate chose that order itself
+    blocks = _blocks(wanted)
+    differing = [tables for sid, tables in blocks.items() if _blocks(own).get(sid) != tables]
+    forced, reason, in_effect, done = text, "", "", []
+    try:
+        for tables in blocks.values():
+            try:
+                forced = sql_.force_order(forced, tables)
+                done.append(tables)
+            except sql_.OrderNotForced:
+                if tables in differing:
+                    raise
+        with sql_.Session(ctx.server, "tpch") as session:
+            plan = session.explain(forced)
+        in_effect = sql_.order_signature(sql_.join_order(plan))
+        for tables in done:
+            sql_.verify_order(plan, tables)
+    except sql_.OrderNotForced as e:
+        reason = str(e)
+    ctx.run.append(FORCED, pd.DataFrame([{
+        "arm": ctx.arm.label, "query": query, "order_of": order_of,
+        "own_order": sql_.order_signature(own), "wanted_order": sql_.order_signature(wanted),
+        "plan_in_effect": in_effect, "forced": not reason, "reason": reason, "sql": forced}]))
+    return (None if reason else forced), order_of
+
+
+def _blocks(order: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """A plan's query blocks with two or more real tables (not <derived…>/<subquery…>), each
+    its tables in join order."""
+    blocks: dict[int, list[str]] = {}
+    for t in order:
+        if not str(t["table"]).startswith("<"):
+            blocks.setdefault(int(t["select_id"]), []).append(str(t["table"]))
+    return {sid: tables for sid, tables in blocks.items() if len(tables) >= 2}
 
 
 def block_seconds(p: Params) -> float:
@@ -135,18 +244,17 @@ def block_seconds(p: Params) -> float:
     return len(p.queries) * per_query * (1 if p.cold else 2)
 
 
-def _execute(ctx: "Context", cell: dict[str, Any], phase: str) -> None:
+def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_of: str) -> None:
     import time
 
     import pandas as pd
-    sql = dbstudies.tpch.queries()[cell["query"]]
     with dbstudies.sql.Session(ctx.server, "tpch") as session:
         t0 = time.time()
         e = session.execute(sql, timeout=ctx.params.timeout)
     reads = sum(v for k, v in e.counters.items() if k.startswith("Handler_read"))
     ctx.run.append(QUERIES, pd.DataFrame([{
         "step": cell["step"], "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
-        "query": cell["query"], "started_at": t0,
+        "query": cell["query"], "order_of": order_of, "started_at": t0,
         "seconds": e.seconds if e.seconds is not None else math.nan, "timed_out": e.timed_out,
         "rows": e.rows, "handler_reads": reads, "cold": ctx.params.cold}]))
 
@@ -163,10 +271,10 @@ def _record_plan(ctx: "Context", query: int) -> None:
 
 # ---------------------------------------------------------------- analysis
 
-def executions(run: "Run") -> "pd.DataFrame":
-    """The measured executions (warm-ups dropped)."""
+def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
+    """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""
     q = run.table(QUERIES)
-    return q[q["phase"] == "measure"].reset_index(drop=True)
+    return q[q["phase"] == phase].reset_index(drop=True)
 
 
 def summary(ex: "pd.DataFrame") -> "pd.DataFrame":
@@ -182,17 +290,28 @@ def relative(ex: "pd.DataFrame", p: Params) -> "pd.DataFrame":
     """Every candidate against the baseline per query (seconds, lower is better), one Holm
     family over the table. A query with a timeout on either side is not tested (its times
     are censored): its verdict says so."""
-    import pandas as pd
     a = arms(p)
-    timed_out = ex.groupby(["query", "arm"])["timed_out"].any()
-    clean = ex[~ex.set_index(["query", "arm"]).index.map(
-        lambda k: bool(timed_out.get((k[0], a[0].label), False) or timed_out.get(k, False)))]
-    rel = dbstudies.experiment.compare_arms(clean, a, by=["query"], value="seconds",
-                                            higher_is_better=False, threshold=p.draw_threshold)
-    censored = [{"candidate": c.label, "query": q, "verdict": "timeout (censored: not tested)"}
-                for q in p.queries for c in a[1:]
-                if timed_out.get((q, a[0].label), False) or timed_out.get((q, c.label), False)]
-    return pd.concat([rel, pd.DataFrame(censored)], ignore_index=True) if censored else rel
+    return _compare(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:] if c.twin_of is None], p)
+
+
+def _compare(ex: "pd.DataFrame", by: list[str], factor: str, baseline: str, candidates: list[str],
+             p: Params) -> "pd.DataFrame":
+    """Seconds of each candidate vs the baseline per group of `by` (lower is better), one Holm
+    family; a group where either side has a timeout is not tested (censored), said so."""
+    import pandas as pd
+    timed_out = ex.groupby([*by, factor])["timed_out"].any().to_dict()
+    keys = list(ex[by].drop_duplicates().itertuples(index=False, name=None))
+    censored = {(k, c) for k in keys for c in candidates
+                if timed_out.get((*k, baseline), False) or timed_out.get((*k, c), False)}
+    rows = zip(ex[by].itertuples(index=False, name=None), ex[factor])
+    clean = ex[[not (timed_out.get((*k, f), False) if f == baseline else (k, f) in censored)
+                for k, f in rows]]
+    rel = dbstudies.stats.compare_table(clean, by=by, factor=factor, baseline=baseline,
+                                        candidates=candidates, value="seconds",
+                                        higher_is_better=False, threshold=p.draw_threshold)
+    said = [{"candidate": c, **dict(zip(by, k)), "verdict": CENSORED} for k, c in sorted(censored)
+            if (*k, c) in timed_out]
+    return pd.concat([rel, pd.DataFrame(said)], ignore_index=True) if said else rel
 
 
 def query_table(summ: "pd.DataFrame", rel: "pd.DataFrame", p: Params) -> "pd.DataFrame":
@@ -205,23 +324,40 @@ def query_table(summ: "pd.DataFrame", rel: "pd.DataFrame", p: Params) -> "pd.Dat
         row: dict[str, Any] = {"query": f"Q{q}"}
         for name in names:
             s = summ[(summ["query"] == q) & (summ["arm"] == name)]
-            if s.empty:
-                row[name] = ""
-            elif s.iloc[0]["timeouts"] == s.iloc[0]["n"]:
-                row[name] = f">{p.timeout:g}"
-            else:
-                row[name] = f"{s.iloc[0]['median_s']:.3g}" + (f" ({int(s.iloc[0]['timeouts'])} >{p.timeout:g})"
-                                                               if s.iloc[0]["timeouts"] else "")
+            row[name] = "" if s.empty else _seconds_text(s.iloc[0], p.timeout)
         for name in names[1:]:
             r = rel[(rel["query"] == q) & (rel["candidate"] == name)]
-            if r.empty:
-                continue
-            r = r.iloc[0]
-            row[f"{name} vs baseline"] = (r["verdict"] if pd.isna(r.get("ratio")) else
-                                          f"{r['ratio'] * 100:.0f}% [{r['ci_low'] * 100:.0f}, "
-                                          f"{r['ci_high'] * 100:.0f}] {r['verdict']}")
+            if not r.empty:
+                row[f"{name} vs baseline"] = _relative_text(r.iloc[0])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _seconds_text(s: Any, timeout: float) -> str:
+    """Median seconds of a summary row (n, timeouts, median_s): ">T" when every execution
+    timed out, the count of those that did after the median of the others."""
+    if s["timeouts"] == s["n"]:
+        return f">{timeout:g}"
+    return f"{s['median_s']:.3g}" + (f" ({int(s['timeouts'])} >{timeout:g})" if s["timeouts"] else "")
+
+
+def _share(r: dict[str, Any], whose: str) -> str:
+    """A comparison for the conclusion: "35 % of its own plan's time [30, 41] → **better**"."""
+    import pandas as pd
+    if not r:
+        return ""
+    if pd.isna(r.get("ratio")):
+        return f"vs {whose} time: {r['verdict']}"
+    return (f"{r['ratio'] * 100:.0f} % of {whose} time [{r['ci_low'] * 100:.0f}, "
+            f"{r['ci_high'] * 100:.0f}] → **{r['verdict']}**")
+
+
+def _relative_text(r: Any) -> str:
+    """A comparison row as the tables show it: 35% [30, 41] better (% of the baseline's time)."""
+    import pandas as pd
+    if pd.isna(r.get("ratio")):
+        return str(r["verdict"])
+    return f"{r['ratio'] * 100:.0f}% [{r['ci_low'] * 100:.0f}, {r['ci_high'] * 100:.0f}] {r['verdict']}"
 
 
 def geomean(ex: "pd.DataFrame", p: Params) -> "pd.DataFrame":
@@ -251,7 +387,87 @@ def plan_diff(run: "Run", p: Params) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def conclusion(rel: "pd.DataFrame", geo: "pd.DataFrame", diff: "pd.DataFrame", p: Params) -> str:
+def forced(run: "Run", p: Params) -> "pd.DataFrame":
+    """The forced-order phase, one row per STRAIGHT_JOIN rewrite (candidate × query × the
+    candidate whose order it forces): whether the order was in effect, and the timings of the
+    phase — own plan, forced, and the other candidate's own plan (medians and ">timeout") —
+    with forced vs own plan and forced vs theirs compared as the queries are (ratio of
+    geometric means, CI, Welch on logs, each comparison kind one Holm family)."""
+    import pandas as pd
+    tried = run.table(FORCED).drop_duplicates(["arm", "query", "order_of"])
+    fx = executions(run, "forced")
+    if tried.empty:
+        return pd.DataFrame()
+    vs_own = _compare(fx, ["arm", "query"], "order_of", OWN_PLAN, sorted(set(tried["order_of"])), p)
+    pairs = []
+    for t in tried[tried["forced"]].itertuples():
+        pairs.append(fx[(fx["arm"] == t.arm) & (fx["query"] == t.query) & (fx["order_of"] == t.order_of)]
+                     .assign(side="forced"))
+        pairs.append(fx[(fx["arm"] == t.order_of) & (fx["query"] == t.query) & (fx["order_of"] == OWN_PLAN)]
+                     .assign(arm=t.arm, order_of=t.order_of, side="theirs"))
+    both = pd.concat(pairs, ignore_index=True) if pairs else fx.assign(side="")
+    vs_theirs = _compare(both, ["arm", "query", "order_of"], "side", "theirs", ["forced"], p)
+    rows = [{"query": t.query, "candidate": t.arm, "order_of": t.order_of,
+             "wanted_order": t.wanted_order, "own_order": t.own_order, "forced": t.forced,
+             "reason": t.reason, "own": _seconds(fx, t.arm, t.query, OWN_PLAN),
+             "forced_s": _seconds(fx, t.arm, t.query, t.order_of),
+             "theirs": _seconds(fx, t.order_of, t.query, OWN_PLAN),
+             "vs_own": _row(vs_own, arm=t.arm, query=t.query, candidate=t.order_of),
+             "vs_theirs": _row(vs_theirs, arm=t.arm, query=t.query, order_of=t.order_of)}
+            for t in tried.itertuples()]
+    return pd.DataFrame(rows).sort_values(["query", "candidate"], kind="stable", ignore_index=True)
+
+
+def _seconds(ex: "pd.DataFrame", arm: str, query: int, order_of: str) -> dict[str, Any]:
+    """n, timeouts, median, min and max seconds of one variant's executions."""
+    x = ex[(ex["arm"] == arm) & (ex["query"] == query) & (ex["order_of"] == order_of)]
+    s = x["seconds"]
+    return {"n": len(x), "timeouts": int(x["timed_out"].sum()), "median_s": s.median(),
+            "min_s": s.min(), "max_s": s.max()}
+
+
+def _row(table: "pd.DataFrame", **where: Any) -> dict[str, Any]:
+    """The first row of `table` matching `where` as a dict ({} if none)."""
+    hit = table
+    for k, v in where.items():
+        hit = hit[hit[k] == v] if k in hit else hit.iloc[0:0]
+    return hit.iloc[0].to_dict() if len(hit) else {}
+
+
+def forced_table(fo: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+    """`forced` as the report shows it: per rewrite the order forced, seconds with the own plan,
+    forced and of the candidate whose order it is, and both comparisons."""
+    import pandas as pd
+    rows = []
+    for r in fo.itertuples():
+        ok = r.forced
+        rows.append({"query": f"Q{r.query}", "candidate": r.candidate, "join order of": r.order_of,
+                     "order forced": r.wanted_order if ok else f"not forced: {r.reason}",
+                     "own plan s": _seconds_text(r.own, p.timeout) if r.own["n"] else "",
+                     "forced s": _seconds_text(r.forced_s, p.timeout) if ok and r.forced_s["n"] else "",
+                     "forced vs own plan": _relative_text(r.vs_own) if r.vs_own else "",
+                     "their plan s": _seconds_text(r.theirs, p.timeout) if r.theirs["n"] else "",
+                     "forced vs theirs": _relative_text(r.vs_theirs) if r.vs_theirs else ""})
+    return pd.DataFrame(rows)
+
+
+def forced_summary(fo: "pd.DataFrame") -> "pd.DataFrame":
+    """Seconds of each forced rewrite beside the two plans it sits between, for a chart: x is
+    "Q<n> on <candidate>", arm the variant (its own plan, the other order forced, the other
+    candidate's own plan); median with min–max from the phase's executions."""
+    import pandas as pd
+    rows = []
+    for r in fo[fo["forced"]].itertuples() if not fo.empty else []:
+        x = f"Q{r.query} on {r.candidate}"
+        for arm, s in (("own plan", r.own), (f"the other order forced (STRAIGHT_JOIN)", r.forced_s),
+                       ("the other candidate's own plan", r.theirs)):
+            rows.append({"case": x, "arm": arm, "median_s": s["median_s"], "min_s": s["min_s"],
+                         "max_s": s["max_s"]})
+    return pd.DataFrame(rows)
+
+
+def conclusion(rel: "pd.DataFrame", geo: "pd.DataFrame", diff: "pd.DataFrame", p: Params,
+               fo: "pd.DataFrame | None" = None) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     base = arms(p)[0].label
     lines = []
@@ -267,4 +483,11 @@ def conclusion(rel: "pd.DataFrame", geo: "pd.DataFrame", diff: "pd.DataFrame", p
     differ = diff[diff["differs"]]["query"].tolist()
     lines.append(f"- Join orders differ between candidates in {len(differ)} of {len(diff)} queries"
                  + (f": {', '.join(differ)}." if differ else "."))
+    for r in (fo.itertuples() if fo is not None and not fo.empty else []):
+        what = f"  - Q{r.query} on {r.candidate} with the join order of {r.order_of}"
+        if not r.forced:
+            lines.append(f"{what}: not forced ({r.reason}).")
+            continue
+        parts = [_share(r.vs_own, "its own plan's"), _share(r.vs_theirs, f"{r.order_of}'s")]
+        lines.append(f"{what} forced (STRAIGHT_JOIN): " + "; ".join(x for x in parts if x) + ".")
     return "\n".join(lines)
