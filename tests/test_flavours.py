@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import processes_mentioning
-from dbstudies import servers
+from dbstudies import servers, sql, tpch
 from dbstudies.servers import rootfs
 
 pytestmark = pytest.mark.server
@@ -77,6 +77,15 @@ def test_flavour_lifecycle_and_version(name, tmp_path):
             assert re.search(r"`PAGE_COMPRESSED`='?1", created["page"]), created["page"]
             assert s.query("SELECT @@innodb_compression_algorithm") == [("zlib",)]
         assert "COMPRESS" not in created["none"].upper()
+        # TPC-H in this family's dialect: LOAD DATA LOCAL (MySQL: local_infile=ON in its
+        # fragment), and all 22 answers right at SF 0.01
+        loaded = tpch.load(s, tpch.generate(0.01, say=print), say=print)
+        assert sum(t["rows"] for t in loaded) == 86_805
+        reference = tpch.answers(0.01)
+        with sql.Session(s, "tpch") as session:
+            wrong = [p for n, q in tpch.queries().items()
+                     for p in tpch.check(n, session.execute(q, 60, keep_result=True).result, reference[n])]
+        assert wrong == []
         s.stop()
         assert not s.running
     assert processes_mentioning(str(tmp_path / "srv")) == []

@@ -9,7 +9,8 @@ A study is a module `dbstudies.studies.<name>` that declares:
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
   client threads from `SysbenchParams.cells`);
 - optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)` and `block_seconds(p)`
-  (the defaults in `experiment` load and drive sysbench);
+  (the defaults in `experiment` load and drive sysbench), and `follow_up(p, run)`: cells
+  chosen from what the plan measured, measured after it in blocks of their own;
 - its analysis: tables, conclusion.
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,

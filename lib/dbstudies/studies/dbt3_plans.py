@@ -309,9 +309,39 @@ def _compare(ex: "pd.DataFrame", by: list[str], factor: str, baseline: str, cand
     rel = dbstudies.stats.compare_table(clean, by=by, factor=factor, baseline=baseline,
                                         candidates=candidates, value="seconds",
                                         higher_is_better=False, threshold=p.draw_threshold)
-    said = [{"candidate": c, **dict(zip(by, k)), "verdict": CENSORED} for k, c in sorted(censored)
-            if (*k, c) in timed_out]
+    said = [{"candidate": c, **dict(zip(by, k)), "verdict": CENSORED,
+             "bound": censored_bound(*(_side(ex, by, k, factor, x) for x in (baseline, c)), p.timeout)}
+            for k, c in sorted(censored) if (*k, c) in timed_out]
     return pd.concat([rel, pd.DataFrame(said)], ignore_index=True) if said else rel
+
+
+def _side(ex: "pd.DataFrame", by: list[str], key: tuple, factor: str, level: str) -> "pd.DataFrame":
+    mask = ex[factor] == level
+    for col, v in zip(by, key):
+        mask &= ex[col] == v
+    return ex[mask]
+
+
+def censored_bound(base: "pd.DataFrame", cand: "pd.DataFrame", timeout: float) -> str:
+    """What a censored comparison still says: with a timeout on one side only, a timed-out
+    execution took at least `timeout`, so the ratio of geometric means (candidate/baseline)
+    is at least (candidate's timeouts) or at most (baseline's) the ratio computed with the
+    timeout in their place: "≥ 4,100 %" / "≤ 3 %". Empty when both sides timed out.
+
+    >>> import pandas as pd
+    >>> b = pd.DataFrame({"seconds": [2.0, 2.0], "timed_out": [False, False]})
+    >>> c = pd.DataFrame({"seconds": [float("nan")] * 2, "timed_out": [True, True]})
+    >>> censored_bound(b, c, 120), censored_bound(c, b, 120), censored_bound(c, c, 120)
+    ('≥ 6,000 %', '≤ 1.7 %', '')
+    """
+    import numpy as np
+    tb, tc = bool(base["timed_out"].any()), bool(cand["timed_out"].any())
+    if tb == tc or base.empty or cand.empty:
+        return ""
+    def gm(side: "pd.DataFrame") -> float:
+        return float(np.exp(np.log(side["seconds"].where(~side["timed_out"], timeout)).mean()))
+    pct = gm(cand) / gm(base) * 100
+    return f"{'≥' if tc else '≤'} {pct:,.0f} %" if pct >= 10 else f"{'≥' if tc else '≤'} {pct:.2g} %"
 
 
 def query_table(summ: "pd.DataFrame", rel: "pd.DataFrame", p: Params) -> "pd.DataFrame":
@@ -347,7 +377,7 @@ def _share(r: dict[str, Any], whose: str) -> str:
     if not r:
         return ""
     if pd.isna(r.get("ratio")):
-        return f"vs {whose} time: {r['verdict']}"
+        return f"vs {whose} time: {_relative_text(r)}"
     return (f"{r['ratio'] * 100:.0f} % of {whose} time [{r['ci_low'] * 100:.0f}, "
             f"{r['ci_high'] * 100:.0f}] → **{r['verdict']}**")
 
@@ -356,7 +386,8 @@ def _relative_text(r: Any) -> str:
     """A comparison row as the tables show it: 35% [30, 41] better (% of the baseline's time)."""
     import pandas as pd
     if pd.isna(r.get("ratio")):
-        return str(r["verdict"])
+        bound = r.get("bound")
+        return f"{bound} {r['verdict']}" if isinstance(bound, str) and bound else str(r["verdict"])
     return f"{r['ratio'] * 100:.0f}% [{r['ci_low'] * 100:.0f}, {r['ci_high'] * 100:.0f}] {r['verdict']}"
 
 
