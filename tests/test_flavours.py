@@ -85,7 +85,11 @@ def test_flavour_lifecycle_and_version(name, tmp_path):
         with sql.Session(s, "tpch") as session:
             wrong = [p for n, q in tpch.queries().items()
                      for p in tpch.check(n, session.execute(q, 60, keep_result=True).result, reference[n])]
+            three = sql.join_order(session.explain(tpch.queries()[3]))  # MySQL: its JSON version 1
+            thirteen = sql.order_signature(sql.join_order(session.explain(tpch.queries()[13])))
         assert wrong == []
+        assert sorted(t["table"] for t in three) == ["customer", "lineitem", "orders"]
+        assert thirteen.startswith("<derived2> | 2: ")  # named alike in both families
         s.stop()
         assert not s.running
     assert processes_mentioning(str(tmp_path / "srv")) == []

@@ -58,3 +58,18 @@ def test_publish_saves_png_and_svg_and_shows_alt_text(tmp_path, monkeypatch):
                                                  (900, 1100, [500, 1000, 2000])])
 def test_ticks_125(low, high, expected):
     assert plots.ticks_125(low, high) == expected
+
+
+def test_query_charts_of_a_partial_run_draw_what_there_is():
+    """A run that failed before any candidate ran holds the baseline only: the normalised
+    chart is empty but drawn (no legend), the per-query chart shows the baseline; long x
+    labels (the forced-order chart) are wrapped, not overlapping."""
+    base = pd.DataFrame({"query": [3, 5], "arm": ["base", "base"], "median_s": [1.0, 2.0],
+                         "min_s": [0.9, 1.8], "max_s": [1.1, 2.2]})
+    fig = plots.normalised(base, "base")
+    assert fig.legends == [] and not fig.axes[0].patches
+    assert [t.get_text() for t in plots.per_query(base).axes[0].get_xticklabels()] == ["Q3", "Q5"]
+    cases = base.assign(case=["Q3 on selectivity 4 (default)", "Q5 on selectivity 1"])
+    ticks = [t.get_text() for t in plots.per_query(cases, x="case").axes[0].get_xticklabels()]
+    assert ticks[0] == "Q3 on\nselectivity 4\n(default)" and all(
+        len(line) <= 16 for t in ticks for line in t.split("\n"))

@@ -50,3 +50,22 @@ def test_a_forced_join_order_is_in_effect_and_gives_the_same_answer(loaded):
             sql.force_order(q[4], ["lineitem", "orders"])  # lineitem sits in an EXISTS subquery
         with pytest.raises(sql.OrderNotForced, match="the server joins"):
             sql.verify_order(s.explain(q[5]), ["supplier", "region"])  # not the plan's order
+
+
+def test_mysql_materialised_blocks_are_named_as_mariadb_names_them():
+    """MySQL shows a derived table by its alias and a materialised IN subquery as
+    <materialized_subquery>; join orders name them <derivedN>/<subqueryN> as MariaDB does,
+    so that the two families' orders of TPC-H Q13 compare equal."""
+    inner = {"query_block": {"select_id": 2, "nested_loop": [
+        {"table": {"table_name": "customer", "access_type": "index"}},
+        {"table": {"table_name": "orders", "access_type": "ref", "key": "i_orders_0"}}]}}
+    mysql = {"query_block": {"select_id": 1, "table": {
+        "table_name": "c_orders", "access_type": "ALL", "materialized_from_subquery": inner}}}
+    mariadb = {"query_block": {"select_id": 1, "table": {
+        "table_name": "<derived2>", "access_type": "ALL", "materialized": inner}}}
+    assert sql.order_signature(sql.join_order(mysql)) == sql.order_signature(sql.join_order(mariadb)) \
+        == "<derived2> | 2: customer orders"
+    semi = {"query_block": {"select_id": 1, "table": {
+        "table_name": "<materialized_subquery>", "access_type": "eq_ref",
+        "materialized_from_subquery": {"query_block": {"select_id": 2, "table": {"table_name": "lineitem"}}}}}}
+    assert sql.order_signature(sql.join_order(semi)) == "<subquery2> | 2: lineitem"

@@ -86,6 +86,8 @@ def _legend_below(fig: plt.Figure, ax) -> None:
     """One legend for all panels, under them, where it hides no data."""
     handles, labels = ax.get_legend_handles_labels()
     fig.tight_layout()
+    if not handles:  # nothing drawn (a failed run's partial data): no legend
+        return
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=min(len(labels), 3), fontsize="small", frameon=False)
 

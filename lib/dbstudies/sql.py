@@ -98,16 +98,39 @@ class Session:
         return {k: after[k] - before.get(k, 0) for k in after}
 
     def explain(self, sql: str) -> dict[str, Any]:
-        """The plan as EXPLAIN FORMAT=JSON gives it."""
+        """The plan as EXPLAIN FORMAT=JSON gives it (MySQL: its format version 1, the nested
+        query blocks MariaDB also has, not 9.x's default iterator tree)."""
+        if self.family == "mysql":
+            self.cursor.execute("SET SESSION explain_json_format_version=1")
         self.cursor.execute(f"EXPLAIN FORMAT=JSON {sql}")
-        return json.loads(self.cursor.fetchall()[0][0])
+        return json.loads(self.cursor.fetchall()[0][0], object_pairs_hook=keep_repeated_keys)
+
+
+def keep_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, unless a key repeats — MariaDB 10.5 writes the tables of a
+    join as repeated "table" (and "block-nl-join") keys of one object —: then its plain values
+    (select_id, …) stay keys and every nested one goes, in its order, into
+    {"in_order": [{key: value}, …]}.
+
+    >>> json.loads('{"select_id": 2, "table": {"table_name": "a"}, "table": {"table_name": "b"}}',
+    ...            object_pairs_hook=keep_repeated_keys)
+    {'select_id': 2, 'in_order': [{'table': {'table_name': 'a'}}, {'table': {'table_name': 'b'}}]}
+    """
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) == len(keys):
+        return dict(pairs)
+    nested = [(k, v) for k, v in pairs if isinstance(v, (dict, list))]
+    return {**{k: v for k, v in pairs if not isinstance(v, (dict, list))},
+            "in_order": [{k: v} for k, v in nested]}
 
 
 def join_order(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The tables of a plan in the order the server joins them, one dict each: select_id
     (which query block; a merged derived table's tables join in the outer one), position
     within that block, table, access_type, key, rows, filtered. Works on MariaDB's and
-    MySQL's EXPLAIN FORMAT=JSON.
+    MySQL's EXPLAIN FORMAT=JSON (version 1). A materialised derived table or subquery is named
+    as MariaDB names it, `<derived2>` / `<subquery2>` after the block it holds, also where
+    MySQL shows its alias or `<materialized_subquery>`, so that the families' orders compare.
 
     >>> join_order({"query_block": {"select_id": 1, "nested_loop": [
     ...     {"table": {"table_name": "r", "access_type": "ALL", "rows": 5}},
@@ -129,7 +152,7 @@ def join_order(plan: dict[str, Any]) -> list[dict[str, Any]]:
             if isinstance(table, dict) and "table_name" in table:
                 positions[select_id] = positions.get(select_id, 0) + 1
                 out.append({"select_id": select_id, "position": positions[select_id],
-                            "table": table["table_name"], "access_type": table.get("access_type"),
+                            "table": _table_name(table), "access_type": table.get("access_type"),
                             "key": table.get("key"),
                             "rows": table.get("rows", table.get("rows_examined_per_scan")),
                             "filtered": table.get("filtered")})
@@ -145,6 +168,19 @@ def join_order(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
     walk(plan, 1)
     return out
+
+
+def _table_name(table: dict[str, Any]) -> str:
+    """A plan's table as join orders name it; MySQL's materialised blocks as MariaDB's."""
+    name = str(table["table_name"])
+    held = table.get("materialized_from_subquery")
+    if not isinstance(held, dict):
+        return name
+    inner = held.get("query_block") or held.get("sharing_temporary_table_with") or {}
+    sid = inner.get("select_id") if isinstance(inner, dict) else None
+    if sid is None or (name.startswith("<") and name != "<materialized_subquery>"):
+        return name
+    return f"<subquery{sid}>" if name == "<materialized_subquery>" else f"<derived{sid}>"
 
 
 def order_signature(order: list[dict[str, Any]]) -> str:
