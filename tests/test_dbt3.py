@@ -1,6 +1,6 @@
 """The DBT3 power-test study: parameters checked before anything starts, the smoke run
 (notebook, once per session), and timeouts recorded as censored, never as numbers."""
-import math
+import dataclasses
 
 import pytest
 
@@ -60,6 +60,10 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     assert "&lt;derived2&gt;" in html  # plan table cells are text, not tags
     assert "selectivity 1 vs baseline" in html  # the per-query table
     assert "Geometric mean over 4 queries" in proc.stdout and "Join orders differ" in proc.stdout
+    # every measured execution's rows checked against the reference answers (SF 0.01)
+    n = 16 + len(fx)
+    assert f"Answers: {n} of {n} checked executions match DuckDB's reference answers at SF 0.01." in proc.stdout
+    assert (run.table(d3.QUERIES).query("phase != 'warmup'")["answer"] == "ok").all()
 
 
 @pytest.mark.server
@@ -76,8 +80,12 @@ def test_a_timeout_is_censored_never_a_number(tmp_path):
     assert table.iloc[0].tolist()[:3] == ["Q13", ">0.001", ">0.001"]
     geo = d3.geomean(ex, p)
     assert geo.empty  # no repeat without a timeout: nothing to compare
-    text = d3.conclusion(rel, geo, d3.plan_diff(run, p), p)
-    assert "1 timeout (censored: not tested)" in text and not math.isnan(len(text))
+    text = d3.conclusion(rel, geo, d3.plan_diff(run, p), p, d3.forced(run, p), d3.answers_line(run, p))
+    assert "1 timeout (censored: not tested)" in text
+    assert "Answers: 0 of 0 checked executions" in text  # a timed-out execution has no rows to check
+    # a scale factor without reference answers: said, not silently skipped
+    assert d3.answers_line(run, dataclasses.replace(p, scale_factor=0.5)) == (
+        "Answers not checked: DuckDB has reference answers for scale factors 0.01, 0.1, 1 only, not 0.5.")
 
 
 @pytest.mark.server

@@ -23,6 +23,7 @@ forced vs the time of the candidate whose order it is, are compared like the que
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -41,10 +42,12 @@ if TYPE_CHECKING:
 QUERIES = Table("queries", 2, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "query": "int64",
     "order_of": "str", "started_at": "float64", "seconds": "float64", "timed_out": "bool",
-    "rows": "int64", "handler_reads": "int64", "cold": "bool",
+    "rows": "int64", "handler_reads": "int64", "cold": "bool", "answer": "str",
 }, "one execution of a TPC-H query (phase warmup, measure, or forced: the forced-order phase); "
    "order_of: the candidate whose join order was forced with STRAIGHT_JOIN, empty for the "
-   "candidate's own plan; seconds is NaN when it timed out")
+   "candidate's own plan; seconds is NaN when it timed out; answer: 'ok', how the result "
+   "differs from DuckDB's reference answer, or empty when not checked (a timeout, or a scale "
+   "factor without reference answers)")
 LOADS = Table("loads", 1, {"flavour": "str", "table": "str", "rows": "int64", "load_s": "float64",
                            "index_s": "float64"}, "TPC-H load and index build per table")
 PLANS = Table("plans", 1, {"arm": "str", "query": "int64", "select_id": "int64", "position": "int64",
@@ -248,15 +251,49 @@ def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_o
     import time
 
     import pandas as pd
+    reference = _reference(ctx.params.scale_factor)
     with dbstudies.sql.Session(ctx.server, "tpch") as session:
         t0 = time.time()
-        e = session.execute(sql, timeout=ctx.params.timeout)
+        e = session.execute(sql, timeout=ctx.params.timeout, keep_result=reference is not None)
     reads = sum(v for k, v in e.counters.items() if k.startswith("Handler_read"))
+    answer = ""
+    if reference is not None and not e.timed_out:
+        problems = dbstudies.tpch.check(int(cell["query"]), e.result, reference[int(cell["query"])])
+        answer = "; ".join(problems)[:500] if problems else "ok"
     ctx.run.append(QUERIES, pd.DataFrame([{
         "step": cell["step"], "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
         "query": cell["query"], "order_of": order_of, "started_at": t0,
         "seconds": e.seconds if e.seconds is not None else math.nan, "timed_out": e.timed_out,
-        "rows": e.rows, "handler_reads": reads, "cold": ctx.params.cold}]))
+        "rows": e.rows, "handler_reads": reads, "cold": ctx.params.cold, "answer": answer}]))
+
+
+@functools.cache
+def _reference(sf: float) -> dict[int, Any] | None:
+    """DuckDB's reference answers at `sf`, None at a scale factor that has none."""
+    try:
+        return dbstudies.tpch.answers(sf)
+    except dbstudies.errors.WorkloadError:
+        return None
+
+
+def answers_line(run: "Run", p: Params) -> str:
+    """What the results' check found, for the conclusion: every measured execution's rows
+    against DuckDB's reference answers, or why they were not checked."""
+    q = run.table(QUERIES)
+    q = q[q["phase"] != "warmup"]
+    if _reference(p.scale_factor) is None:
+        return (f"Answers not checked: DuckDB has reference answers for scale factors "
+                f"{', '.join(f'{a:g}' for a in dbstudies.tpch.ANSWER_SCALES)} only, not {p.scale_factor:g}.")
+    checked = q[q["answer"] != ""]
+    wrong = checked[checked["answer"] != "ok"]
+    line = (f"Answers: {len(checked) - len(wrong)} of {len(checked)} checked executions match "
+            f"DuckDB's reference answers at SF {p.scale_factor:g}")
+    if wrong.empty:
+        return line + "."
+    first = wrong.iloc[0]
+    where = ", ".join(sorted({f"Q{r.query} on {r.arm}" + (f" (order of {r.order_of})" if r.order_of else "")
+                              for r in wrong.itertuples()}))
+    return f"{line}; **{len(wrong)} differ** ({where}), e.g. {first['answer']}."
 
 
 def _record_plan(ctx: "Context", query: int) -> None:
@@ -498,7 +535,7 @@ def forced_summary(fo: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def conclusion(rel: "pd.DataFrame", geo: "pd.DataFrame", diff: "pd.DataFrame", p: Params,
-               fo: "pd.DataFrame | None" = None) -> str:
+               fo: "pd.DataFrame | None" = None, answers: str = "") -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     base = arms(p)[0].label
     lines = []
@@ -511,6 +548,8 @@ def conclusion(rel: "pd.DataFrame", geo: "pd.DataFrame", diff: "pd.DataFrame", p
         tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]
         if not tested.empty:
             lines += [f"  - {line}." for line in dbstudies.stats.reachability(tested)]
+    if answers:
+        lines.append(f"- {answers}")
     differ = diff[diff["differs"]]["query"].tolist()
     lines.append(f"- Join orders differ between candidates in {len(differ)} of {len(diff)} queries"
                  + (f": {', '.join(differ)}." if differ else "."))
