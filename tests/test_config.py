@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import servers, sysbench
+from dbstudies import servers, sysbench, workloads
 
 
 def make_server(flavour, tmp_path, **kw):
@@ -118,14 +118,19 @@ def test_sysbench_run_argv():
     assert argv[-1] == "run"
     prep = sysbench.Sysbench(FakeTarget()).argv("prepare", threads=1)
     assert prep[0] == "sysbench" and prep[-1] == "prepare" and not any("--time" in a for a in prep)
+    # our TPC-C takes its own scale, not the OLTP tables' (sysbench refuses unknown options)
+    tpcc = sysbench.Sysbench(FakeTarget(), tables=4, warehouses=3).argv("run", workload="tpcc", duration=5)
+    assert "--warehouses=3" in tpcc and not any(a.startswith(("--tables", "--table-size")) for a in tpcc)
 
 
 def test_sysbench_env_names_the_workload_and_table_options():
     sb = sysbench.Sysbench(FakeTarget(), table_options="ROW_FORMAT=COMPRESSED")
     assert sb.env("oltp_read_write") == {"DBSTUDIES_WORKLOAD": "oltp_read_write",
+                                         "DBSTUDIES_LUA_DIR": str(workloads.LUA_DIR),
                                          "DBSTUDIES_TABLE_OPTIONS": "ROW_FORMAT=COMPRESSED"}
-    with pytest.raises(ValueError, match="unknown sysbench workload 'tpcc'"):
-        sb.env("tpcc")
+    assert (workloads.LUA_DIR / "tpcc.lua").exists() and sb.env("tpcc")["DBSTUDIES_WORKLOAD"] == "tpcc"
+    with pytest.raises(ValueError, match="unknown sysbench workload 'tpcx'"):
+        sb.env("tpcx")
 
 
 def test_children_get_the_hard_open_files_limit():

@@ -31,7 +31,7 @@ def test_cli_strings_are_coerced():
 
 @pytest.mark.parametrize("overrides, fragment", [
     ({"thread": [1]}, "thread: unknown parameter"),
-    ({"workloads": ["tpcc"]}, "workloads: need distinct values"),
+    ({"workloads": ["tpch"]}, "workloads: need distinct values"),
     ({"threads": [0, 8]}, "threads: each must be between 1 and 4096"),
     ({"threads": [8, 8]}, "threads: need distinct thread counts"),
     ({"threads": [5000]}, "between 1 and 4096"),

@@ -53,3 +53,28 @@ def test_version_line():
     assert sysbench.parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)") == "1.0.20"
     with pytest.raises(ValueError):
         sysbench.parse_version("bash: sysbench: command not found")
+
+
+def test_per_type_lines_are_summed_over_threads():
+    """Our workloads' lines (dbs_common.lua): totals, rollbacks, retries and histograms of
+    every thread merged; per-second counts summed by second."""
+    text = "\n".join([
+        '{"kind":"types_interval","thread":0,"second":1,"counts":{"new_order":3,"payment":2}}',
+        '{"kind":"types_interval","thread":1,"second":1,"counts":{"new_order":1}}',
+        '{"kind":"types_interval","thread":1,"second":2,"counts":{"payment":4}}',
+        '{"kind":"types","thread":0,"types":{"new_order":{"count":3,"rollbacks":1,"retries":2,'
+        '"sum_ms":30,"max_ms":20,"hist":[[5,2],[20,1]]},"payment":{"count":2,"rollbacks":0,'
+        '"retries":0,"sum_ms":4,"max_ms":3,"hist":[[1,1],[3,1]]}}}',
+        '{"kind":"types","thread":1,"types":{"new_order":{"count":1,"rollbacks":0,"retries":1,'
+        '"sum_ms":50,"max_ms":50,"hist":[[50,1]]},"payment":{"count":4,"rollbacks":0,'
+        '"retries":0,"sum_ms":8,"max_ms":2,"hist":[[2,4]]}}}',
+    ])
+    types, seconds = sysbench.parse_types(text)
+    no = types.set_index("type").loc["new_order"]
+    assert (no["count"], no["rollbacks"], no["retries"]) == (4, 1, 3)
+    assert no["latency_avg_ms"] == 20 and no["latency_max_ms"] == 50
+    assert no["latency_p50_ms"] == 5 and no["latency_p99_ms"] == 50  # of the merged histogram
+    assert seconds.to_dict("records") == [{"second": 1, "type": "new_order", "count": 4},
+                                          {"second": 1, "type": "payment", "count": 2},
+                                          {"second": 2, "type": "payment", "count": 4}]
+    assert sysbench.parse_types('{"kind":"total"}')[0].empty  # bundled workloads: nothing

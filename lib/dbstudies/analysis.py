@@ -169,3 +169,41 @@ def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
         raise StoreError(f"runs {run_a.path.name} and {run_b.path.name} have no configuration "
                          "(arm × workload × threads) in common")
     return table
+
+
+# ---------------------------------------------------------------- our workloads' transaction types
+
+def transaction_types(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
+    """Per workload × arm × threads × transaction type of our workloads (tpcc), over the
+    measured `steps`: transactions per second and share of all (medians over repeats),
+    business rollbacks and retries after deadlocks or lock-wait timeouts (sums), latency
+    p50 and p99 (medians over repeats). Empty when no measured step ran one of ours."""
+    from .results import TYPES
+    from .workloads import TYPES as ORDER
+    t = run.table(TYPES).merge(steps[["step", "workload", "arm", "threads", "seconds"]], on="step")
+    if t.empty:
+        return pd.DataFrame()
+    t = t.assign(per_s=t["count"] / t["seconds"],
+                 share_pct=t["count"] / t.groupby("step")["count"].transform("sum") * 100)
+    out = (t.groupby(["workload", "arm", "threads", "type"], sort=False)
+           .agg(per_s=("per_s", "median"), share_pct=("share_pct", "median"),
+                rollbacks=("rollbacks", "sum"), retries=("retries", "sum"),
+                p50_ms=("latency_p50_ms", "median"), p99_ms=("latency_p99_ms", "median"))
+           .reset_index())
+    rank = {name: i for types in ORDER.values() for i, name in enumerate(types)}
+    return out.sort_values(["workload", "arm", "threads", "type"], key=lambda c: c.map(rank) if c.name == "type" else c,
+                           ignore_index=True)
+
+
+def new_orders_per_minute(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
+    """TPC-C-like New-Order transactions per minute per measured step (rolled-back ones
+    included, as tpmC counts them), summarised per workload × arm × threads: nopm_median,
+    _min, _max. A tpmC-like figure from a sysbench run: not a TPC-C result."""
+    from .results import TYPES
+    t = run.table(TYPES)
+    t = t[t["type"] == "new_order"].merge(steps[["step", "workload", "arm", "threads", "seconds"]], on="step")
+    if t.empty:
+        return pd.DataFrame()
+    t = t.assign(nopm=t["count"] / t["seconds"] * 60)
+    return (t.groupby(["workload", "arm", "threads"])["nopm"].agg(["median", "min", "max"])
+            .add_prefix("nopm_").reset_index())

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, runner, servers, stats
-from .results import HISTOGRAMS, INTERVALS, STATUS, Run, Table
+from . import errors, runner, servers, stats, workloads
+from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .sysbench import Sysbench, SysbenchResult, version as sysbench_version
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
 STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
-WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8
+WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8  # our workloads warm up with themselves
 # A step measured while others used the machine (host_busy) is measured again, at most this
 # often: on these shared 2-vCPU machines steal above 20 % halves a 1-thread step's QPS, and
 # such steps made up most of the run-to-run noise (README "Statistics").
@@ -248,13 +248,27 @@ def _sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sy
         return None
     if meta["version"] is None:
         meta["version"] = sysbench_version()
-    return Sysbench(server, tables=p.tables, table_size=p.table_size, cpus=p.client_cpus,
+    return Sysbench(server, tables=p.tables, table_size=p.table_size, warehouses=p.warehouses,
+                    cpus=p.client_cpus,
                     calls=meta["calls"])
 
 
 def sysbench_prepare(ctx: Context) -> None:
-    """Load the sysbench tables (parallel loaders up to the CPUs we may use)."""
-    ctx.sysbench.prepare(threads=len(os.sched_getaffinity(0)))
+    """Load the tables of every workload family the study runs (OLTP's sbtest tables,
+    TPC-C's warehouses), parallel loaders up to the CPUs we may use."""
+    first = {}
+    for w in ctx.params.workloads:
+        first.setdefault(workloads.family(w), w)
+    for w in first.values():
+        ctx.sysbench.prepare(w, threads=len(os.sched_getaffinity(0)))
+
+
+def warmup_workload(p: Any) -> str:
+    """Read-only OLTP when the study runs OLTP workloads, else its first workload (TPC-C
+    warms up with TPC-C: its tables are the only ones loaded)."""
+    if any(workloads.family(w) == "oltp" for w in p.workloads):
+        return WARMUP_WORKLOAD
+    return p.workloads[0]
 
 
 def sysbench_warmup(ctx: Context) -> None:
@@ -262,7 +276,7 @@ def sysbench_warmup(ctx: Context) -> None:
     p = ctx.params
     if p.warmup > 0:
         ctx.warmups[0] -= 1
-        cell = {"step": ctx.warmups[0], "workload": WARMUP_WORKLOAD,
+        cell = {"step": ctx.warmups[0], "workload": warmup_workload(p),
                 "threads": min(max(p.threads), WARMUP_MAX_THREADS)}
         sysbench_step(ctx, cell, phase="warmup", duration=p.warmup, seed=p.seed)
 
@@ -329,6 +343,9 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, seed: int, res: Sys
     ctx.run.append(INTERVALS, res.intervals.assign(step=step))
     ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))
     ctx.run.append(STATUS, sampler.frame().assign(step=step))
+    if not res.types.empty:  # our workloads: per transaction type
+        ctx.run.append(TYPES, res.types.assign(step=step))
+        ctx.run.append(TYPE_INTERVALS, res.type_intervals.assign(step=step))
 
 
 def sysbench_block_seconds(p: Any) -> float:

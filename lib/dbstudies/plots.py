@@ -102,7 +102,7 @@ def dodged(x: pd.Series, i: int, n: int) -> pd.Series:
 
 
 def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm",
-            facet: str = "workload", logy: bool = True) -> plt.Figure:
+            facet: str = "workload", logy: bool = True, note: str = "") -> plt.Figure:
     """Median of `metric` with min/max whiskers vs client threads, one panel per `facet`.
 
     `summary` has columns threads, hue, facet and {metric}_median/_min/_max."""
@@ -122,7 +122,7 @@ def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm"
             _log_y(ax, part[f"{metric}_min"].min(), part[f"{metric}_max"].max())
         ax.set_title(f)
         ax.set_ylabel(ylabel)
-    fig.suptitle(f"{ylabel}: median, whiskers min–max", y=1.02)
+    fig.suptitle(f"{ylabel}{' (' + note + ')' if note else ''}: median, whiskers min–max", y=1.02)
     _legend_below(fig, axes[0])
     fig.dbstudies_alt = (f"{ylabel} against client threads ({', '.join(map(str, sorted(summary['threads'].unique())))}), "
                          f"one panel per {facet} ({', '.join(facets)}), one line per {hue} "

@@ -44,6 +44,15 @@ INTERVALS = Table("intervals", 1, {
 }, "sysbench's per-interval report; latency_p_ms is that interval's --percentile")
 HISTOGRAMS = Table("histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
                    "sysbench's full latency histogram of one step")
+TYPES = Table("types", 1, {"step": "int64", "type": "str", "count": "int64", "rollbacks": "int64",
+                           "retries": "int64", "latency_avg_ms": "float64", "latency_max_ms": "float64",
+                           "latency_p50_ms": "float64", "latency_p95_ms": "float64",
+                           "latency_p99_ms": "float64"},
+              "our workloads (tpcc): per transaction type of one step — finished transactions, "
+              "business rollbacks among them, retries after deadlocks/lock-wait timeouts, latency")
+TYPE_INTERVALS = Table("type_intervals", 1, {"step": "int64", "second": "int64", "type": "str",
+                                             "count": "int64"},
+                       "our workloads: transactions finished per type per second of a step")
 STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "float64",
                              "variable": "str", "value": "float64"},
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")

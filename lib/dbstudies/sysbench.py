@@ -1,8 +1,10 @@
 """sysbench prepare / run / cleanup with machine-readable output.
 
-Runs sysbench's bundled OLTP workloads through `sysbench_report.lua`, which prints one JSON
-object per report interval and one for the whole run; `--histogram` adds the full latency
-histogram, from which run-level percentiles are computed (never from per-interval ones).
+Runs sysbench's bundled OLTP workloads and ours (`workloads`: tpcc) through
+`sysbench_report.lua`, which prints one JSON object per report interval and one for the whole
+run; `--histogram` adds the full latency histogram, from which run-level percentiles are
+computed (never from per-interval ones). Our workloads also print per-transaction-type counts
+per second and latency histograms per type (`types`, `type_intervals`).
 Output is read as it comes, so a long step can store its intervals while it runs.
 Parsers are pure functions of the text, tested on recorded output.
 """
@@ -19,11 +21,11 @@ from typing import IO, Any, Callable, Protocol
 
 import pandas as pd
 
-from . import errors, proc
+from . import errors, proc, workloads
 
 WRAPPER = Path(__file__).with_name("sysbench_report.lua")
-OLTP_WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
-                  "oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete")
+OLTP_WORKLOADS = workloads.OLTP
+WORKLOADS = (*workloads.OLTP, *workloads.OURS)
 RUN_PERCENTILES = (50, 95, 99)
 # a run may take this long past --time before we call it hung (connect, teardown of many threads)
 GRACE_SECONDS = 60
@@ -52,6 +54,43 @@ def parse_report(text: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None
         elif rec["kind"] == "total":
             total = rec
     return intervals, total
+
+
+def parse_types(text: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Our workloads' per-type lines, summed over threads: totals per transaction type
+    (count, rollbacks, retries, latency avg/max and percentiles from the merged histogram)
+    and counts per type per second of the run (the end of sysbench's report interval). Both
+    empty for sysbench's bundled workloads."""
+    totals: dict[str, dict[str, Any]] = {}
+    per_second: dict[tuple[int, str], int] = {}
+    for line in text.splitlines():
+        if line.startswith('{"kind":"types"'):
+            for name, t in json.loads(line)["types"].items():
+                s = totals.setdefault(name, {"count": 0, "rollbacks": 0, "retries": 0, "sum_ms": 0.0,
+                                             "max_ms": 0.0, "hist": {}})
+                for k in ("count", "rollbacks", "retries", "sum_ms"):
+                    s[k] += t[k]
+                s["max_ms"] = max(s["max_ms"], t["max_ms"])
+                for upper, n in t["hist"]:
+                    s["hist"][upper] = s["hist"].get(upper, 0) + n
+        elif line.startswith('{"kind":"types_interval"'):
+            rec = json.loads(line)
+            for name, n in rec["counts"].items():
+                key = (int(rec["second"]), name)
+                per_second[key] = per_second.get(key, 0) + int(n)
+    rows = []
+    for name, s in totals.items():
+        hist = pd.DataFrame(sorted(s["hist"].items()), columns=["value_ms", "count"])
+        rows.append({"type": name, "count": s["count"], "rollbacks": s["rollbacks"],
+                     "retries": s["retries"],
+                     "latency_avg_ms": s["sum_ms"] / s["count"] if s["count"] else float("nan"),
+                     "latency_max_ms": s["max_ms"],
+                     **{f"latency_p{q}_ms": histogram_percentile(hist, q) for q in RUN_PERCENTILES}})
+    types = pd.DataFrame(rows, columns=["type", "count", "rollbacks", "retries", "latency_avg_ms",
+                                        "latency_max_ms", *(f"latency_p{q}_ms" for q in RUN_PERCENTILES)])
+    seconds = pd.DataFrame([{"second": s, "type": n, "count": c} for (s, n), c in sorted(per_second.items())],
+                           columns=["second", "type", "count"])
+    return types, seconds
 
 
 def parse_histogram(text: str) -> pd.DataFrame:
@@ -155,6 +194,8 @@ class SysbenchResult:
     histogram: pd.DataFrame
     totals: dict[str, float]
     stdout: str = field(repr=False)
+    types: pd.DataFrame = field(default_factory=pd.DataFrame)          # our workloads: per type
+    type_intervals: pd.DataFrame = field(default_factory=pd.DataFrame)  # … per type per second
 
 
 def version(binary: str = "sysbench") -> str:
@@ -163,32 +204,35 @@ def version(binary: str = "sysbench") -> str:
 
 @dataclass
 class Sysbench:
-    """sysbench against one server's socket. `cpus` pins the client (taskset list)."""
+    """sysbench against one server's socket. `cpus` pins the client (taskset list).
+    `tables`, `table_size`: the OLTP scale; `warehouses`: TPC-C's."""
     server: Target
     user: str = "root"
     db: str = "sbtest"
     tables: int = 1
     table_size: int = 10000
+    warehouses: int = 1
     cpus: str | None = None
     binary: str = "sysbench"
     table_options: str | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)  # argv + env of every call
 
     def env(self, workload: str) -> dict[str, str]:
-        if workload not in OLTP_WORKLOADS:
-            raise ValueError(f"unknown sysbench workload {workload!r}; known: {', '.join(OLTP_WORKLOADS)}")
-        env = {"DBSTUDIES_WORKLOAD": workload}
+        if workload not in WORKLOADS:
+            raise ValueError(f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)}")
+        env = {"DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(workloads.LUA_DIR)}
         if self.table_options:
             env["DBSTUDIES_TABLE_OPTIONS"] = self.table_options
         return env
 
-    def argv(self, command: str, *, threads: int = 1, duration: int | None = None,
-             interval: int = 1, percentile: int = 99, seed: int | None = None) -> list[str]:
+    def argv(self, command: str, *, workload: str = "oltp_read_only", threads: int = 1,
+             duration: int | None = None, interval: int = 1, percentile: int = 99,
+             seed: int | None = None) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
+        scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses}
         argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
                 f"--mysql-socket={self.server.socket}", f"--mysql-user={self.user}",
-                f"--mysql-db={self.db}", f"--tables={self.tables}",
-                f"--table-size={self.table_size}", f"--threads={threads}"]
+                f"--mysql-db={self.db}", *workloads.options(workload, scale), f"--threads={threads}"]
         if command == "run":
             argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]
@@ -201,7 +245,7 @@ class Sysbench:
                            "at": time.time()})
 
     def _call(self, command: str, workload: str, timeout: float, **kw: Any) -> proc.Result:
-        argv, env = self.argv(command, **kw), self.env(workload)
+        argv, env = self.argv(command, workload=workload, **kw), self.env(workload)
         self._record(command, workload, argv, env)
         try:
             return proc.run(argv, env=env, timeout=timeout)
@@ -210,10 +254,11 @@ class Sysbench:
             raise SysbenchError(e.argv, e.returncode, e.stdout_tail, e.stderr_tail) from None
 
     def prepare(self, workload: str = "oltp_read_only", threads: int | None = None) -> None:
-        """Create the database and load the tables (threads: parallel loaders ≤ tables)."""
+        """Create the database and load the tables of `workload`'s family (threads: parallel
+        loaders ≤ OLTP tables, or ≤ TPC-C warehouses)."""
         self.server.query(f"CREATE DATABASE IF NOT EXISTS `{self.db}`")
-        self._call("prepare", workload, timeout=24 * 3600,
-                   threads=min(self.tables, threads or self.tables))
+        units = self.tables if workloads.family(workload) == "oltp" else self.warehouses
+        self._call("prepare", workload, timeout=24 * 3600, threads=min(units, threads or units))
 
     def cleanup(self, workload: str = "oltp_read_only") -> None:
         self._call("cleanup", workload, timeout=3600)
@@ -224,9 +269,9 @@ class Sysbench:
         """One measured (or warm-up) run. Raises SysbenchError, or ServerDied if the
         server went away under it; sysbench is never left running. `on_interval` gets each
         interval's row (an `intervals_frame` of one row) as sysbench prints it."""
-        argv = self.argv("run", threads=threads, duration=duration, interval=interval,
-                         percentile=percentile, seed=seed)
-        env = self.env(workload)
+        argv = self.argv("run", workload=workload, threads=threads, duration=duration,
+                         interval=interval, percentile=percentile, seed=seed)
+        env = {**self.env(workload), "DBSTUDIES_T0": f"{time.time():.3f}"}  # our per-type seconds' origin
         self._record("run", workload, argv, env)
         out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer,
                               on_interval)
@@ -234,8 +279,10 @@ class Sysbench:
         if total is None:
             raise SysbenchError(argv, 0, out, err, reason="printed no final report")
         hist = parse_histogram(out)
+        types, per_second = parse_types(out)
         return SysbenchResult(workload, threads, duration, argv, env, self.calls[-1]["at"],
-                              intervals_frame(intervals), hist, run_totals(total, hist), out)
+                              intervals_frame(intervals), hist, run_totals(total, hist), out,
+                              types, per_second)
 
     def _wait(self, argv: list[str], env: dict[str, str], timeout: float,
               observer: Observer | None,

@@ -1,4 +1,5 @@
--- dbstudies wrapper around sysbench 1.0's bundled Lua workloads.
+-- dbstudies wrapper around sysbench 1.0's Lua workloads: its bundled OLTP scripts and ours
+-- (tpcc, linkbench: found in DBSTUDIES_LUA_DIR).
 -- Loads the workload named by DBSTUDIES_WORKLOAD (e.g. oltp_read_only) and replaces the
 -- human-readable reports by one JSON object per line:
 --   {"kind":"interval", ...}  every --report-interval seconds
@@ -10,6 +11,10 @@ if workload == nil or workload == "" then
    error("DBSTUDIES_WORKLOAD is not set")
 end
 mysql_table_options = os.getenv("DBSTUDIES_TABLE_OPTIONS")
+local ours = os.getenv("DBSTUDIES_LUA_DIR")
+if ours ~= nil and ours ~= "" then
+   package.path = ours .. "/?.lua;" .. package.path
+end
 require(workload)
 
 local function report(kind, stat)

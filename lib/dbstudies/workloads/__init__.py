@@ -1,0 +1,36 @@
+"""Workloads we drive through sysbench besides its bundled OLTP scripts, written by us as
+sysbench Lua (`lua/`) from public specifications:
+
+- `tpcc`: TPC-C-like (the TPC-C standard's nine tables, five transactions, mix, NURand
+  keys, 1 % New-Order rollbacks, remote warehouses); scale: `warehouses`. Not a TPC-C result.
+
+Every workload runs through the same report wrapper as the bundled ones (`sysbench_report.lua`):
+JSON per interval, full histogram, prepare/run/cleanup, seeds, pinning, table options. Ours
+also print per-transaction-type counts per second and latency histograms per type
+(`lua/dbs_common.lua`), which `dbstudies.sysbench` parses into `types` tables.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+LUA_DIR = Path(__file__).with_name("lua")
+OLTP = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
+        "oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete")
+# our workloads → the scale parameters (study parameter = sysbench option) each takes
+OURS: dict[str, tuple[str, ...]] = {"tpcc": ("warehouses",)}
+# what each of ours calls its transactions, in report order
+TYPES: dict[str, tuple[str, ...]] = {
+    "tpcc": ("new_order", "payment", "order_status", "delivery", "stock_level"),
+}
+
+
+def family(workload: str) -> str:
+    """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name."""
+    return "oltp" if workload in OLTP else workload
+
+
+def options(workload: str, scale: dict[str, Any]) -> list[str]:
+    """The sysbench options of `workload` at this scale (tables/table_size for OLTP)."""
+    names = ("tables", "table_size") if workload in OLTP else OURS[workload]
+    return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
