@@ -138,7 +138,7 @@ class SysbenchParams(StudyParams):
         problems += P.check_min(self, tables=1, table_size=1, warehouses=1, warmup=0, duration=1)
         if self.warehouses > MAX_WAREHOUSES:
             problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
-                            f"SMALLINT; one is ≈ 100 MB), got {self.warehouses}")
+                            f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")
         return problems + P.check_cpus("client_cpus", self.client_cpus)
 
     def cells(self) -> list[dict[str, Any]]:
