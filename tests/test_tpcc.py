@@ -131,3 +131,15 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     assert (types["per_s"] > 0).all() and types["share_pct"].between(0, 100).all()
     nopm = analysis.new_orders_per_minute(run, steps)
     assert len(nopm) == 2 and (nopm["nopm_median"] > 0).all()
+
+
+@pytest.mark.server
+def test_a_broken_condition_is_found(loaded):
+    s, _ = loaded
+    s.query("UPDATE sbtest.warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 2")
+    try:
+        problems = tpcc.consistency(s)
+        assert len(problems) == 1 and problems[0].startswith("condition 1 (W_YTD = sum(D_YTD)")
+    finally:
+        s.query("UPDATE sbtest.warehouse SET w_ytd = w_ytd - 1 WHERE w_id = 2")
+    assert tpcc.consistency(s) == []

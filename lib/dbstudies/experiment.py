@@ -249,7 +249,7 @@ def _sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sy
     if meta["version"] is None:
         meta["version"] = sysbench_version()
     return Sysbench(server, tables=p.tables, table_size=p.table_size, warehouses=p.warehouses,
-                    cpus=p.client_cpus,
+                    nodes=p.nodes, cpus=p.client_cpus,
                     calls=meta["calls"])
 
 

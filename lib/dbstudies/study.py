@@ -113,13 +113,14 @@ class StudyParams:
 @dataclass(frozen=True, kw_only=True)
 class SysbenchParams(StudyParams):
     """A sysbench study: workloads × client threads, on tables it loads once per server.
-    `tables` × `table_size` is the OLTP workloads' scale, `warehouses` the TPC-C-like one's
-    (`workloads.OURS`)."""
+    `tables` × `table_size` is the OLTP workloads' scale, `warehouses` the TPC-C-like one's,
+    `nodes` the LinkBench-like one's (`workloads.OURS`)."""
     workloads: list[str]
     threads: list[int]
     tables: int
     table_size: int
     warehouses: int
+    nodes: int
     warmup: int
     duration: int
     client_cpus: str | None = None
@@ -135,7 +136,7 @@ class SysbenchParams(StudyParams):
             problems.append(f"threads: need distinct thread counts, got {self.threads}")
         elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):
             problems.append(f"threads: each must be between 1 and {self.MAX_THREADS}, got {self.threads}")
-        problems += P.check_min(self, tables=1, table_size=1, warehouses=1, warmup=0, duration=1)
+        problems += P.check_min(self, tables=1, table_size=1, warehouses=1, nodes=1, warmup=0, duration=1)
         if self.warehouses > MAX_WAREHOUSES:
             problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
                             f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")

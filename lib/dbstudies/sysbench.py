@@ -205,13 +205,16 @@ def version(binary: str = "sysbench") -> str:
 @dataclass
 class Sysbench:
     """sysbench against one server's socket. `cpus` pins the client (taskset list).
-    `tables`, `table_size`: the OLTP scale; `warehouses`: TPC-C's."""
+    `tables`, `table_size`: the OLTP scale; `warehouses`: TPC-C's; `nodes` and
+    `payload_compressibility` (0..1): LinkBench's."""
     server: Target
     user: str = "root"
     db: str = "sbtest"
     tables: int = 1
     table_size: int = 10000
     warehouses: int = 1
+    nodes: int = 10000
+    payload_compressibility: float = 0.5
     cpus: str | None = None
     binary: str = "sysbench"
     table_options: str | None = None
@@ -229,7 +232,8 @@ class Sysbench:
              duration: int | None = None, interval: int = 1, percentile: int = 99,
              seed: int | None = None) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
-        scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses}
+        scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses,
+                 "nodes": self.nodes, "payload_compressibility": self.payload_compressibility}
         argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
                 f"--mysql-socket={self.server.socket}", f"--mysql-user={self.user}",
                 f"--mysql-db={self.db}", *workloads.options(workload, scale), f"--threads={threads}"]
@@ -257,7 +261,7 @@ class Sysbench:
         """Create the database and load the tables of `workload`'s family (threads: parallel
         loaders ≤ OLTP tables, or ≤ TPC-C warehouses)."""
         self.server.query(f"CREATE DATABASE IF NOT EXISTS `{self.db}`")
-        units = self.tables if workloads.family(workload) == "oltp" else self.warehouses
+        units = {"oltp": self.tables, "tpcc": self.warehouses}.get(workloads.family(workload), threads or 1)
         self._call("prepare", workload, timeout=24 * 3600, threads=min(units, threads or units))
 
     def cleanup(self, workload: str = "oltp_read_only") -> None:

@@ -38,7 +38,7 @@ class Params(S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
     configs: dict
     stall_fraction: float
-    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc")
+    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")
 
     def check(self) -> list[str]:
         problems = []
@@ -57,10 +57,10 @@ class Params(S.SysbenchParams):
 _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
                server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
-               settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10)
+               settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
-                  table_size=1000, warehouses=1, warmup=1, duration=4, repeats=2),
+                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=4, repeats=2),
     "quick": dict(_COMMON, workloads=["oltp_write_only"], threads=[64], tables=4,
                   table_size=100_000, warmup=10, duration=60, repeats=5),
     # the sources' long runs: read-only warm-up, then ≥ 30 minutes of read/write

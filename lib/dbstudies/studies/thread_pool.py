@@ -33,7 +33,7 @@ class Params(S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     schedulers: list[str]
-    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc")  # tpcc: the source's TPCC-10 case
+    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")  # tpcc: the source's TPCC-10 case
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
     def check(self) -> list[str]:
@@ -47,10 +47,10 @@ class Params(S.MultiServerParams):
 
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
-               settings={}, warehouses=10)
+               settings={}, warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
-                  table_size=1000, warehouses=1, warmup=1, duration=2, repeats=2),
+                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
     # measured here (2 vCPUs): run-to-run CV of a step is ≈ 18 % whatever its length (host
     # contention drifts over seconds), so repeats buy more than long steps: 3-s steps, 16
     # blocks per arm, ≈ 16 min (tests/benchmarks/noise.py; README "Statistics")

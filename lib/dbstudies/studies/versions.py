@@ -27,7 +27,7 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 @dataclass(frozen=True, kw_only=True)
 class Params(S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
-    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc")
+    WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")
 
     def check(self) -> list[str]:
         return self.flavour_problems()
@@ -35,10 +35,10 @@ class Params(S.MultiServerParams):
 
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10)
+               server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
-                  threads=[1, 4], table_size=1000, warehouses=1, warmup=1, duration=2, repeats=2),
+                  threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
     "quick": dict(_COMMON, flavours=FOUR, workloads=["oltp_read_only"],
                   threads=[1, 16, 64, 256], table_size=200_000, warmup=2, duration=3, repeats=10),
     "full": dict(_COMMON, flavours=FOUR, workloads=list(WORKLOADS),

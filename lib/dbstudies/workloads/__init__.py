@@ -3,6 +3,9 @@ sysbench Lua (`lua/`) from public specifications:
 
 - `tpcc`: TPC-C-like (the TPC-C standard's nine tables, five transactions, mix, NURand
   keys, 1 % New-Order rollbacks, remote warehouses); scale: `warehouses`. Not a TPC-C result.
+- `linkbench`: LinkBench-like (the SIGMOD 2013 paper's node, link and count tables, its
+  default request mix, Zipf-like access, power-law out-degree, lognormal payloads of a given
+  compressibility); scale: `nodes`. Not LinkBench itself.
 
 Every workload runs through the same report wrapper as the bundled ones (`sysbench_report.lua`):
 JSON per interval, full histogram, prepare/run/cleanup, seeds, pinning, table options. Ours
@@ -18,11 +21,16 @@ LUA_DIR = Path(__file__).with_name("lua")
 OLTP = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
         "oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete")
 # our workloads → the scale parameters (study parameter = sysbench option) each takes
-OURS: dict[str, tuple[str, ...]] = {"tpcc": ("warehouses",)}
+OURS: dict[str, tuple[str, ...]] = {"tpcc": ("warehouses",),
+                                    "linkbench": ("nodes", "payload_compressibility")}
 # what each of ours calls its transactions, in report order
 TYPES: dict[str, tuple[str, ...]] = {
     "tpcc": ("new_order", "payment", "order_status", "delivery", "stock_level"),
+    "linkbench": ("get_link_list", "get_node", "add_link", "update_link", "update_node", "count_link",
+                  "delete_link", "add_node", "delete_node", "get_link"),
 }
+# the LinkBench paper's default request mix, % (TYPES order)
+LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
 
 
 def family(workload: str) -> str:

@@ -50,8 +50,13 @@ def consistency(server: Any, db: str = "sbtest") -> list[str]:
 def selftest(binary: str = "sysbench") -> dict[str, Any]:
     """Samples of the Lua key generators (NURand, the run-time C for last names, last
     names), printed by the workload's `selftest` command; no server needed."""
+    return _selftest("tpcc", binary)
+
+
+def _selftest(workload: str, binary: str) -> dict[str, Any]:
+    """The JSON line a workload's `selftest` command prints (seeded: --rand-seed=7)."""
     from ..sysbench import WRAPPER
-    env = {**os.environ, "DBSTUDIES_WORKLOAD": "tpcc", "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
+    env = {**os.environ, "DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
     out = proc.run([binary, str(WRAPPER), "--rand-seed=7", "selftest"], env=env, timeout=60).stdout
     line = next(ln for ln in out.splitlines() if ln.startswith('{"kind":"selftest"'))
     return json.loads(line)
