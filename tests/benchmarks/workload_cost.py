@@ -1,9 +1,9 @@
 """Our sysbench workloads' own cost: is the Lua the bottleneck?
 
 1. Prepare throughput on one private server: sysbench's bundled OLTP prepare (`--tables`
-   × `--table-size`) and our TPC-C-like prepare (`--warehouses`), both with 2 loader
-   threads; rows/s and MB/s (data + indexes from information_schema), and the ratio ours /
-   bundled.
+   × `--table-size`), our TPC-C-like prepare (`--warehouses`) and LinkBench-like prepare
+   (`--nodes`), each with 2 loader threads; rows/s and MB/s (data + indexes from
+   information_schema), and the ratios ours / bundled.
 2. The client's CPU: each workload at `--threads` client threads for `--duration` s with
    the status sampler on; sysbench's CPU as a share of the server's (target ≤ 35 % at 16
    threads) and client CPU milliseconds per 1,000 transactions, with oltp_read_write as
@@ -11,7 +11,7 @@
 
 Not a test (a shared 2-vCPU machine is noisy): it prints the figures.
 
-    .venv/bin/python tests/benchmarks/workload_cost.py [--warehouses 10] [--threads 16] [--duration 20]
+    .venv/bin/python tests/benchmarks/workload_cost.py [--warehouses 10] [--nodes 1000000] [--threads 16] [--duration 20]
 """
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ from dbstudies.sysbench import Sysbench
 from dbstudies.workloads import family
 
 TABLES = {"oltp": ["sbtest%"], "tpcc": ["warehouse", "district", "customer", "history", "orders",
-                                       "new_orders", "order_line", "item", "stock"]}
+                                       "new_orders", "order_line", "item", "stock"],
+          "linkbench": ["nodetable", "linktable", "counttable"]}
+OURS = ("tpcc", "linkbench")
 
 
 def footprint(server: servers.Server, fam: str) -> tuple[int, float]:
@@ -47,6 +49,7 @@ def footprint(server: servers.Server, fam: str) -> tuple[int, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouses", type=int, default=10)
+    ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--tables", type=int, default=8)
     ap.add_argument("--table-size", type=int, default=250_000)
     ap.add_argument("--threads", type=int, default=16)
@@ -56,9 +59,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dbs-cost-") as tmp, \
             servers.Server(servers.load_flavour(a.flavour), tmp, max_clients=a.threads) as server:
         server.start()
-        sb = Sysbench(server, tables=a.tables, table_size=a.table_size, warehouses=a.warehouses)
+        sb = Sysbench(server, tables=a.tables, table_size=a.table_size, warehouses=a.warehouses,
+                      nodes=a.nodes)
         prepared = {}
-        for workload in ("oltp_read_write", "tpcc"):
+        for workload in ("oltp_read_write", *OURS):
             t0 = time.monotonic()
             sb.prepare(workload, threads=2)
             seconds = time.monotonic() - t0
@@ -66,9 +70,11 @@ def main() -> int:
             prepared[workload] = (rows / seconds, mb / seconds)
             print(f"prepare {workload:<16} {rows:>12,} rows {mb:8.0f} MB in {seconds:6.1f} s: "
                   f"{rows / seconds:>10,.0f} rows/s {mb / seconds:6.1f} MB/s", flush=True)
-        (ro, mo), (rt, mt) = prepared["oltp_read_write"], prepared["tpcc"]
-        print(f"prepare ratio tpcc / bundled oltp: {rt / ro:.2f} (rows/s), {mt / mo:.2f} (MB/s)")
-        for workload in ("oltp_read_write", "tpcc"):
+        ro, mo = prepared["oltp_read_write"]
+        for workload in OURS:
+            rt, mt = prepared[workload]
+            print(f"prepare ratio {workload} / bundled oltp: {rt / ro:.2f} (rows/s), {mt / mo:.2f} (MB/s)")
+        for workload in ("oltp_read_write", *OURS):
             sampler = Sampler(server)
             res = sb.run(workload, a.threads, a.duration, seed=1, observer=sampler)
             cpu = sampler.mean_cpu()

@@ -213,8 +213,7 @@ local con
 
 function thread_init()
    setup()
-   con = sysbench.sql.driver():connect()
-   con:query("SET autocommit = 0")
+   con = sysbench.sql.driver():connect()  -- autocommit: a one-statement request is one round trip
    dbs.types(TYPES)
 end
 
@@ -250,6 +249,7 @@ end
 local function upsert_link(id1, id2, t)
    -- add_link / update_link: insert the link or make it visible with new data; a link that
    -- becomes visible adds one to its count, in the same transaction
+   con:query("BEGIN")
    local vis = visibility_for_update(id1, id2, t)
    local data = dbs.sql_string(payload(payload_length(8, 255)))
    if vis == nil then
@@ -269,12 +269,10 @@ local OPS = {
       con:query(string.format("SELECT id1, id2, link_type, visibility, data, time, version FROM linktable " ..
                               "WHERE id1=%d AND link_type=%d AND visibility=1 AND time >= 0 AND time <= %d " ..
                               "ORDER BY time DESC LIMIT 10000", id1, rand(1, LINK_TYPES), os.time()))
-      con:query("COMMIT")
    end,
    get_node = function()
       con:query_row(string.format("SELECT id, type, version, time, data FROM nodetable WHERE id=%d",
                                   zipf_node("node_read")))
-      con:query("COMMIT")
    end,
    add_link = function()
       local id1 = zipf_node("link_write")
@@ -289,16 +287,15 @@ local OPS = {
       con:query(string.format("UPDATE nodetable SET version=version+1, time=%d, data=%s WHERE id=%d",
                               os.time(), dbs.sql_string(payload(payload_length(128, 8192))),
                               zipf_node("node_write")))
-      con:query("COMMIT")
    end,
    count_link = function()
       con:query_row(string.format("SELECT count FROM counttable WHERE id=%d AND link_type=%d",
                                   zipf_node("link_read"), rand(1, LINK_TYPES)))
-      con:query("COMMIT")
    end,
    delete_link = function()
       -- hide a visible link (LinkBench's default delete) and take one from its count
       local id1, id2, t = some_link("link_write")
+      con:query("BEGIN")
       if tonumber(visibility_for_update(id1, id2, t)) == VISIBLE then
          con:query(string.format("UPDATE linktable SET visibility=0, time=%d, version=version+1 " ..
                                  "WHERE link_type=%d AND id1=%d AND id2=%d", os.time(), t, id1, id2))
@@ -309,11 +306,9 @@ local OPS = {
    add_node = function()
       con:query(string.format("INSERT INTO nodetable (type, version, time, data) VALUES (%d,0,%d,%s)",
                               rand(1, 10), os.time(), dbs.sql_string(payload(payload_length(128, 8192)))))
-      con:query("COMMIT")
    end,
    delete_node = function()
       con:query(string.format("DELETE FROM nodetable WHERE id=%d", zipf_node("node_write")))
-      con:query("COMMIT")
    end,
    get_link = function()
       -- a multiget: 1-3 targets of one node and type
@@ -322,7 +317,6 @@ local OPS = {
       for k = 2, rand(1, 3) do ids[k] = select(2, link_target(id1, rand(0, math.max(0, degree(id1) - 1)))) end
       con:query(string.format("SELECT id1, id2, link_type, visibility, data, time, version FROM linktable " ..
                               "WHERE link_type=%d AND id1=%d AND id2 IN (%s)", t, id1, table.concat(ids, ",")))
-      con:query("COMMIT")
    end,
 }
 
