@@ -68,3 +68,17 @@ def test_a_broken_count_is_found(loaded):
     finally:
         s.query("UPDATE sbtest.counttable SET count = count - 1 ORDER BY id LIMIT 1")
     assert linkbench.consistency(s) == []
+
+
+@pytest.mark.server
+def test_table_options_reach_our_tables_and_cleanup_drops_them(loaded):
+    """`table_options` (how the compression study asks for compressed tables) apply to our
+    workload's CREATE TABLEs as to the bundled ones; cleanup drops them."""
+    s, _ = loaded
+    sb = sysbench.Sysbench(s, db="lbz", nodes=500, table_options="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8")
+    sb.prepare("linkbench", threads=1)
+    created = s.query("SHOW CREATE TABLE lbz.linktable")[0][1]
+    assert "ROW_FORMAT=COMPRESSED" in created and "KEY_BLOCK_SIZE=8" in created
+    assert linkbench.consistency(s, db="lbz") == []
+    sb.cleanup("linkbench")
+    assert s.query("SHOW TABLES FROM lbz") == []

@@ -131,6 +131,12 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     assert (types["per_s"] > 0).all() and types["share_pct"].between(0, 100).all()
     nopm = analysis.new_orders_per_minute(run, steps)
     assert len(nopm) == 2 and (nopm["nopm_median"] > 0).all()
+    series, runs = analysis.tpcc_per_second(run, steps)  # the per-second chart's data
+    assert set(series["step"]) == set(steps["step"]) == set(runs["step"])
+    from dbstudies.results import TYPE_INTERVALS
+    per_second = run.table(TYPE_INTERVALS).query("type == 'new_order'")
+    assert series["nopm"].sum() == 60 * per_second[per_second["step"].isin(steps["step"])
+                                                   & per_second["second"].isin(series["second"])]["count"].sum()
 
 
 @pytest.mark.server

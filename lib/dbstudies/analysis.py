@@ -207,3 +207,21 @@ def new_orders_per_minute(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
     t = t.assign(nopm=t["count"] / t["seconds"] * 60)
     return (t.groupby(["workload", "arm", "threads"])["nopm"].agg(["median", "min", "max"])
             .add_prefix("nopm_").reset_index())
+
+
+def tpcc_per_second(run: "Run", steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The TPC-C-like steps at their largest client thread count, second by second, for
+    `plots.timeline`: per step × second sysbench's transactions per second and p99 with
+    New-Order per minute (`nopm`: that second's New-Orders × 60, tpmC-like, not a TPC-C
+    result); and per step its median transactions per second. Empty without such steps."""
+    from .results import INTERVALS, TYPE_INTERVALS
+    tp = steps[steps["workload"] == "tpcc"]
+    if tp.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    tp = tp[tp["threads"] == tp["threads"].max()][["step", "arm"]]
+    series = run.table(INTERVALS).merge(tp, on="step")
+    no = run.table(TYPE_INTERVALS).query("type == 'new_order'")[["step", "second", "count"]]
+    series = series.merge(no, on=["step", "second"], how="left")
+    series = series.assign(nopm=series["count"].fillna(0) * 60).drop(columns="count")
+    runs = series.groupby(["arm", "step"])["tps"].median().rename("median_tps").reset_index()
+    return series.reset_index(drop=True), runs

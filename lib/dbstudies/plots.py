@@ -206,12 +206,13 @@ def timeline(series: pd.DataFrame, runs: pd.DataFrame, stalls: pd.Series, *,
         bottom.set_xlabel("seconds into the step")
     axes[0][0].set_ylabel("transactions per second")
     axes[1][0].set_ylabel("p99 latency per second (ms)")
-    fig.suptitle(title + ("; " if title else "") + "median repeat bold, others faint, "
-                 "stall seconds shaded" + (f", {secondary_label} dashed" if secondary else ""), y=1.01)
+    fig.suptitle(title + ("; " if title else "") + "median repeat bold, others faint"
+                 + (", stall seconds shaded" if stalls.any() else "")
+                 + (f", {secondary_label} dashed" if secondary else ""), y=1.01)
     fig.tight_layout()
     fig.dbstudies_alt = (f"Per-second throughput (top) and p99 latency (bottom, log scale) over "
                          f"the step for {', '.join(arms)}; the median repeat bold, the others "
-                         f"faint; stall seconds shaded red"
+                         f"faint" + ("; stall seconds shaded red" if stalls.any() else "")
                          + (f"; {secondary_label} as a dashed line on the right axis." if secondary else "."))
     return fig
 
