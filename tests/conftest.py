@@ -1,6 +1,7 @@
 """Shared fixtures. Server tests start real private MariaDB servers (never mocks)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,6 +56,18 @@ def tpch_server(flavour, tmp_path_factory):
         tpch.load(s, tpch.generate(0.01, say=lambda m: None), say=lambda m: None)
         yield s
     assert processes_mentioning(str(where)) == []
+
+
+@contextlib.contextmanager
+def prepared(flavour, where: Path, workload: str, **scale):
+    """A started private server in `where` with `workload`'s tables loaded (2 loaders):
+    (server, its Sysbench client at that scale)."""
+    from dbstudies.sysbench import Sysbench
+    with servers.Server(flavour, where, max_clients=64) as s:
+        s.start()
+        sb = Sysbench(s, **scale)
+        sb.prepare(workload, threads=2)
+        yield s, sb
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import zlib
 import numpy as np
 import pytest
 
-from dbstudies import servers, sysbench, workloads
+from conftest import prepared
+from dbstudies import sysbench, workloads
 from dbstudies.workloads import linkbench
 
 
@@ -30,12 +31,8 @@ def test_generators_zipf_power_law_lognormal_and_compressibility():
 
 @pytest.fixture(scope="module")
 def loaded(flavour, tmp_path_factory):
-    where = tmp_path_factory.mktemp("linkbench") / "srv"
-    with servers.Server(flavour, where, max_clients=64) as s:
-        s.start()
-        sb = sysbench.Sysbench(s, nodes=20_000)
-        sb.prepare("linkbench", threads=2)
-        yield s, sb
+    with prepared(flavour, tmp_path_factory.mktemp("linkbench") / "srv", "linkbench", nodes=20_000) as both:
+        yield both
 
 
 @pytest.mark.server

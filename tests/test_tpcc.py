@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dbstudies import servers, sysbench
+from conftest import prepared
 from dbstudies.workloads import tpcc
 
 MIX = {"new_order": 0.45, "payment": 0.43, "order_status": 0.04, "delivery": 0.04, "stock_level": 0.04}
@@ -32,14 +32,8 @@ def test_key_generators_follow_the_standard():
 
 @pytest.fixture(scope="module")
 def loaded(flavour, tmp_path_factory):
-    where = tmp_path_factory.mktemp("tpcc") / "srv"
-    with servers.Server(flavour, where, max_clients=64) as s:
-        s.start()
-        sb = sysbench.Sysbench(s, warehouses=2)
-        t0 = time.monotonic()
-        sb.prepare("tpcc", threads=2)
-        print(f"prepared 2 warehouses in {time.monotonic() - t0:.1f} s")
-        yield s, sb
+    with prepared(flavour, tmp_path_factory.mktemp("tpcc") / "srv", "tpcc", warehouses=2) as both:
+        yield both
 
 
 def count(server, sql):

@@ -139,6 +139,38 @@ function M.report()
    io.flush()
 end
 
+-- ---------------------------------------------------------------- tables and hooks
+
+function M.create_tables(con, schema)
+   -- schema: {{name, columns}, …}; InnoDB with the study's table options (compression …)
+   for _, t in ipairs(schema) do
+      con:query(string.format("CREATE TABLE IF NOT EXISTS %s (%s) ENGINE=InnoDB %s", t[1], t[2],
+                              mysql_table_options or ""))
+   end
+end
+
+function M.cleanup_command(schema)
+   -- sysbench's `cleanup`: drop the workload's tables
+   return function()
+      local con = sysbench.sql.driver():connect()
+      for _, t in ipairs(schema) do
+         con:query("DROP TABLE IF EXISTS " .. t[1])
+      end
+   end
+end
+
+function M.thread_hooks(connection)
+   -- what every request phase does around sysbench's threads: the thread's totals at its end,
+   -- and a restarted event rolled back and counted (connection(): the thread's connection)
+   thread_done = function()
+      M.report()
+      connection():disconnect()
+   end
+   sysbench.hooks.before_restart_event = function(err)
+      M.retry(connection())
+   end
+end
+
 -- ---------------------------------------------------------------- random helpers
 
 local rand = sysbench.rand.uniform

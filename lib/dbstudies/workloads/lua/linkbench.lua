@@ -130,10 +130,7 @@ end
 function cmd_prepare()
    setup()
    local con = sysbench.sql.driver():connect()
-   for _, t in ipairs(SCHEMA) do
-      con:query(string.format("CREATE TABLE IF NOT EXISTS %s (%s) ENGINE=InnoDB %s", t[1], t[2],
-                              mysql_table_options or ""))
-   end
+   dbs.create_tables(con, SCHEMA)
    local threads = sysbench.opt.threads
    local first = math.floor(N * sysbench.tid / threads) + 1
    local last = math.floor(N * (sysbench.tid + 1) / threads)
@@ -173,13 +170,6 @@ function cmd_prepare()
    con:bulk_insert_done()
 end
 
-function cmd_cleanup()
-   local con = sysbench.sql.driver():connect()
-   for _, t in ipairs(SCHEMA) do
-      con:query("DROP TABLE IF EXISTS " .. t[1])
-   end
-end
-
 function cmd_selftest()
    -- samples of the generators for the driver's unit tests (N = 100,000): one JSON line
    N, STEP = 100000, permutation_prime(100000)
@@ -203,7 +193,7 @@ end
 
 sysbench.cmdline.commands = {
    prepare = {cmd_prepare, sysbench.cmdline.PARALLEL_COMMAND},
-   cleanup = {cmd_cleanup},
+   cleanup = {dbs.cleanup_command(SCHEMA)},
    selftest = {cmd_selftest},
 }
 
@@ -217,14 +207,7 @@ function thread_init()
    dbs.types(TYPES)
 end
 
-function thread_done()
-   dbs.report()
-   con:disconnect()
-end
-
-function sysbench.hooks.before_restart_event(err)
-   dbs.retry(con)
-end
+dbs.thread_hooks(function() return con end)
 
 local function some_link(kind)
    -- a link that existed at load (its target and type): a node by the law of `kind`, one of

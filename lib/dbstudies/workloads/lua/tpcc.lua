@@ -25,11 +25,6 @@ local TYPES = {"new_order", "payment", "order_status", "delivery", "stock_level"
 local SYLLABLES = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"}
 local rand = sysbench.rand.uniform
 
-local function table_options()
-   local extra = mysql_table_options or ""
-   return "ENGINE=InnoDB " .. extra
-end
-
 local SCHEMA = {
    {"warehouse", [[w_id SMALLINT NOT NULL, w_name VARCHAR(10), w_street_1 VARCHAR(20),
       w_street_2 VARCHAR(20), w_city VARCHAR(20), w_state CHAR(2), w_zip CHAR(9),
@@ -107,12 +102,6 @@ end
 
 -- ---------------------------------------------------------------- prepare
 
-local function create_tables(con)
-   for _, t in ipairs(SCHEMA) do
-      con:query(string.format("CREATE TABLE IF NOT EXISTS %s (%s) %s", t[1], t[2], table_options()))
-   end
-end
-
 local function bulk(con, head, rows_fn, n)
    con:bulk_insert_init(head)
    for i = 1, n do
@@ -182,7 +171,7 @@ end
 function cmd_prepare()
    local drv = sysbench.sql.driver()
    local con = drv:connect()
-   create_tables(con)
+   dbs.create_tables(con, SCHEMA)
    local threads = sysbench.opt.threads
    if sysbench.tid == 0 then
       con:query(string.format("INSERT INTO tpcc_constants VALUES ('c_last', %d)", rand(0, 255)))
@@ -195,13 +184,6 @@ function cmd_prepare()
    end
    for w = sysbench.tid + 1, sysbench.opt.warehouses, threads do
       load_warehouse(con, w, tonumber(c_load))
-   end
-end
-
-function cmd_cleanup()
-   local con = sysbench.sql.driver():connect()
-   for _, t in ipairs(SCHEMA) do
-      con:query("DROP TABLE IF EXISTS " .. t[1])
    end
 end
 
@@ -225,7 +207,7 @@ end
 
 sysbench.cmdline.commands = {
    prepare = {cmd_prepare, sysbench.cmdline.PARALLEL_COMMAND},
-   cleanup = {cmd_cleanup},
+   cleanup = {dbs.cleanup_command(SCHEMA)},
    selftest = {cmd_selftest},
 }
 
@@ -244,14 +226,7 @@ function thread_init()
    dbs.types(TYPES)
 end
 
-function thread_done()
-   dbs.report()
-   con:disconnect()
-end
-
-function sysbench.hooks.before_restart_event(err)
-   dbs.retry(con)
-end
+dbs.thread_hooks(function() return con end)
 
 local function other_warehouse(w)
    -- a remote warehouse, uniformly among the others (2.4.1.5, 2.5.1.2)
