@@ -144,7 +144,7 @@ def test_an_ended_run_is_analysed_not_measured(tmp_path, capsys):
 RUN = ["run", "thread_pool", "--profile", "smoke"]
 BAD_INPUT = {
     "out of range": (["-p", "threads", "[0,8]"], "threads: each must be between 1 and 4096"),
-    "unknown workload": (["-p", "workloads", "tpcc"], "workloads: need distinct values"),
+    "unknown workload": (["-p", "workloads", "tpcx"], "workloads: need distinct values"),
     "wrong type": (["-p", "duration", "soon"], "duration: expected a whole number, got 'soon'"),
     "unknown parameter": (["-p", "repeat", "3"], "repeat: unknown parameter"),
     "unknown flavour": (["-p", "flavour", "mysql-3.23"], "flavour: unknown server flavour"),

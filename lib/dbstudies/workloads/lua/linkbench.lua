@@ -102,22 +102,30 @@ function payload_length(median, cap)
    return math.max(1, math.min(cap, math.floor(median * math.exp(normal()) + 0.5)))
 end
 
-function payload(len)
-   -- `len` bytes: chunks of 16, each repeating the phrase with probability
-   -- payload_compressibility, else random letters
-   local c = sysbench.opt.payload_compressibility
-   local parts, have = {}, 0
-   while have < len do
-      local n = math.min(16, len - have)
-      if sysbench.rand.uniform_double() < c then
-         local at = rand(1, #PHRASE - n)
-         parts[#parts + 1] = PHRASE:sub(at, at + n - 1)
-      else
-         parts[#parts + 1] = sysbench.rand.string(string.rep("@", n))
-      end
-      have = have + n
+local REPEATED = string.rep(PHRASE, 30)  -- ≥ 8 KiB + a phrase: any payload's repeated part
+local RANDOM  -- per thread, made on first use: 1 MiB of random letters
+
+local function random_letters(n)
+   -- n random letters: a slice at a random offset of the thread's buffer (a 16 KiB page
+   -- holds slices of a 1 MiB buffer: they seldom overlap, so they do not compress away)
+   if RANDOM == nil then
+      RANDOM = sysbench.rand.string(string.rep("@", 1048576))
    end
-   return table.concat(parts)
+   local at = rand(1, #RANDOM - n)
+   return RANDOM:sub(at, at + n - 1)
+end
+
+function payload(len)
+   -- `len` bytes: on average payload_compressibility of them repeat a phrase, the rest are
+   -- random letters (two slices: cheap for the client, which must not be the bottleneck)
+   local repeated = math.floor(len * sysbench.opt.payload_compressibility + sysbench.rand.uniform_double())
+   repeated = math.min(len, repeated)
+   local at = rand(1, #PHRASE)
+   return REPEATED:sub(at, at + repeated - 1) .. random_letters(len - repeated)
+end
+
+local function quoted(s)
+   return "'" .. s .. "'"  -- payloads are letters and spaces: nothing to escape
 end
 
 -- ---------------------------------------------------------------- prepare
@@ -234,7 +242,7 @@ local function upsert_link(id1, id2, t)
    -- becomes visible adds one to its count, in the same transaction
    con:query("BEGIN")
    local vis = visibility_for_update(id1, id2, t)
-   local data = dbs.sql_string(payload(payload_length(8, 255)))
+   local data = quoted(payload(payload_length(8, 255)))
    if vis == nil then
       con:query(string.format("INSERT INTO linktable VALUES (%d,%d,%d,1,%s,%d,0)", id1, id2, t, data, os.time()))
       count_delta(id1, t, 1)
@@ -268,7 +276,7 @@ local OPS = {
    end,
    update_node = function()
       con:query(string.format("UPDATE nodetable SET version=version+1, time=%d, data=%s WHERE id=%d",
-                              os.time(), dbs.sql_string(payload(payload_length(128, 8192))),
+                              os.time(), quoted(payload(payload_length(128, 8192))),
                               zipf_node("node_write")))
    end,
    count_link = function()
@@ -288,7 +296,7 @@ local OPS = {
    end,
    add_node = function()
       con:query(string.format("INSERT INTO nodetable (type, version, time, data) VALUES (%d,0,%d,%s)",
-                              rand(1, 10), os.time(), dbs.sql_string(payload(payload_length(128, 8192)))))
+                              rand(1, 10), os.time(), quoted(payload(payload_length(128, 8192)))))
    end,
    delete_node = function()
       con:query(string.format("DELETE FROM nodetable WHERE id=%d", zipf_node("node_write")))
