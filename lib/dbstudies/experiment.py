@@ -12,7 +12,8 @@ and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-
 queries whose join orders differ with each other candidate's order forced). They are measured
 after the plan, in blocks of their own — every arm, `repeats` times, interleaved as above.
 The defaults below drive sysbench: load the tables once per server, warm up with
-read-only OLTP, and measure one workload × client threads cell per step.
+read-only OLTP (our TPC-C-/LinkBench-like workloads alone: with themselves), and measure one
+workload × client threads cell per step.
 """
 from __future__ import annotations
 
@@ -255,7 +256,7 @@ def _sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sy
 
 def sysbench_prepare(ctx: Context) -> None:
     """Load the tables of every workload family the study runs (OLTP's sbtest tables,
-    TPC-C's warehouses), parallel loaders up to the CPUs we may use."""
+    TPC-C's warehouses, LinkBench's nodes), parallel loaders up to the CPUs we may use."""
     first = {}
     for w in ctx.params.workloads:
         first.setdefault(workloads.family(w), w)
@@ -265,7 +266,7 @@ def sysbench_prepare(ctx: Context) -> None:
 
 def warmup_workload(p: Any) -> str:
     """Read-only OLTP when the study runs OLTP workloads, else its first workload (TPC-C
-    warms up with TPC-C: its tables are the only ones loaded)."""
+    warms up with TPC-C when its tables are the only ones loaded)."""
     if any(workloads.family(w) == "oltp" for w in p.workloads):
         return WARMUP_WORKLOAD
     return p.workloads[0]
