@@ -62,7 +62,7 @@ def tpch_server(flavour, tmp_path_factory):
 def prepared(flavour, where: Path, workload: str, **scale):
     """A started private server in `where` with `workload`'s tables loaded (2 loaders):
     (server, its Sysbench client at that scale)."""
-    from dbstudies.sysbench import Sysbench
+    from dbstudies.workloads.sysbench import Sysbench
     with servers.Server(flavour, where, max_clients=64) as s:
         s.start()
         sb = Sysbench(s, **scale)

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import servers, sysbench, workloads
+from dbstudies import servers, workloads
+from dbstudies.workloads import sysbench
 
 
 def make_server(flavour, tmp_path, **kw):

@@ -99,8 +99,8 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
     p = d3.resolve("smoke", queries=[3, 21, 6])
     a, b = d3.arms(p)
     run = d3.open_run(p, root=tmp_path)
-    with dbstudies.sql.Session(tpch_server, "tpch") as s:
-        real = {q: dbstudies.sql.join_order(s.explain(dbstudies.tpch.queries()[q])) for q in (3, 21, 6)}
+    with dbstudies.workloads.sql.Session(tpch_server, "tpch") as s:
+        real = {q: dbstudies.workloads.sql.join_order(s.explain(dbstudies.tpch.queries()[q])) for q in (3, 21, 6)}
     rows = []
     for q, order in real.items():
         rows += [dict(t, arm=a.label, query=q) for t in order]

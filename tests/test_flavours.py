@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import processes_mentioning
-from dbstudies import servers, sql, tpch
+from dbstudies import servers, tpch
+from dbstudies.workloads import sql
 from dbstudies.servers import rootfs
 
 pytestmark = pytest.mark.server

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import prepared
-from dbstudies import sysbench, workloads
+from dbstudies import workloads
+from dbstudies.workloads import sysbench
 from dbstudies.workloads import linkbench
 
 

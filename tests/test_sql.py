@@ -2,7 +2,8 @@
 timeout recorded as censored (no seconds), handler counters, plans and join orders."""
 import pytest
 
-from dbstudies import sql, tpch
+from dbstudies import tpch
+from dbstudies.workloads import sql
 
 pytestmark = pytest.mark.server
 

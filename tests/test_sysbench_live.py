@@ -1,7 +1,8 @@
 """A real few-second sysbench run against a private server, with the sampler on."""
 import pytest
 
-from dbstudies import probes, sysbench
+from dbstudies import probes
+from dbstudies.workloads import sysbench
 from dbstudies.probes import Sampler
 
 pytestmark = pytest.mark.server

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import sysbench
+from dbstudies.workloads import sysbench
 
 RECORDED = Path(__file__).parent / "fixtures" / "sysbench_oltp_read_only_2threads.txt"
 

@@ -11,8 +11,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = {"analysis", "cli", "errors", "experiment", "params", "paths", "plots", "proc",
-               "probes", "results", "runner", "schema", "servers", "sql", "stats", "study", "studies",
-               "sysbench", "timeseries", "tpch"}
+               "probes", "results", "runner", "schema", "servers", "stats", "study", "studies",
+               "timeseries", "tpch", "workloads"}
 
 
 def __getattr__(name: str) -> Any:

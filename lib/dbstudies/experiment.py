@@ -30,7 +30,7 @@ from tqdm import tqdm
 from . import errors, runner, servers, stats, workloads
 from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
-from .sysbench import Sysbench, SysbenchResult, version as sysbench_version
+from .workloads.sysbench import Sysbench, SysbenchResult, version as sysbench_version
 
 if TYPE_CHECKING:
     from .study import Arm, Study, StudyParams

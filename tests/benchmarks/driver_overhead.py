@@ -22,7 +22,7 @@ import time
 
 from dbstudies import proc, servers, stats
 from dbstudies.probes import Sampler
-from dbstudies.sysbench import Sysbench
+from dbstudies.workloads.sysbench import Sysbench
 
 
 def direct_tps(sb: Sysbench, workload: str, threads: int, duration: int, seed: int) -> float:

@@ -22,7 +22,7 @@ import time
 
 from dbstudies import servers
 from dbstudies.probes import CPU_CLIENT, CPU_SERVER, Sampler
-from dbstudies.sysbench import Sysbench
+from dbstudies.workloads.sysbench import Sysbench
 from dbstudies.workloads import family
 
 TABLES = {"oltp": ["sbtest%"], "tpcc": ["warehouse", "district", "customer", "history", "orders",

@@ -168,7 +168,7 @@ def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
         for a in arms(p):
             own = _order(plans, a.label, q)
             if own:
-                by_order.setdefault(dbstudies.sql.order_signature(own), a.label)
+                by_order.setdefault(dbstudies.workloads.sql.order_signature(own), a.label)
         if len(by_order) > 1:
             cells += [{"query": q, "order_of": label} for label in by_order.values()]
     return cells
@@ -200,7 +200,7 @@ def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | 
     it is unless it differs), then EXPLAIN must show every forced block in the wanted order.
     The attempt is recorded (FORCED) either way."""
     import pandas as pd
-    sql_ = dbstudies.sql
+    sql_ = dbstudies.workloads.sql
     if "plans" not in ctx.memo:
         ctx.memo["plans"] = ctx.run.table(PLANS)
     own, wanted = (_order(ctx.memo["plans"], label, query) for label in (ctx.arm.label, order_of))
@@ -252,7 +252,7 @@ def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_o
 
     import pandas as pd
     reference = _reference(ctx.params.scale_factor)
-    with dbstudies.sql.Session(ctx.server, "tpch") as session:
+    with dbstudies.workloads.sql.Session(ctx.server, "tpch") as session:
         t0 = time.time()
         e = session.execute(sql, timeout=ctx.params.timeout, keep_result=reference is not None)
     reads = sum(v for k, v in e.counters.items() if k.startswith("Handler_read"))
@@ -298,8 +298,8 @@ def answers_line(run: "Run", p: Params) -> str:
 
 def _record_plan(ctx: "Context", query: int) -> None:
     import pandas as pd
-    with dbstudies.sql.Session(ctx.server, "tpch") as session:
-        order = dbstudies.sql.join_order(session.explain(dbstudies.tpch.queries()[query]))
+    with dbstudies.workloads.sql.Session(ctx.server, "tpch") as session:
+        order = dbstudies.workloads.sql.join_order(session.explain(dbstudies.tpch.queries()[query]))
     rows = pd.DataFrame(order).assign(arm=ctx.arm.label, query=query)
     rows["key"] = rows["key"].fillna("").astype(str)
     rows["access_type"] = rows["access_type"].fillna("").astype(str)
@@ -449,7 +449,7 @@ def plan_diff(run: "Run", p: Params) -> "pd.DataFrame":
         row: dict[str, Any] = {"query": f"Q{q}"}
         for a in arms(p):
             part = plans[(plans["query"] == q) & (plans["arm"] == a.label)]
-            row[a.label] = dbstudies.sql.order_signature(part.to_dict("records")) if not part.empty else ""
+            row[a.label] = dbstudies.workloads.sql.order_signature(part.to_dict("records")) if not part.empty else ""
         row["differs"] = len({v for k, v in row.items() if k not in ("query",)}) > 1
         rows.append(row)
     return pd.DataFrame(rows)

@@ -10,10 +10,11 @@ sysbench Lua (`lua/`) from public specifications:
 Every workload runs through the same report wrapper as the bundled ones (`sysbench_report.lua`):
 JSON per interval, full histogram, prepare/run/cleanup, seeds, pinning, table options. Ours
 also print per-transaction-type counts per second and latency histograms per type
-(`lua/dbs_common.lua`), which `dbstudies.sysbench` parses into `types` tables.
+(`lua/dbs_common.lua`), which `sysbench.py` here parses into `types` tables.
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,10 @@ def options(workload: str, scale: dict[str, Any]) -> list[str]:
     """The sysbench options of `workload` at this scale (tables/table_size for OLTP)."""
     names = ("tables", "table_size") if workload in OLTP else OURS[workload]
     return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
+
+
+def __getattr__(name: str) -> Any:
+    """The driver modules load on first use (`dbstudies.workloads.sql`, `.sysbench`, …)."""
+    if name in ("sql", "sysbench", "tpcc", "linkbench"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -55,7 +55,7 @@ def selftest(binary: str = "sysbench") -> dict[str, Any]:
 
 def _selftest(workload: str, binary: str) -> dict[str, Any]:
     """The JSON line a workload's `selftest` command prints (seeded: --rand-seed=7)."""
-    from ..sysbench import WRAPPER
+    from .sysbench import WRAPPER
     env = {**os.environ, "DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
     out = proc.run([binary, str(WRAPPER), "--rand-seed=7", "selftest"], env=env, timeout=60).stdout
     line = next(ln for ln in out.splitlines() if ln.startswith('{"kind":"selftest"'))

@@ -8,7 +8,7 @@
 --   {"kind":"types_interval",...}, by second since DBSTUDIES_T0 (the driver's start of the
 --   run, epoch seconds; second k covers (k-1, k] like sysbench's report intervals); at its
 --   end it prints its totals and histograms
---   {"kind":"types",...}. The driver (dbstudies.sysbench) sums them over threads.
+--   {"kind":"types",...}. The driver (dbstudies.workloads.sysbench) sums them over threads.
 -- * Random helpers: strings of a length range, NURand, a seeded Zipf sampler.
 local ffi = require("ffi")
 pcall(ffi.cdef, [[

@@ -1,6 +1,6 @@
 """sysbench prepare / run / cleanup with machine-readable output.
 
-Runs sysbench's bundled OLTP workloads and ours (`workloads`: tpcc) through
+Runs sysbench's bundled OLTP workloads and ours (tpcc, linkbench: `lua/`) through
 `sysbench_report.lua`, which prints one JSON object per report interval and one for the whole
 run; `--histogram` adds the full latency histogram, from which run-level percentiles are
 computed (never from per-interval ones). Our workloads also print per-transaction-type counts
@@ -21,11 +21,12 @@ from typing import IO, Any, Callable, Protocol
 
 import pandas as pd
 
-from . import errors, proc, workloads
+from .. import errors, proc
+from . import LUA_DIR, OLTP, OURS, family, options
 
-WRAPPER = Path(__file__).with_name("sysbench_report.lua")
-OLTP_WORKLOADS = workloads.OLTP
-WORKLOADS = (*workloads.OLTP, *workloads.OURS)
+WRAPPER = LUA_DIR / "sysbench_report.lua"
+OLTP_WORKLOADS = OLTP
+WORKLOADS = (*OLTP, *OURS)
 RUN_PERCENTILES = (50, 95, 99)
 # a run may take this long past --time before we call it hung (connect, teardown of many threads)
 GRACE_SECONDS = 60
@@ -223,7 +224,7 @@ class Sysbench:
     def env(self, workload: str) -> dict[str, str]:
         if workload not in WORKLOADS:
             raise ValueError(f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)}")
-        env = {"DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(workloads.LUA_DIR)}
+        env = {"DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
         if self.table_options:
             env["DBSTUDIES_TABLE_OPTIONS"] = self.table_options
         return env
@@ -236,7 +237,7 @@ class Sysbench:
                  "nodes": self.nodes, "payload_compressibility": self.payload_compressibility}
         argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
                 f"--mysql-socket={self.server.socket}", f"--mysql-user={self.user}",
-                f"--mysql-db={self.db}", *workloads.options(workload, scale), f"--threads={threads}"]
+                f"--mysql-db={self.db}", *options(workload, scale), f"--threads={threads}"]
         if command == "run":
             argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]
@@ -261,7 +262,7 @@ class Sysbench:
         """Create the database and load the tables of `workload`'s family (threads: parallel
         loaders ≤ OLTP tables, or ≤ TPC-C warehouses)."""
         self.server.query(f"CREATE DATABASE IF NOT EXISTS `{self.db}`")
-        units = {"oltp": self.tables, "tpcc": self.warehouses}.get(workloads.family(workload), threads or 1)
+        units = {"oltp": self.tables, "tpcc": self.warehouses}.get(family(workload), threads or 1)
         self._call("prepare", workload, timeout=24 * 3600, threads=min(units, threads or units))
 
     def cleanup(self, workload: str = "oltp_read_only") -> None:
