@@ -73,3 +73,30 @@ def test_query_charts_of_a_partial_run_draw_what_there_is():
     ticks = [t.get_text() for t in plots.per_query(cases, x="case").axes[0].get_xticklabels()]
     assert ticks[0] == "Q3 on\nselectivity 4\n(default)" and all(
         len(line) <= 16 for t in ticks for line in t.split("\n"))
+
+
+def test_bands_draw_the_median_over_repeats_inside_a_min_max_band():
+    rows = [{"arm": arm, "step": step, "second": s, "tps": base * k + s, "bp_hit_pct": 90.0 + k}
+            for arm, base in (("none", 100.0), ("page:zlib", 50.0))
+            for step, k in ((1, 0.9), (2, 1.0), (3, 1.2)) if not (arm == "page:zlib" and step == 1)
+            for s in range(10)]
+    fig = plots.bands(pd.DataFrame(rows), {"tps": "TPS", "bp_hit_pct": "hit %"})
+    tps_ax, hit_ax = fig.axes[:2]
+    none = tps_ax.lines[0].get_ydata()
+    assert np.allclose(none, [100 + s for s in range(10)])  # the middle repeat of three
+    band = tps_ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(90) and band.max() == pytest.approx(129)
+    assert tps_ax.get_ylim()[0] == 0 and hit_ax.get_ylim()[0] > 80  # percentages zoom
+    assert "median over repeats" in fig.dbstudies_alt
+
+
+def test_bars_group_prefixes_with_min_max_whiskers():
+    summ = pd.DataFrame([{"arm": a, "app_median": m, "app_min": m - 1, "app_max": m + 2,
+                          "alloc_median": m / 2, "alloc_min": m / 2, "alloc_max": m / 2}
+                         for a, m in (("none", 10.0), ("page:zlib", 8.0))])
+    fig = plots.bars(summ, {"MiB": {"app": "apparent", "alloc": "allocated"}})
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [10.0, 8.0, 5.0, 4.0]  # apparent per arm, then allocated per arm
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "page:zlib"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["apparent", "allocated"]

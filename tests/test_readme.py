@@ -44,7 +44,8 @@ def test_the_two_commands_and_ci():
 @pytest.mark.parametrize("heading, study", [("Thread-pool study parameters", "thread_pool"),
                                             ("Version study parameters", "versions"),
                                             ("Checkpoint-stall study parameters", "checkpoint_stalls"),
-                                            ("DBT3 study parameters", "dbt3_plans")])
+                                            ("DBT3 study parameters", "dbt3_plans"),
+                                            ("Compression study parameters", "compression")])
 def test_parameter_table_matches_profiles(heading, study):
     s = load(study)
     section = README.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]

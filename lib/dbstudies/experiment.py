@@ -283,12 +283,14 @@ def sysbench_warmup(ctx: Context) -> None:
 
 
 def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
-                  duration: int | None = None, seed: int | None = None) -> SysbenchResult:
+                  duration: int | None = None, seed: int | None = None,
+                  retries: int = BUSY_RETRIES) -> SysbenchResult:
     """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, flushed.
     Its intervals and samples are streamed to the run as they come (a step that dies keeps
     them); the finished step replaces them by its Parquet parts. A measured step that ran
-    on a busy host (`host_busy`) is measured again, up to BUSY_RETRIES times; each discarded
-    attempt is kept, with phase `busy`."""
+    on a busy host (`host_busy`) is measured again, up to `retries` times (a study whose
+    step changes the state it measures passes 0); each discarded attempt is kept, with
+    phase `busy`."""
     p = ctx.params
     seed = p.seed * 100_000 + cell["step"] if seed is None else seed
     duration = duration or p.duration
@@ -299,7 +301,7 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
         if second % PROGRESS_EVERY == 0:  # a long step shows how far it is
             ctx.progress(f"{second} of {duration} s")
 
-    for attempt in range(BUSY_RETRIES + 1):
+    for attempt in range(retries + 1):
         intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
         try:
             sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
@@ -307,7 +309,7 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
                                    observer=sampler, on_interval=interval)
         finally:
             intervals.close(), samples.close()
-        busy = phase == "measure" and attempt < BUSY_RETRIES and _busy(sampler.host_load())
+        busy = phase == "measure" and attempt < retries and _busy(sampler.host_load())
         if busy:
             ctx.warmups[0] -= 1  # not a measured step: numbered below zero, like warm-ups
         store_sysbench_step(ctx, ctx.warmups[0] if busy else cell["step"],

@@ -217,6 +217,69 @@ def timeline(series: pd.DataFrame, runs: pd.DataFrame, stalls: pd.Series, *,
     return fig
 
 
+def bands(series: pd.DataFrame, panels: dict[str, str], *, hue: str = "arm", window: int = 1,
+          title: str = "") -> plt.Figure:
+    """Per-second series over time, one panel per column of `panels` (column → label): per
+    `hue` the median over repeats (steps) as a line and the min–max over repeats as a band.
+    `window` > 1 first smooths each repeat with a centred rolling median of that many
+    seconds (the title says so). `series`: per step × second, with `hue`, step, second. Axes
+    start at zero, but for percentages (columns ending in `_pct`), which zoom to their data."""
+    fig, axes = _panels(len(panels))
+    arms = list(dict.fromkeys(series[hue]))
+    colours = palette(arms)
+    for ax, (column, label) in zip(axes, panels.items()):
+        for arm in arms:
+            part = series[series[hue] == arm]
+            wide = part.pivot_table(index="second", columns="step", values=column, aggfunc="last")
+            if window > 1:
+                wide = wide.rolling(window, center=True, min_periods=1).median()
+            if wide.empty or wide.isna().all().all():
+                continue
+            ax.plot(wide.index, wide.median(axis=1), color=colours[arm], lw=1.4, label=arm)
+            ax.fill_between(wide.index, wide.min(axis=1), wide.max(axis=1), color=colours[arm],
+                            alpha=0.18, lw=0)
+        if not column.endswith("_pct"):
+            ax.set_ylim(bottom=0)
+        ax.set_xlabel("seconds into the step")
+        ax.set_ylabel(label)
+    smooth = f"{window}-s rolling median per repeat, then " if window > 1 else ""
+    fig.suptitle((title + ": " if title else "") + smooth + "median over repeats (line), "
+                 "min–max (band)", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{', '.join(panels.values())} over the seconds of the step for "
+                         f"{', '.join(arms)}: median over repeats as a line, min to max as a band.")
+    return fig
+
+
+def bars(summary: pd.DataFrame, panels: dict[str, dict[str, str]], *, title: str = "",
+         x: str = "arm") -> plt.Figure:
+    """Grouped bars: one panel per entry of `panels` (panel title → {prefix: bar label}),
+    per `x` one bar per prefix at its median over repeats with min–max whiskers;
+    `summary` has `x` and {prefix}_median/_min/_max."""
+    fig, axes = _panels(len(panels))
+    xs = list(dict.fromkeys(summary[x]))
+    for ax, (panel, prefixes) in zip(axes, panels.items()):
+        n = len(prefixes)
+        width = 0.8 / n
+        shades = sns.color_palette("deep")[:n] if n > 1 else None
+        for k, (prefix, label) in enumerate(prefixes.items()):
+            rows = summary.set_index(x).loc[xs]
+            med = rows[f"{prefix}_median"]
+            pos = [i + (k - (n - 1) / 2) * width for i in range(len(xs))]
+            colour = shades[k] if shades else [palette(xs)[a] for a in xs]
+            ax.bar(pos, med, width * 0.9, color=colour, label=label if n > 1 else None)
+            ax.errorbar(pos, med, yerr=[med - rows[f"{prefix}_min"], rows[f"{prefix}_max"] - med],
+                        fmt="none", ecolor="0.2", capsize=3, lw=1)
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_title(panel)
+        ax.set_ylim(bottom=0)
+    fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"Bars of {', '.join(panels)} for {', '.join(map(str, xs))}: median over "
+                         f"repeats with min–max whiskers.")
+    return fig
+
+
 def distribution(series: pd.DataFrame, value: str, label: str, *, facet: str | None = None) -> plt.Figure:
     """Distribution of a per-second `value` per arm (all repeats pooled): a box per arm
     with every second as a faint dot, one panel per `facet`."""

@@ -37,14 +37,19 @@ DEFAULT_STATUS = (
     # MySQL ≥ 8.0.30: no checkpoint age — the LSNs and the redo capacity give it
     "Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
     "Innodb_redo_log_capacity_resized",
+    # buffer-pool fill, rows changed (SQL layer: both families), page compression (MariaDB)
+    "Innodb_buffer_pool_pages_data", "Handler_write", "Handler_update", "Handler_delete",
+    "Innodb_num_pages_page_compressed", "Innodb_num_pages_page_decompressed",
 )
 # gauges are levels, not counters: rates() leaves them as they are
 GAUGES = {"Threads_running", "Threads_connected", "Innodb_buffer_pool_pages_dirty",
+          "Innodb_buffer_pool_pages_data",
           "Innodb_buffer_pool_pages_total", "Innodb_checkpoint_age", "Innodb_checkpoint_max_age",
           "Innodb_redo_log_capacity_resized", "Threadpool_threads", "Threadpool_idle_threads"}
 SERVER_READ, SERVER_WRITE = "server_read_bytes", "server_write_bytes"
 DISK_READ, DISK_WRITE = "disk_read_bytes", "disk_write_bytes"
 CHECKPOINT_AGE_PCT, REDO_RATE = "checkpoint_age_pct", "redo_bytes_per_s"
+BP_FILL_PCT, BP_HIT_PCT, ROWS_CHANGED = "bp_fill_pct", "bp_hit_pct", "rows_changed_per_s"
 Probe = Callable[[], Mapping[str, float]]
 CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
 HOST_TOTAL, HOST_BUSY, HOST_STEAL = "host_total_s", "host_busy_s", "host_steal_s"
@@ -263,8 +268,18 @@ def checkpoint_age_pct(levels: pd.DataFrame) -> pd.Series | None:
 
 def rates(samples: pd.DataFrame) -> pd.DataFrame:
     """Wide table, one row per second: per-second deltas of counters (CPU as % of one core),
-    gauges as sampled, and the derived `checkpoint_age_pct` and `redo_bytes_per_s` where the
-    server gives what they need. The first sample is the baseline and has no row."""
+    gauges as sampled, and the derived `checkpoint_age_pct`, `redo_bytes_per_s`,
+    `bp_fill_pct` (buffer-pool pages holding data, % of all), `bp_hit_pct` (logical reads
+    served without a read from storage, %) and `rows_changed_per_s` (rows written, updated
+    and deleted by the SQL layer) where the server gives what they need. The first sample is
+    the baseline and has no row.
+
+    >>> s = pd.DataFrame({"second": [0, 0, 0, 1, 1, 1], "offset_s": [0.0] * 3 + [1.0] * 3,
+    ...     "variable": ["Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests",
+    ...                  "Handler_write"] * 2, "value": [0, 0, 0, 5, 100, 7]})
+    >>> rates(s)[["bp_hit_pct", "rows_changed_per_s"]].to_dict("records")
+    [{'bp_hit_pct': 95.0, 'rows_changed_per_s': 7.0}]
+    """
     wide = samples.pivot_table(index="second", columns="variable", values="value",
                                aggfunc="last").sort_index()
     dt = samples.groupby("second")["offset_s"].first().sort_index().diff()
@@ -281,5 +296,13 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     for col in (CPU_SERVER, CPU_CLIENT):
         if col in out:
             out[col] = out[col] * 100
+    if {"Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total"} <= set(wide):
+        out[BP_FILL_PCT] = wide["Innodb_buffer_pool_pages_data"] / wide["Innodb_buffer_pool_pages_total"] * 100
+    if {"Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests"} <= set(wide):
+        asked = out["Innodb_buffer_pool_read_requests"]
+        out[BP_HIT_PCT] = (1 - out["Innodb_buffer_pool_reads"] / asked.where(asked > 0)) * 100
+    changed = [c for c in ("Handler_write", "Handler_update", "Handler_delete") if c in wide]
+    if changed:
+        out[ROWS_CHANGED] = out[changed].sum(axis=1, min_count=1)
     out = out.drop(columns=[c for c in HOST_VARIABLES if c in out])
     return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct"})

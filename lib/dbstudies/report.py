@@ -30,6 +30,17 @@ def _host(h: dict[str, Any]) -> str:
             f"Linux {h.get('kernel')} · {h.get('os')} · {fs[0] if fs else '?'}")
 
 
+def _storage(s: dict[str, Any] | None) -> str:
+    """'ext4 on vda (256 GiB, rotational as the kernel says) · rw,relatime,…'"""
+    if not s:
+        return "not recorded"
+    kind = {True: "rotational", False: "non-rotational", None: "rotational unknown"}[s.get("rotational")]
+    size = f"{s['size_gib']:g} GiB, " if s.get("size_gib") else ""
+    model = f"{s['model']}, " if s.get("model") else ""
+    return (f"{s.get('filesystem') or '?'} on {s.get('device') or '?'} ({model}{size}{kind} as "
+            f"the kernel says) · {s.get('mount_options') or ''}")
+
+
 def _servers(meta: dict[str, Any]) -> str:
     seen = {}
     for s in meta.get("servers", []):
@@ -74,6 +85,7 @@ def header(run: Run) -> str:
     facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
              ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
+             ("storage", _storage((meta.get("host") or {}).get("storage"))),
              ("servers", _servers(meta)),
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)

@@ -301,7 +301,35 @@ def host_facts(where: Path) -> dict[str, Any]:
         fs = None
     return {"hostname": platform.node(), "cpu_model": model, "cpus": os.cpu_count(),
             "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(mem_kib / 2**20, 1) if mem_kib else None,
-            "kernel": platform.release(), "os": _os_release(), "filesystem": fs}
+            "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
+            "storage": storage_facts(where)}
+
+
+def storage_facts(where: Path) -> dict[str, Any]:
+    """The storage `where` is on: filesystem and its mount options, block device, whether
+    the kernel calls it rotational, its model and size (empty fields where unknown; a
+    virtual disk may call itself rotational whatever is behind it)."""
+    out: dict[str, Any] = {"filesystem": None, "mount_options": None, "device": None,
+                           "rotational": None, "model": None, "size_gib": None}
+    with contextlib.suppress(proc.ProcError):
+        line = proc.run(["findmnt", "-n", "-o", "FSTYPE,OPTIONS", "--target", where],
+                        timeout=30).stdout.split()
+        out["filesystem"], out["mount_options"] = (line + [None, None])[:2]
+    with contextlib.suppress(OSError):
+        dev = os.stat(where).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        disk = block if (block / "queue").exists() else block.parent  # a partition's disk
+        out["device"] = block.name
+
+        def read(name: str) -> str | None:
+            with contextlib.suppress(OSError):
+                return (disk / name).read_text().strip()
+            return None
+        rotational, size = read("queue/rotational"), read("size")
+        out["rotational"] = None if rotational is None else rotational == "1"
+        out["model"] = read("device/model")
+        out["size_gib"] = round(int(size) * 512 / 2**30, 1) if size else None
+    return out
 
 
 def _os_release() -> str | None:

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
             "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls",
-            "dbt3_plans": "dbstudies.studies.dbt3_plans"}
+            "dbt3_plans": "dbstudies.studies.dbt3_plans",
+            "compression": "dbstudies.studies.compression"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})

@@ -156,8 +156,11 @@ PROBE_SERIES = {
     "Innodb_buffer_pool_pages_dirty": "dirty_pages",
     "Innodb_buffer_pool_pages_flushed": "pages_flushed_per_s",
     "server_write_bytes": "server_write_bytes_per_s", "server_read_bytes": "server_read_bytes_per_s",
-    "disk_write_bytes": "disk_write_bytes_per_s", "cpu_server_pct": "cpu_server_pct",
-    "cpu_client_pct": "cpu_client_pct",
+    "disk_write_bytes": "disk_write_bytes_per_s", "disk_read_bytes": "disk_read_bytes_per_s",
+    "cpu_server_pct": "cpu_server_pct", "cpu_client_pct": "cpu_client_pct",
+    "bp_fill_pct": "bp_fill_pct", "bp_hit_pct": "bp_hit_pct",
+    "rows_changed_per_s": "rows_changed_per_s",
+    "Innodb_num_pages_page_compressed": "pages_compressed_per_s",
 }
 KEYS = ["step", "repeat", "arm", "workload", "threads"]
 

@@ -23,7 +23,11 @@ from ..errors import ServerError
 
 FAMILIES = ("mariadb", "mysql")
 COMPRESSION = ("none", "row", "page")       # table compression kinds (`table_options`)
-ALGORITHMS = ("zlib",)  # page-compression algorithms mapped (lz4 & co. need provider plugins)
+# page-compression algorithms: MariaDB's innodb_compression_algorithm values (all but zlib
+# come from provider plugins on MariaDB ≥ 10.7); MySQL names zlib or lz4 per table
+ALGORITHMS = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")
+MYSQL_ALGORITHMS = ("zlib", "lz4")
+KEY_BLOCK_SIZES = (1, 2, 4, 8, 16)  # KiB: ROW_FORMAT=COMPRESSED's compressed page sizes
 
 
 class Unavailable(ServerError):
@@ -39,7 +43,7 @@ class Intent:
     flush_method: str | None = None      # innodb_flush_method: O_DIRECT, fsync …
     thread_pool: bool | None = None      # True: pool of threads; False: a thread per connection
     thread_pool_size: int | None = None  # thread groups of the pool (one per server CPU is usual)
-    page_compression: str | None = None  # algorithm of page-compressed tables: zlib
+    page_compression: str | None = None  # algorithm of page-compressed tables: zlib, lz4 …
 
     def merge(self, *others: "Intent | None") -> "Intent":
         """This intent with every later one's set fields on top."""
@@ -59,9 +63,12 @@ class Intent:
 BASE_INTENT = Intent(redo_log="512M")
 
 
-def settings(intent: Intent, family: str, flavour: str, *, thread_pool: bool) -> dict[str, Any]:
+def settings(intent: Intent, family: str, flavour: str, *, thread_pool: bool,
+             providers: bool = False) -> dict[str, Any]:
     """The server variables that say `intent` in `family`'s dialect. `flavour` names the
-    server in messages; `thread_pool`: whether it has a (community) thread pool."""
+    server in messages; `thread_pool`: whether it has a (community) thread pool;
+    `providers`: whether its compression algorithms but zlib are provider plugins to load
+    (MariaDB ≥ 10.7: `plugin_load_add = provider_<algorithm>`)."""
     if family not in FAMILIES:
         raise ServerError(f"flavour {flavour}: unknown family {family!r} (one of {', '.join(FAMILIES)})")
     mysql = family == "mysql"
@@ -81,29 +88,48 @@ def settings(intent: Intent, family: str, flavour: str, *, thread_pool: bool) ->
             out["thread_pool_size"] = intent.thread_pool_size
     elif intent.thread_pool is False:
         out["thread_handling"] = "one-thread-per-connection"
-    if intent.page_compression is not None:
-        if intent.page_compression not in ALGORITHMS:
-            raise Unavailable(f"page compression {intent.page_compression!r} is not mapped for "
-                              f"{flavour}; one of {', '.join(ALGORITHMS)}")
+    algorithm = intent.page_compression
+    if algorithm is not None:
+        known = MYSQL_ALGORITHMS if mysql else ALGORITHMS
+        if algorithm not in known:
+            raise Unavailable(f"page compression {algorithm!r} is not available on {flavour}; "
+                              f"it knows {', '.join(known)}")
         if not mysql:  # MySQL names the algorithm per table (`table_options`)
-            out["innodb_compression_algorithm"] = intent.page_compression
+            out["innodb_compression_algorithm"] = algorithm
+            if providers and algorithm != "zlib":
+                out["plugin_load_add"] = provider_plugin(algorithm)
     return out
 
 
-def table_options(kind: str, family: str, algorithm: str = "zlib") -> str:
+def provider_plugin(algorithm: str) -> str:
+    """MariaDB's plugin providing a compression algorithm (Debian package
+    mariadb-plugin-provider-<algorithm>).
+
+    >>> provider_plugin("lz4")
+    'provider_lz4'
+    """
+    return f"provider_{algorithm}"
+
+
+def table_options(kind: str, family: str, algorithm: str = "zlib", key_block_size: int = 8) -> str:
     """CREATE TABLE options for a compression kind in the family's dialect: "none", "row"
-    (ROW_FORMAT=COMPRESSED, both families) or "page" (MariaDB PAGE_COMPRESSED=1 with the
-    server's innodb_compression_algorithm; MySQL COMPRESSION='<algorithm>' per table).
+    (ROW_FORMAT=COMPRESSED with `key_block_size` KiB pages, both families) or "page"
+    (MariaDB PAGE_COMPRESSED=1 with the server's innodb_compression_algorithm; MySQL
+    COMPRESSION='<algorithm>' per table).
 
     >>> table_options("page", "mysql"), table_options("page", "mariadb")
     ("COMPRESSION='zlib'", 'PAGE_COMPRESSED=1')
+    >>> table_options("row", "mariadb", key_block_size=4)
+    'ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4'
     """
     if kind not in COMPRESSION:
         raise ValueError(f"compression {kind!r}: one of {', '.join(COMPRESSION)}")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}")
+    if key_block_size not in KEY_BLOCK_SIZES:
+        raise ValueError(f"key_block_size {key_block_size!r}: one of {KEY_BLOCK_SIZES}")
     if kind == "row":
-        return "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"
+        return f"ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size}"
     if kind == "page":
         return f"COMPRESSION='{algorithm}'" if family == "mysql" else "PAGE_COMPRESSED=1"
     return ""

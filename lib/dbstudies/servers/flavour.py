@@ -34,6 +34,7 @@ class Flavour:
     client_user: str = "root"
     cnf: tuple[str, ...] = ()       # fragments under env/cnf, in order
     thread_pool: bool = False       # has a community thread pool (thread_handling)
+    compression_providers: bool = False  # compression algorithms but zlib are provider plugins
 
     def check_installed(self) -> None:
         """The host's binaries are there (system), or the rootfs is provisioned or can be."""
@@ -49,7 +50,27 @@ class Flavour:
 
     def settings_for(self, intent: Intent) -> dict[str, Any]:
         """`intent` in this flavour's dialect; `Unavailable` for a feature it lacks."""
-        return cnf.settings(intent, self.family, self.name, thread_pool=self.thread_pool)
+        said = cnf.settings(intent, self.family, self.name, thread_pool=self.thread_pool,
+                            providers=self.compression_providers)
+        plugin = said.get("plugin_load_add")
+        if plugin:
+            where = self.plugin_file(plugin)
+            if where is not None and not where.exists():
+                raise cnf.Unavailable(
+                    f"page compression with {intent.page_compression} is not available on "
+                    f"{self.name}: its server has no {plugin} plugin ({where.name} is not in "
+                    f"its plugin_dir; Debian package mariadb-plugin-{plugin.replace('_', '-')})")
+        return said
+
+    def plugin_file(self, plugin: str) -> Path | None:
+        """The file the server would load `plugin` from, as a path on this host (inside the
+        rootfs for rootfs flavours); None when that cannot be known yet (the server is not
+        installed or its rootfs not provisioned: its start will say)."""
+        plugin_dir = server_defaults(self).get("plugin_dir")
+        if not plugin_dir:
+            return None
+        where = Path(plugin_dir) / f"{plugin}.so"
+        return rootfs.tree(self) / where.relative_to("/") if self.source == "rootfs" else where
 
     def unavailable(self, intent: Intent) -> str | None:
         """Why this flavour cannot do `intent` ("the thread pool is not available on …"),
@@ -77,7 +98,8 @@ class Flavour:
 
 _FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
                   "suite": str, "packages": list, "server": str, "install_db": list,
-                  "client_user": str, "cnf": list, "thread_pool": bool}
+                  "client_user": str, "cnf": list, "thread_pool": bool,
+                  "compression_providers": bool}
 _SOURCES = {"system", "rootfs"}
 
 
@@ -102,6 +124,18 @@ _PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
 
 
 _OPTIONS: dict[Flavour, frozenset[str]] = {}
+_DEFAULTS: dict[Flavour, dict[str, str]] = {}
+
+
+def server_defaults(flavour: Flavour) -> dict[str, str]:
+    """The variables the flavour's server has without any option (`--verbose --help`'s
+    table: plugin_dir, innodb_page_size …); empty when it cannot be asked yet. Kept once known."""
+    if flavour not in _DEFAULTS:
+        p = _help(flavour)
+        if p is None:
+            return {}
+        _DEFAULTS[flavour] = _variables_table(p.stdout)
+    return _DEFAULTS[flavour]
 
 
 def known_options(flavour: Flavour) -> frozenset[str] | None:

@@ -156,6 +156,20 @@ def run_totals(total: dict[str, Any], hist: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def failure(text: str) -> str | None:
+    r"""The first FATAL line of sysbench's output, without its prefix, or None. sysbench
+    1.0.20 prints these (a failed CREATE TABLE in a worker thread of `prepare`, say) and may
+    still exit with code 0.
+
+    >>> failure("Initializing worker threads...\nFATAL: `sysbench.cmdline.call_command' function failed: x.lua:1: SQL error")
+    "`sysbench.cmdline.call_command' function failed: x.lua:1: SQL error"
+    >>> failure("Creating table 'sbtest1'...") is None
+    True
+    """
+    m = re.search(r"(?m)^FATAL: (.*)$", text)
+    return m.group(1).strip() if m else None
+
+
 def parse_version(text: str) -> str:
     """The version in `sysbench --version`'s output.
 
@@ -241,8 +255,8 @@ class Sysbench:
         if command == "run":
             argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]
-            if seed is not None:
-                argv.append(f"--rand-seed={seed}")
+        if seed is not None and command in ("run", "prepare"):
+            argv.append(f"--rand-seed={seed}")
         return argv + [command]
 
     def _record(self, command: str, workload: str, argv: list[str], env: dict[str, str]) -> None:
@@ -253,17 +267,24 @@ class Sysbench:
         argv, env = self.argv(command, workload=workload, **kw), self.env(workload)
         self._record(command, workload, argv, env)
         try:
-            return proc.run(argv, env=env, timeout=timeout)
+            res = proc.run(argv, env=env, timeout=timeout)
         except proc.ProcError as e:
             self.server.check_alive(during=f"sysbench {command}")
             raise SysbenchError(e.argv, e.returncode, e.stdout_tail, e.stderr_tail) from None
+        failed = failure(res.stdout + res.stderr)
+        if failed:  # sysbench 1.0.20 exits 0 when a worker thread's prepare fails
+            raise SysbenchError(argv, res.returncode, res.stdout, res.stderr,
+                                reason=f"failed ({failed}) although it exited with code 0")
+        return res
 
-    def prepare(self, workload: str = "oltp_read_only", threads: int | None = None) -> None:
+    def prepare(self, workload: str = "oltp_read_only", threads: int | None = None,
+                seed: int | None = None) -> None:
         """Create the database and load the tables of `workload`'s family (threads: parallel
-        loaders ≤ OLTP tables, or ≤ TPC-C warehouses)."""
+        loaders ≤ OLTP tables, or ≤ TPC-C warehouses; `seed`: the same data every time)."""
         self.server.query(f"CREATE DATABASE IF NOT EXISTS `{self.db}`")
         units = {"oltp": self.tables, "tpcc": self.warehouses}.get(family(workload), threads or 1)
-        self._call("prepare", workload, timeout=24 * 3600, threads=min(units, threads or units))
+        self._call("prepare", workload, timeout=24 * 3600, threads=min(units, threads or units),
+                   seed=seed)
 
     def cleanup(self, workload: str = "oltp_read_only") -> None:
         self._call("cleanup", workload, timeout=3600)

@@ -1,0 +1,466 @@
+"""Table compression when data outgrows memory: uncompressed, page-compressed and
+row-compressed InnoDB tables loaded, sized and run I/O-bound (modelled on the LinkBench and
+TPC-C compression study on flash in shared/sources/linkbench-tpcc-compression-fusionio.txt).
+
+Arms: the `candidates`, table formats written `none` (the baseline, first), `page:<algorithm>`
+(PAGE_COMPRESSED=1 with innodb_compression_algorithm; lz4 & co. load their provider plugin)
+and `row:<KiB>` (ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=<KiB>). Every server start has a small
+`buffer_pool`, `flush_method` (O_DIRECT: the OS page cache must not hide reads), the
+`doublewrite` buffer on or off, and no buffer-pool dump or reload.
+
+A step is one workload × client threads on one candidate: load the workload's tables in the
+candidate's format (timed; rows counted by the server), check on the server that every table
+really is in that format (a mismatch is an error, never a result), restart cold (pages
+flushed, buffer pool empty), measure the footprint (allocated and apparent bytes of every
+table file), run the workload for `duration` seconds with 1-second intervals from the cold
+buffer pool on, restart again to measure the footprint after the run, and drop the tables.
+The server's compression counters are kept for the load and for the run.
+
+Per step, from its series (`timeseries`): throughput after the steady state it detected,
+buffer-pool hit ratio, KB read and written by the server per transaction, **write
+amplification** (bytes the server wrote ÷ logical bytes of the rows changed: rows written,
+updated and deleted × the uncompressed bytes per row of that workload, its `none` load's
+apparent size ÷ rows loaded), server CPU per transaction. Candidates are compared with
+`none` on steady throughput, load time, allocated footprint and write amplification, each
+table one Holm family.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import dbstudies
+
+from .. import params as P
+from .. import servers
+from .. import study as S
+from ..schema import Table
+from ..servers import compression
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..experiment import Context
+    from ..results import Run
+
+WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
+FLUSH_METHODS = ("O_DIRECT", "O_DIRECT_NO_FSYNC", "fsync", "O_DSYNC")
+# uncompressed bytes on disk per unit of scale, measured here (MariaDB 10.11, 16 KiB pages):
+# the estimate that checks, before anything starts, that the data outgrow the buffer pool
+BYTES_PER = {"nodes": 650, "warehouses": 110 * 2**20, "rows": 260}
+LOAD_BYTES_PER_S = 20 * 2**20   # a compressed load's pace here (uncompressed ≈ 40 MB/s)
+DB = "sbtest"
+
+LOADS = Table("loads", 1, {
+    "step": "int64", "workload": "str", "seconds": "float64", "rows": "int64",
+    "rows_per_s": "float64"},
+    "one row per measured step: its tables' load in the candidate's format (sysbench prepare, "
+    "wall clock), rows = the server's Handler_write increase over it")
+FOOTPRINT = Table("footprint", 1, {
+    "step": "int64", "stage": "str", "table": "str", "apparent_bytes": "int64",
+    "allocated_bytes": "int64"},
+    "per step, table file and stage (load: after the load, run: after the run, both after a "
+    "clean restart): st_size and st_blocks × 512 of the table's .ibd")
+FORMATS = Table("formats", 1, {
+    "step": "int64", "table": "str", "row_format": "str", "zip_kib": "int64",
+    "page_compressed": "bool", "algorithm": "str"},
+    "per step and table: the format the server's dictionary shows after the load (verified)")
+COUNTERS = Table("counters", 1, {
+    "step": "int64", "stage": "str", "variable": "str", "value": "float64"},
+    "per step: the increase of the server's compression counters over the load and the run")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params(S.SysbenchParams):
+    """The study's parameters (README: "Compression study parameters")."""
+    candidates: list[str]
+    buffer_pool: str
+    flush_method: str
+    doublewrite: bool
+    payload_compressibility: float
+    min_data_ratio: float
+    WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
+    RESERVED: ClassVar[frozenset[str]] = frozenset({
+        "innodb_buffer_pool_size", "innodb_flush_method", "innodb_doublewrite",
+        "innodb_compression_algorithm", "plugin_load_add", "innodb_buffer_pool_load_at_startup",
+        "innodb_buffer_pool_dump_at_shutdown", "innodb_file_per_table"})
+
+    def check(self) -> list[str]:
+        problems = []
+        c = self.candidates
+        if not isinstance(c, list) or not c or len(set(map(str, c))) != len(c):
+            return [f'candidates: need distinct table formats, e.g. ["none", "page:zlib", '
+                    f'"row:8"], got {c!r}']
+        if c[0] != "none":
+            problems.append(f"candidates: the first is the baseline every other is compared "
+                            f"with and must be none, got {c[0]!r}")
+        if not P.check_flavour("flavour", self.flavour):
+            flavour = servers.load_flavour(self.flavour)
+            problems += [f"candidates: {m}" for m in
+                         (m for spec in c for m in compression.problems(spec, flavour))]
+        if self.flush_method not in FLUSH_METHODS:
+            problems.append(f"flush_method: one of {', '.join(FLUSH_METHODS)}, got {self.flush_method!r}")
+        if not 0 <= self.payload_compressibility <= 1:
+            problems.append(f"payload_compressibility: must be in [0, 1], got {self.payload_compressibility}")
+        if self.warmup != 0:
+            problems.append("warmup: must be 0: each run starts from a cold buffer pool on "
+                            "purpose, and its steady part is detected, not warmed into")
+        pool = P.size_bytes(self.buffer_pool)
+        if pool is None or pool < 5 * 2**20:
+            problems.append(f"buffer_pool: a size of at least 5M, e.g. \"64M\", got {self.buffer_pool!r}")
+        elif self.min_data_ratio < 0:
+            problems.append(f"min_data_ratio: must be ≥ 0, got {self.min_data_ratio}")
+        else:
+            for w in self.workloads if isinstance(self.workloads, list) else []:
+                size = estimated_bytes(self, w)
+                if size is not None and size < self.min_data_ratio * pool:
+                    problems.append(
+                        f"{w}: its data would be ≈ {size / 2**20:,.0f} MiB, only "
+                        f"{size / pool:.1f}× the {self.buffer_pool} buffer pool (min_data_ratio "
+                        f"{self.min_data_ratio:g}): raise its scale or lower buffer_pool")
+        return problems
+
+
+_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
+               server_cpus=None, client_cpus=None, settings={}, warmup=0,
+               flush_method="O_DIRECT", doublewrite=True, payload_compressibility=0.5,
+               min_data_ratio=4.0, tables=4, table_size=100_000, warehouses=10)
+# With its default innodb_lru_scan_depth (1,536 pages) MariaDB kept about a third of a 64 MiB
+# pool (4,096 pages) free: 69 % of it held data, 97 % with 128 (measured here).
+_SMALL_POOL = {"innodb_lru_scan_depth": 128}
+PROFILES: dict[str, dict[str, Any]] = {
+    # mechanics only: data about the pool's size (min_data_ratio 0 lets that pass)
+    "smoke": dict(_COMMON, candidates=["none", "page:zlib", "row:8"], workloads=["linkbench"],
+                  settings=_SMALL_POOL,
+                  threads=[4], nodes=10_000, buffer_pool="8M", min_data_ratio=0.0,
+                  tables=1, table_size=1000, warehouses=1, duration=4, repeats=2),
+    # ≈ 330 MB of LinkBench-like data, 5× a 64 MiB pool
+    "quick": dict(_COMMON, candidates=["none", "page:zlib", "page:lz4", "row:8"], settings=_SMALL_POOL,
+                  workloads=["linkbench"], threads=[16], nodes=500_000, buffer_pool="64M",
+                  duration=60, repeats=3),
+    "full": dict(_COMMON, candidates=["none", "page:zlib", "page:lz4", "row:8", "row:4"],
+                 workloads=["linkbench", "tpcc", "oltp_read_write"], threads=[16, 64],
+                 nodes=4_000_000, warehouses=50, tables=8, table_size=1_000_000,
+                 buffer_pool="512M", duration=1800, repeats=3),
+}
+
+
+def estimated_bytes(p: Params, workload: str) -> float | None:
+    """The uncompressed size of `workload`'s tables at `p`'s scale (BYTES_PER)."""
+    if workload == "linkbench":
+        return p.nodes * BYTES_PER["nodes"]
+    if workload == "tpcc":
+        return p.warehouses * BYTES_PER["warehouses"]
+    if workload in dbstudies.workloads.OLTP:
+        return p.tables * p.table_size * BYTES_PER["rows"]
+    return None
+
+
+def arms(p: Params) -> list[S.Arm]:
+    """One arm per candidate format, `none` first; every start I/O-bound the same way."""
+    settings = {"innodb_doublewrite": "ON" if p.doublewrite else "OFF",
+                "innodb_buffer_pool_load_at_startup": "OFF",
+                "innodb_buffer_pool_dump_at_shutdown": "OFF"}
+    base = servers.Intent(buffer_pool=p.buffer_pool, flush_method=p.flush_method)
+    return [S.Arm(spec, settings, intent=base.merge(compression.parse(spec).intent()))
+            for spec in p.candidates]
+
+
+# ---------------------------------------------------------------- one step
+
+def prepare(ctx: "Context") -> None:
+    """Nothing per server: every step loads its own tables in its candidate's format."""
+
+
+def warmup(ctx: "Context") -> None:
+    """None: a run starts from a cold buffer pool on purpose (its fill is measured)."""
+
+
+def block_seconds(p: Params) -> float:
+    """Per block: per cell, the load, two restarts and the run."""
+    load = max((estimated_bytes(p, w) or 0) for w in p.workloads) / LOAD_BYTES_PER_S
+    return len(p.workloads) * len(p.threads) * (load + 2 * dbstudies.experiment.RESTART_SECONDS
+                                                 + p.duration + dbstudies.experiment.STEP_OVERHEAD)
+
+
+def step(ctx: "Context", cell: dict[str, Any]) -> None:
+    """Load, verify, restart cold, size, run, restart, size, drop (see the module's doc)."""
+    p, server, run = ctx.params, ctx.server, ctx.run
+    fmt = compression.parse(ctx.arm.twin_of or ctx.arm.label)
+    ctx.sysbench = dataclasses.replace(ctx.sysbench, db=DB, table_options=fmt.table_options(
+        server.flavour.family), payload_compressibility=p.payload_compressibility)
+    n, workload = cell["step"], cell["workload"]
+    server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
+    ctx.progress(f"loading {workload} as {fmt.label}")
+    before = _counters(server)
+    t0 = time.monotonic()
+    ctx.sysbench.prepare(workload, threads=len(os.sched_getaffinity(0)), seed=p.seed)
+    seconds = time.monotonic() - t0
+    loaded = _counters(server)
+    rows = int(loaded["Handler_write"] - before["Handler_write"])
+    formats = compression.verify(server, DB, fmt)  # a wrong format stops the run here
+    _append(run, LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
+                          "rows_per_s": rows / seconds if seconds > 0 else float("nan")}])
+    _append(run, FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
+                            "algorithm": f["algorithm"] or ""} for f in formats])
+    _record_counters(run, n, "load", before, loaded)
+    server.cold_restart(ctx.arm.settings, intent=ctx.arm.intent)
+    _footprint(run, server, n, "load")
+    start = _counters(server)
+    ctx.progress(f"running {workload} from a cold buffer pool")
+    dbstudies.experiment.sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
+    _record_counters(run, n, "run", start, _counters(server))
+    server.restart(ctx.arm.settings, intent=ctx.arm.intent)
+    _footprint(run, server, n, "run")
+    server.query(f"DROP DATABASE `{DB}`")
+
+
+def _counters(server: servers.Server) -> dict[str, float]:
+    rows = dict(server.query("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                             "('Handler_write', 'Handler_update', 'Handler_delete')"))
+    return {**{k: float(v) for k, v in rows.items()}, **compression.counters(server)}
+
+
+def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dict[str, float]) -> None:
+    _append(run, COUNTERS, [{"step": n, "stage": stage, "variable": k, "value": b[k] - a.get(k, 0.0)}
+                            for k in b])
+
+
+def _footprint(run: "Run", server: servers.Server, n: int, stage: str) -> None:
+    _append(run, FOOTPRINT, [{"step": n, "stage": stage, **f} for f in compression.footprint(server, DB)])
+
+
+def _append(run: "Run", table: Table, rows: list[dict[str, Any]]) -> None:
+    import pandas as pd
+    run.append(table, pd.DataFrame(rows, columns=list(table.columns)))
+
+
+# ---------------------------------------------------------------- analysis
+
+KEYS = ["workload", "threads", "arm"]
+METRICS = {  # table → (column of the per-step table, higher is better, words)
+    "tps": ("median_tps", True, "steady (I/O-bound) throughput, median TPS after steady state"),
+    "load": ("load_seconds", False, "load time"),
+    "footprint": ("allocated_after_load_mib", False, "allocated footprint after the load"),
+    "wa": ("write_amplification", False, "write amplification"),
+}
+FOOTPRINT_PANELS = {
+    "MiB after the load": {"apparent_after_load_mib": "apparent", "allocated_after_load_mib": "allocated"},
+    "MiB after the run": {"apparent_after_run_mib": "apparent", "allocated_after_run_mib": "allocated"}}
+FIGURE_PANELS = {"load time (s)": {"load_seconds": "load"},
+                 "write amplification": {"write_amplification": "write amplification"},
+                 "KB read per transaction": {"kb_read_per_txn": "KB read"}}
+SERIES_PANELS = {"tps": "transactions per second", "bp_hit_pct": "buffer-pool hit ratio (%)",
+                 "server_read_mib_per_s": "MiB/s read by the server"}
+SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "load_seconds_median", "rows_per_s_median",
+                   "apparent_after_load_mib_median", "allocated_after_load_mib_median",
+                   "allocated_after_run_mib_median", "allocated_pct_median", "median_tps_median",
+                   "steady_from_s_median", "never_steady", "bp_hit_pct_median",
+                   "kb_read_per_txn_median", "kb_written_per_txn_median",
+                   "write_amplification_median", "cpu_ms_per_txn_median",
+                   "cpu_server_pct_median", "drift_pct_median"]
+
+
+def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
+    """Per measured step × second: throughput, p99, buffer-pool fill and hit ratio, bytes
+    the server read and wrote, rows changed, CPU (`timeseries.per_second`)."""
+    out = dbstudies.timeseries.per_second(run, steps)
+    return out.assign(server_read_mib_per_s=out["server_read_bytes_per_s"] / 2**20)
+
+
+def footprints(run: "Run") -> "pd.DataFrame":
+    """Per step and stage: the tables' apparent and allocated bytes, summed."""
+    f = run.table(FOOTPRINT)
+    return f.groupby(["step", "stage"], as_index=False)[["apparent_bytes", "allocated_bytes"]].sum()
+
+
+def row_bytes(run: "Run", steps: "pd.DataFrame") -> "pd.Series":
+    """Per workload: the logical bytes of one row, the `none` loads' apparent size after the
+    load ÷ rows loaded (median over its steps; page and index overhead included)."""
+    loads = run.table(LOADS).merge(steps[["step", "arm"]], on="step")
+    sizes = footprints(run)
+    sizes = sizes[sizes["stage"] == "load"].merge(loads, on="step")
+    none = sizes[sizes["arm"] == "none"]
+    return (none["apparent_bytes"] / none["rows"]).groupby(none["workload"]).median()
+
+
+def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
+    """One row per measured step: its load, footprints and the summary of its steady part
+    (throughput, hit ratio, bytes read and written per transaction, write amplification,
+    CPU per transaction, drift: last third's median throughput vs the middle third's)."""
+    import numpy as np
+    import pandas as pd
+    out = dbstudies.timeseries.run_summaries(series_, steps)
+    if out.empty:
+        return out
+    loads = run.table(LOADS)[["step", "seconds", "rows", "rows_per_s"]].rename(
+        columns={"seconds": "load_seconds"})
+    sizes = footprints(run).pivot(index="step", columns="stage") / 2**20
+    sizes.columns = [f"{'allocated' if a.startswith('alloc') else 'apparent'}_after_{s}_mib"
+                     for a, s in sizes.columns]
+    per_row = row_bytes(run, steps)
+    extra = []
+    for r in out.itertuples():
+        g = series_[series_["step"] == r.step].sort_values("second").iloc[r.from_s:]
+        txns = g["tps"].sum()
+        tps = g["tps"].to_numpy()
+        third = len(tps) // 3
+        changed = g["rows_changed_per_s"].sum() * per_row.get(r.workload, np.nan)
+        extra.append({
+            "step": r.step, "bp_hit_pct": g["bp_hit_pct"].median(),
+            "bp_fill_end_pct": g["bp_fill_pct"].iloc[-1] if len(g) else np.nan,
+            "kb_read_per_txn": g["server_read_bytes_per_s"].sum() / txns / 1024 if txns else np.nan,
+            "kb_written_per_txn": g["server_write_bytes_per_s"].sum() / txns / 1024 if txns else np.nan,
+            "write_amplification": g["server_write_bytes_per_s"].sum() / changed if changed else np.nan,
+            "cpu_ms_per_txn": g["cpu_server_pct"].sum() * 10 / txns if txns else np.nan,
+            "cpu_server_pct": g["cpu_server_pct"].median(),
+            "drift_pct": (np.median(tps[-third:]) / np.median(tps[third:2 * third]) - 1) * 100
+            if third >= 2 else np.nan})
+    out = out.merge(pd.DataFrame(extra), on="step").merge(loads, on="step", how="left")
+    out = out.merge(sizes.reset_index(), on="step", how="left")
+    none = out[out["arm"] == "none"].groupby(["workload"])["allocated_after_load_mib"].median()
+    return out.assign(allocated_pct=out["allocated_after_load_mib"] / out["workload"].map(none) * 100)
+
+
+SUMMARISED = ["load_seconds", "rows_per_s", "apparent_after_load_mib", "allocated_after_load_mib",
+              "apparent_after_run_mib", "allocated_after_run_mib", "allocated_pct", "median_tps",
+              "p01_tps", "steady_from_s", "bp_hit_pct", "bp_fill_end_pct", "kb_read_per_txn",
+              "kb_written_per_txn", "write_amplification", "cpu_ms_per_txn", "cpu_server_pct",
+              "drift_pct"]
+
+
+def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
+    """Per workload × threads × candidate: n, and the median, min and max over repeats of
+    every per-step figure; `never_steady` counts runs that did not settle."""
+    g = run_table.groupby(KEYS, sort=False)
+    out = g.size().rename("n").to_frame()
+    for col in SUMMARISED:
+        out[f"{col}_median"] = g[col].median()
+        out[f"{col}_min"] = g[col].min()
+        out[f"{col}_max"] = g[col].max()
+    out["never_steady"] = g["steady"].apply(lambda s: int((~s.astype(bool)).sum()))
+    return out.reset_index()
+
+
+def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
+             control: bool = False) -> "pd.DataFrame":
+    """Every candidate against `none` per workload × threads (one Holm family); with
+    `control`, the A/A table (none against its twin)."""
+    column, higher, _ = METRICS[metric]
+    compare = dbstudies.experiment.aa_table if control else dbstudies.experiment.compare_arms
+    return compare(run_table, S.with_control(arms(p), p.aa_control), by=["workload", "threads"],
+                   value=column, higher_is_better=higher, threshold=p.draw_threshold)
+
+
+def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
+    """Threads down, candidates (and workloads) across, each cell `−21.0% [−30, −12] worse`."""
+    return dbstudies.analysis.layout(rel)
+
+
+def data_ratio(summ: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+    """Per workload: the uncompressed data (the `none` loads' apparent size, median) and how
+    many times the buffer pool it is — the study's premise, measured."""
+    none = summ[summ["arm"] == "none"].groupby("workload", sort=False)["apparent_after_load_mib_median"].median()
+    pool = P.size_bytes(p.buffer_pool) / 2**20
+    return none.rename("data_mib").to_frame().assign(times_buffer_pool=none / pool).reset_index()
+
+
+def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
+    """A short Markdown conclusion computed from the tables, the source's findings checked
+    against them (no claim is hard-coded)."""
+    lines = []
+    for r in data_ratio(summ, p).itertuples():
+        bound = "I/O-bound" if r.times_buffer_pool >= 2 else "**not I/O-bound** (the data nearly fit in memory)"
+        lines.append(f"- **{r.workload}**: {r.data_mib:,.0f} MiB of uncompressed tables, "
+                     f"{r.times_buffer_pool:.1f}× the {p.buffer_pool} buffer pool — {bound}.")
+    for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
+        parts = []
+        for r in g.itertuples():
+            parts.append(f"{r.arm}: {r.allocated_after_load_mib_median:,.0f} MiB allocated "
+                         f"({r.allocated_pct_median:.0f} % of none; apparent "
+                         f"{r.apparent_after_load_mib_median:,.0f} MiB), load "
+                         f"{r.load_seconds_median:.1f} s, {r.median_tps_median:,.0f} TPS steady "
+                         f"at a {r.bp_hit_pct_median:.0f} % buffer-pool hit ratio, "
+                         f"{r.cpu_ms_per_txn_median:.2f} ms of server CPU per transaction, "
+                         f"write amplification {r.write_amplification_median:.0f}")
+        lines.append(f"- **{w}, {dbstudies.analysis.threads(t)}** (medians over repeats): "
+                     + "; ".join(parts) + ".")
+        lines += _cpu_line(g, p)
+        lines += _source_checks(summ, tables, w, t)
+    for metric, (_, _, words) in METRICS.items():
+        rel = tables.get(metric)
+        if rel is None or rel.empty:
+            continue
+        lines.append(f"- {words}, vs none: {dbstudies.analysis.verdicts(rel)}"
+                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
+                               f"{dbstudies.analysis.threads(r.threads)}, Holm p = {r.p_holm:.2g}, "
+                               f"{r.verdict})" for r in rel.itertuples()) + ".")
+        lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
+    lines += dbstudies.analysis.aa_line(tables.get("aa"), "none")
+    return "\n".join(lines)
+
+
+def _cpu_line(g: "pd.DataFrame", p: Params) -> list[str]:
+    """Whether the server's CPU, rather than storage, set the pace: its median use in the
+    steady part against the CPUs it may use."""
+    cores = p.server_cpu_count
+    busiest = g["cpu_server_pct_median"].max()
+    if not busiest == busiest:  # NaN: not sampled
+        return []
+    share = busiest / (100 * cores) * 100
+    said = ", ".join(f"{r.arm} {r.cpu_server_pct_median:.0f} %" for r in g.itertuples())
+    bound = (f"the server used up to {share:.0f} % of its {cores} CPUs: CPU, not storage alone, "
+             "limits these runs, and compression's CPU cost counts in full" if share >= 70 else
+             f"the server used at most {share:.0f} % of its {cores} CPUs")
+    return [f"  - Server CPU in the steady part (% of one core): {said}; {bound}."]
+
+
+def _verdicts(rel: "pd.DataFrame | None", w: str, t: int, arms: list[str]) -> dict[str, Any]:
+    """candidate → its comparison row (delta_pct, verdict …) in `rel` for this cell."""
+    if rel is None or rel.empty:
+        return {}
+    cell = rel[(rel["workload"] == w) & (rel["threads"] == t)].set_index("candidate")
+    return {a: cell.loc[a] for a in arms if a in cell.index}
+
+
+def _said(found: dict[str, Any]) -> str:
+    return ", ".join(f"{a} {r.delta_pct:+.0f} % ({r.verdict})" for a, r in found.items())
+
+
+def _source_checks(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], w: str, t: int) -> list[str]:
+    """The source's three findings, each said as reproduced or not by the comparison tables
+    (a difference counts only with a better/worse verdict) and the runs' drift."""
+    g = summ[(summ["workload"] == w) & (summ["threads"] == t)].set_index("arm")
+    out = []
+    pages = [a for a in g.index if a.startswith("page:")]
+    rows = [a for a in g.index if a.startswith("row:")]
+    load = _verdicts(tables.get("load"), w, t, [*pages, *rows])
+    if pages and rows and load:
+        page_fast = [a for a in pages if a in load and load[a].verdict == "better"]
+        row_slow = [a for a in rows if a in load and load[a].verdict == "worse"]
+        slowest = g["load_seconds_median"].idxmax()
+        held = {True: "reproduced", False: "not reproduced"}
+        out.append(f"  - Source: page-compressed loads fastest — {held[bool(page_fast)]} here "
+                   f"(load time vs none: {_said({a: load[a] for a in pages if a in load})}); "
+                   f"row-compressed slowest — {held[bool(row_slow) and slowest in rows]} "
+                   f"({_said({a: load[a] for a in rows if a in load})}; slowest: {slowest}).")
+    tps = _verdicts(tables.get("tps"), w, t, [*pages, *rows])
+    if tps:
+        beaten = [a for a, r in tps.items() if r.verdict == "better"]
+        out.append(f"  - Source: once I/O-bound, uncompressed is fastest, page-compressed ≈ 22 % "
+                   f"and row-compressed ≈ 68 % below — "
+                   + (f"here {', '.join(beaten)} beat uncompressed" if beaten
+                      else "here no compressed format beats uncompressed")
+                   + f"; throughput vs none: {_said(tps)}.")
+    drift = g["drift_pct_median"]
+    if "none" in drift and drift.notna().all():
+        others = drift.drop("none")
+        worse = bool(drift["none"] < 0 and (others.empty or drift["none"] < others.min()))
+        out.append(f"  - Source: write amplification slows uncompressed tables over time — "
+                   f"{'seen' if worse else 'not seen'} here: throughput of the last third vs "
+                   f"the middle third of the run, none {drift['none']:+.1f} %"
+                   + "".join(f", {a} {v:+.1f} %" for a, v in others.items()) + ".")
+    return out
