@@ -99,4 +99,6 @@ def test_bars_group_prefixes_with_min_max_whiskers():
     heights = [p.get_height() for p in ax.patches]
     assert heights == [10.0, 8.0, 5.0, 4.0]  # apparent per arm, then allocated per arm
     assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "page:zlib"]
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["apparent", "allocated"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["apparent (light)", "allocated (solid)"]
+    colours = [p.get_facecolor()[:3] for p in ax.patches]
+    assert colours[0] == colours[2] != colours[1]  # each arm keeps its colour, shade tells apart

@@ -254,27 +254,37 @@ def bands(series: pd.DataFrame, panels: dict[str, str], *, hue: str = "arm", win
 def bars(summary: pd.DataFrame, panels: dict[str, dict[str, str]], *, title: str = "",
          x: str = "arm") -> plt.Figure:
     """Grouped bars: one panel per entry of `panels` (panel title → {prefix: bar label}),
-    per `x` one bar per prefix at its median over repeats with min–max whiskers;
+    per `x` one bar per prefix at its median over repeats with min–max whiskers, in the
+    `x`'s colour (the same as in every other figure), the prefixes told apart by shade;
     `summary` has `x` and {prefix}_median/_min/_max."""
+    from matplotlib.patches import Patch
     fig, axes = _panels(len(panels))
     xs = list(dict.fromkeys(summary[x]))
+    colours = [palette(xs)[a] for a in xs]
+    rows = summary.set_index(x).loc[xs]
+    keys: dict[str, float] = {}
     for ax, (panel, prefixes) in zip(axes, panels.items()):
         n = len(prefixes)
         width = 0.8 / n
-        shades = sns.color_palette("deep")[:n] if n > 1 else None
         for k, (prefix, label) in enumerate(prefixes.items()):
-            rows = summary.set_index(x).loc[xs]
+            alpha = 0.35 + 0.65 * k / (n - 1) if n > 1 else 1.0
             med = rows[f"{prefix}_median"]
             pos = [i + (k - (n - 1) / 2) * width for i in range(len(xs))]
-            colour = shades[k] if shades else [palette(xs)[a] for a in xs]
-            ax.bar(pos, med, width * 0.9, color=colour, label=label if n > 1 else None)
+            ax.bar(pos, med, width * 0.9, color=colours, alpha=alpha)
             ax.errorbar(pos, med, yerr=[med - rows[f"{prefix}_min"], rows[f"{prefix}_max"] - med],
                         fmt="none", ecolor="0.2", capsize=3, lw=1)
+            if n > 1:
+                keys[label] = alpha
         ax.set_xticks(range(len(xs)), xs)
         ax.set_title(panel)
         ax.set_ylim(bottom=0)
     fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
-    _legend_below(fig, axes[0])
+    fig.tight_layout()
+    if keys:
+        fig.legend([Patch(facecolor="0.35", alpha=a) for a in keys.values()],
+                   [f"{label} ({'light' if a < 1 else 'solid'})" for label, a in keys.items()],
+                   loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(keys),
+                   fontsize="small", frameon=False)
     fig.dbstudies_alt = (f"Bars of {', '.join(panels)} for {', '.join(map(str, xs))}: median over "
                          f"repeats with min–max whiskers.")
     return fig

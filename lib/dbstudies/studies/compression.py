@@ -374,14 +374,14 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     lines = []
     for r in data_ratio(summ, p).itertuples():
         bound = "I/O-bound" if r.times_buffer_pool >= 2 else "**not I/O-bound** (the data nearly fit in memory)"
-        lines.append(f"- **{r.workload}**: {r.data_mib:,.0f} MiB of uncompressed tables, "
+        lines.append(f"- **{r.workload}**: {_mib(r.data_mib)} MiB of uncompressed tables, "
                      f"{r.times_buffer_pool:.1f}× the {p.buffer_pool} buffer pool — {bound}.")
     for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
         parts = []
         for r in g.itertuples():
-            parts.append(f"{r.arm}: {r.allocated_after_load_mib_median:,.0f} MiB allocated "
+            parts.append(f"{r.arm}: {_mib(r.allocated_after_load_mib_median)} MiB allocated "
                          f"({r.allocated_pct_median:.0f} % of none; apparent "
-                         f"{r.apparent_after_load_mib_median:,.0f} MiB), load "
+                         f"{_mib(r.apparent_after_load_mib_median)} MiB), load "
                          f"{r.load_seconds_median:.1f} s, {r.median_tps_median:,.0f} TPS steady "
                          f"at a {r.bp_hit_pct_median:.0f} % buffer-pool hit ratio, "
                          f"{r.cpu_ms_per_txn_median:.2f} ms of server CPU per transaction, "
@@ -401,6 +401,15 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
     lines += dbstudies.analysis.aa_line(tables.get("aa"), "none")
     return "\n".join(lines)
+
+
+def _mib(x: float) -> str:
+    """332 → '332', 1234.5 → '1,234', 0.27 → '0.27'.
+
+    >>> _mib(1234.5), _mib(0.2712)
+    ('1,234', '0.27')
+    """
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
 def _cpu_line(g: "pd.DataFrame", p: Params) -> list[str]:
