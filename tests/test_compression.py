@@ -178,3 +178,14 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     for text in ("Is it I/O-bound?", "allocated footprint after the load, vs none",
                  "write amplification", "Source: page-compressed loads fastest"):
         assert text in html
+
+
+@pytest.mark.server
+def test_a_server_without_the_algorithm_is_refused_before_a_load(lz4_server):
+    s = lz4_server
+    s.query("SET GLOBAL innodb_compression_algorithm = zlib")
+    compression.check_available(s, compression.parse("page:zlib"))
+    with pytest.raises(servers.ServerError, match="runs with innodb_compression_algorithm zlib, not lz4"):
+        compression.check_available(s, compression.parse("page:lz4"))
+    with pytest.raises(servers.ServerError, match=r"has no snappy compression \(Innodb_have_snappy is OFF\)"):
+        compression.check_available(s, compression.parse("page:snappy"))

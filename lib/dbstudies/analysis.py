@@ -36,6 +36,31 @@ def relative(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps"
                    threshold=p.draw_threshold)
 
 
+def over_repeats(run_table: pd.DataFrame, columns: list[str],
+                 by: tuple[str, ...] = ("workload", "threads", "arm")) -> pd.DataFrame:
+    """Per group of long-step summaries (one row per run, `timeseries.run_summaries` and
+    more): n, the median, min and max over repeats of each of `columns`, and
+    `never_steady`, how many of its runs did not settle."""
+    g = run_table.groupby(list(by), sort=False)
+    out = g.size().rename("n").to_frame()
+    for col in columns:
+        out[f"{col}_median"] = g[col].median()
+        out[f"{col}_min"] = g[col].min()
+        out[f"{col}_max"] = g[col].max()
+    out["never_steady"] = g["steady"].apply(lambda s: int((~s.astype(bool)).sum()))
+    return out.reset_index()
+
+
+def versus_baseline(run_table: pd.DataFrame, arms: list["Arm"], p: Any, column: str,
+                    higher_is_better: bool, *, control: bool = False) -> pd.DataFrame:
+    """Every arm against the baseline (arms[0]) on one per-run `column`, per workload ×
+    threads, one Holm family; with `control`, the A/A table (the baseline against its twin).
+    `arms` include the A/A twin when `p.aa_control` (`study.with_control`)."""
+    compare = experiment.aa_table if control else experiment.compare_arms
+    return compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
+                   threshold=p.draw_threshold)
+
+
 def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]]) -> pd.DataFrame:
     """`rel` plus, for each (arm label, flavour) that cannot be measured, one row per cell
     with verdict "not available on <flavour>" and no figures — shown, never dropped or faked."""
@@ -101,6 +126,23 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
                      f"{verdicts(rel)}; largest "
                      f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
                      f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
+        lines += [f"  - {line}." for line in stats.reachability(rel)]
+    return lines
+
+
+def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], versus: str) -> list[str]:
+    """For each table named in `words` (table → what it compares): its verdict counts, then
+    every cell — candidate, difference, workload, threads, Holm p, verdict — and what the
+    table can detect. `versus`: the baseline's name."""
+    lines = []
+    for metric, what in words.items():
+        rel = tables.get(metric)
+        if rel is None or rel.empty:
+            continue
+        lines.append(f"- {what}, vs {versus}: {verdicts(rel)}"
+                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
+                               f"{threads(r.threads)}, Holm p = {r.p_holm:.2g}, {r.verdict})"
+                               for r in rel.itertuples()) + ".")
         lines += [f"  - {line}." for line in stats.reachability(rel)]
     return lines
 

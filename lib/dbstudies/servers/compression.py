@@ -166,14 +166,26 @@ def mismatches(fmt: Format, tables: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def check_available(server: "Server", fmt: Format) -> None:
+    """ServerError unless the running server can page-compress with `fmt`'s algorithm
+    (MariaDB's Innodb_have_<algorithm>; its current innodb_compression_algorithm): asked
+    before a load, for what the flavour's files could not tell (an algorithm built in or not)."""
+    if fmt.kind != "page" or server.flavour.family != "mariadb":
+        return
+    have = dict(server.query(f"SHOW GLOBAL STATUS LIKE 'Innodb_have_{fmt.algorithm}'"))
+    if have and have.get(f"Innodb_have_{fmt.algorithm}") != "ON":
+        raise ServerError(f"{server.flavour.name} has no {fmt.algorithm} compression "
+                          f"(Innodb_have_{fmt.algorithm} is OFF)")
+    current = server.query("SELECT @@innodb_compression_algorithm")[0][0]
+    if current != fmt.algorithm:
+        raise ServerError(f"{server.flavour.name} runs with innodb_compression_algorithm "
+                          f"{current}, not {fmt.algorithm}")
+
+
 def verify(server: "Server", db: str, fmt: Format) -> list[dict[str, Any]]:
     """The tables of `db` (`table_formats`), after checking every one is in format `fmt`
-    and, for page compression, that the server has the algorithm; ServerError otherwise."""
-    if fmt.kind == "page" and server.flavour.family == "mariadb":
-        have = dict(server.query(f"SHOW GLOBAL STATUS LIKE 'Innodb_have_{fmt.algorithm}'"))
-        if have and have.get(f"Innodb_have_{fmt.algorithm}") != "ON":
-            raise ServerError(f"{server.flavour.name} has no {fmt.algorithm} compression "
-                              f"(Innodb_have_{fmt.algorithm} is OFF)")
+    (and, for page compression, that the server has the algorithm); ServerError otherwise."""
+    check_available(server, fmt)
     tables = table_formats(server, db)
     if not tables:
         raise ServerError(f"no InnoDB tables in {db} to verify as {fmt.label}")

@@ -115,17 +115,10 @@ def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", p: Params) -> "pd.DataF
 def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × threads × configuration: median, min and max over repeats of the
     run summaries."""
-    cols = ["median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "latency_max_ms", "worst_p99_ms",
-            "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
-            "checkpoint_age_pct"]
-    g = run_table.groupby(["workload", "threads", "arm"], sort=False)
-    out = g.size().rename("n").to_frame()
-    for col in cols:
-        out[f"{col}_median"] = g[col].median()
-        out[f"{col}_min"] = g[col].min()
-        out[f"{col}_max"] = g[col].max()
-    out["never_steady"] = g["steady"].apply(lambda s: int((~s.astype(bool)).sum()))
-    return out.reset_index()
+    return dbstudies.analysis.over_repeats(run_table, [
+        "median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "latency_max_ms", "worst_p99_ms",
+        "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
+        "checkpoint_age_pct"])
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
@@ -133,9 +126,8 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     """Every configuration against the baseline per workload × threads (one Holm family);
     with `control`, the A/A table (the baseline against its twin)."""
     column, higher, _ = METRICS[metric]
-    compare = dbstudies.experiment.aa_table if control else dbstudies.experiment.compare_arms
-    return compare(run_table, S.with_control(arms(p), p.aa_control), by=["workload", "threads"],
-                   value=column, higher_is_better=higher, threshold=p.draw_threshold)
+    return dbstudies.analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
+                                              column, higher, control=control)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -165,14 +157,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                  for r in g.itertuples()]
         lines.append(f"- **{w}, {dbstudies.analysis.threads(t)}** (medians over repeats): "
                      + "; ".join(parts) + ".")
-    for metric, (_, _, words) in METRICS.items():
-        rel = tables.get(metric)
-        if rel is None or rel.empty:
-            continue
-        lines.append(f"- {words}, vs {base}: {dbstudies.analysis.verdicts(rel)}"
-                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
-                               f"{dbstudies.analysis.threads(r.threads)}, Holm p = {r.p_holm:.2g})"
-                               for r in rel.itertuples()) + ".")
-        lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
+    lines += dbstudies.analysis.listed_comparisons(
+        tables, {metric: words for metric, (_, _, words) in METRICS.items()}, base)
     lines += dbstudies.analysis.aa_line(tables.get("aa"), base)
     return "\n".join(lines)

@@ -194,6 +194,7 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
         server.flavour.family), payload_compressibility=p.payload_compressibility)
     n, workload = cell["step"], cell["workload"]
     server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
+    compression.check_available(server, fmt)  # before the load, not after
     ctx.progress(f"loading {workload} as {fmt.label}")
     before = _counters(server)
     t0 = time.monotonic()
@@ -240,7 +241,6 @@ def _append(run: "Run", table: Table, rows: list[dict[str, Any]]) -> None:
 
 # ---------------------------------------------------------------- analysis
 
-KEYS = ["workload", "threads", "arm"]
 METRICS = {  # table → (column of the per-step table, higher is better, words)
     "tps": ("median_tps", True, "steady (I/O-bound) throughput, median TPS after steady state"),
     "load": ("load_seconds", False, "load time"),
@@ -335,14 +335,7 @@ SUMMARISED = ["load_seconds", "rows_per_s", "apparent_after_load_mib", "allocate
 def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × threads × candidate: n, and the median, min and max over repeats of
     every per-step figure; `never_steady` counts runs that did not settle."""
-    g = run_table.groupby(KEYS, sort=False)
-    out = g.size().rename("n").to_frame()
-    for col in SUMMARISED:
-        out[f"{col}_median"] = g[col].median()
-        out[f"{col}_min"] = g[col].min()
-        out[f"{col}_max"] = g[col].max()
-    out["never_steady"] = g["steady"].apply(lambda s: int((~s.astype(bool)).sum()))
-    return out.reset_index()
+    return dbstudies.analysis.over_repeats(run_table, SUMMARISED)
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
@@ -350,9 +343,8 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     """Every candidate against `none` per workload × threads (one Holm family); with
     `control`, the A/A table (none against its twin)."""
     column, higher, _ = METRICS[metric]
-    compare = dbstudies.experiment.aa_table if control else dbstudies.experiment.compare_arms
-    return compare(run_table, S.with_control(arms(p), p.aa_control), by=["workload", "threads"],
-                   value=column, higher_is_better=higher, threshold=p.draw_threshold)
+    return dbstudies.analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
+                                              column, higher, control=control)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -390,15 +382,8 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                      + "; ".join(parts) + ".")
         lines += _cpu_line(g, p)
         lines += _source_checks(summ, tables, w, t)
-    for metric, (_, _, words) in METRICS.items():
-        rel = tables.get(metric)
-        if rel is None or rel.empty:
-            continue
-        lines.append(f"- {words}, vs none: {dbstudies.analysis.verdicts(rel)}"
-                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
-                               f"{dbstudies.analysis.threads(r.threads)}, Holm p = {r.p_holm:.2g}, "
-                               f"{r.verdict})" for r in rel.itertuples()) + ".")
-        lines += [f"  - {line}." for line in dbstudies.stats.reachability(rel)]
+    lines += dbstudies.analysis.listed_comparisons(
+        tables, {metric: words for metric, (_, _, words) in METRICS.items()}, "none")
     lines += dbstudies.analysis.aa_line(tables.get("aa"), "none")
     return "\n".join(lines)
 
