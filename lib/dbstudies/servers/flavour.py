@@ -123,30 +123,36 @@ def package_version(flavour: Flavour) -> str | None:
 _PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
 
 
-_OPTIONS: dict[Flavour, frozenset[str]] = {}
-_DEFAULTS: dict[Flavour, dict[str, str]] = {}
+_PLAIN_HELP: dict[Flavour, str] = {}
+
+
+def _plain_help(flavour: Flavour) -> str | None:
+    """`--verbose --help` without options, asked once per flavour; None when it cannot be
+    asked yet (a rootfs flavour not provisioned)."""
+    if flavour not in _PLAIN_HELP:
+        p = _help(flavour)
+        if p is None:
+            return None
+        _PLAIN_HELP[flavour] = p.stdout
+    return _PLAIN_HELP[flavour]
 
 
 def server_defaults(flavour: Flavour) -> dict[str, str]:
     """The variables the flavour's server has without any option (`--verbose --help`'s
-    table: plugin_dir, innodb_page_size …); empty when it cannot be asked yet. Kept once known."""
-    if flavour not in _DEFAULTS:
-        p = _help(flavour)
-        if p is None:
-            return {}
-        _DEFAULTS[flavour] = _variables_table(p.stdout)
-    return _DEFAULTS[flavour]
+    table: plugin_dir, innodb_page_size …); empty when it cannot be asked yet."""
+    text = _plain_help(flavour)
+    return _variables_table(text) if text else {}
 
 
 def known_options(flavour: Flavour) -> frozenset[str] | None:
     """The option names the flavour's server accepts (`--verbose --help`, underscores), or
-    None when that cannot be asked yet (a rootfs flavour not provisioned). Kept once known."""
-    if flavour not in _OPTIONS:
-        names = _ask_options(flavour)
-        if not names:
-            return None
-        _OPTIONS[flavour] = names
-    return _OPTIONS[flavour]
+    None when that cannot be asked yet (a rootfs flavour not provisioned)."""
+    text = _plain_help(flavour)
+    if not text:
+        return None
+    names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", text)}
+    # the variables table also lists options the text does not
+    return frozenset(names | set(_variables_table(text))) or None
 
 
 def _help(flavour: Flavour, options: Iterable[str] = ()) -> subprocess.CompletedProcess | None:
@@ -158,15 +164,6 @@ def _help(flavour: Flavour, options: Iterable[str] = ()) -> subprocess.Completed
     return subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
                            "--user=root", *options, "--verbose", "--help"],
                           capture_output=True, text=True, timeout=60)
-
-
-def _ask_options(flavour: Flavour) -> frozenset[str]:
-    p = _help(flavour)
-    if p is None:
-        return frozenset()
-    names = {norm_key(o) for o in re.findall(r"(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", p.stdout)}
-    # the variables table also lists options the text does not
-    return frozenset(names | set(_variables_table(p.stdout)))
 
 
 def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
