@@ -151,8 +151,14 @@ def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_pat
     table = pd.read_csv(tmp_path / "cmp.csv")
     assert len(table) == 4 and (table["verdict"] == "better").all()  # 2 arms × 2 thread counts
     assert table["delta_pct"].between(15, 35).all()
+    assert table["same_host"].all() and "different hosts" not in p.stdout
     same = cli("compare", str(a.path), str(a.path))
     assert same.returncode == 0 and "better" not in same.stdout and "worse" not in same.stdout
+    # a run measured elsewhere (a sweep's worker) is said to be so, in the table too
+    b.update(host={**b.metadata["host"], "hostname": "bench-7"})
+    p = cli("compare", str(a.path), str(b.path), "--csv", str(tmp_path / "cmp2.csv"))
+    assert "measured on different hosts" in p.stdout and "B: bench-7" in p.stdout
+    assert not pd.read_csv(tmp_path / "cmp2.csv")["same_host"].any()
 
 
 def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):

@@ -181,6 +181,21 @@ NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed bet
                    "difference. Prefer one run with both configurations as arms.")
 
 
+def host_of(run: "Run") -> str:
+    """The host that measured a run: its name and CPU model (from its metadata)."""
+    h = run.metadata.get("host") or {}
+    return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)"
+
+
+def different_hosts(run_a: "Run", run_b: "Run") -> str | None:
+    """The warning a comparison of runs measured on different hosts carries, or None."""
+    a, b = host_of(run_a), host_of(run_b)
+    if a == b:
+        return None
+    return (f"The two runs were measured on different hosts (A: {a}; B: {b}): every "
+            "difference between the hosts is confounded with the difference measured.")
+
+
 def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
                  threshold: float | None = None) -> pd.DataFrame:
     """Run B against run A (the baseline), per arm × workload × threads present in both,
@@ -210,7 +225,7 @@ def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
     if table.empty:
         raise StoreError(f"runs {run_a.path.name} and {run_b.path.name} have no configuration "
                          "(arm × workload × threads) in common")
-    return table
+    return table.assign(same_host=different_hosts(run_a, run_b) is None)
 
 
 # ---------------------------------------------------------------- our workloads' transaction types

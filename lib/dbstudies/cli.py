@@ -9,6 +9,9 @@ papermill into a new run directory, render its report.
     dbstudies compare data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
     dbstudies servers [provision mysql-9.7]
     dbstudies report data/runs/thread_pool/<run-id>
+    dbstudies sweep thread_pool --grid grid.yaml [--scheduler tcp://HOST:8786]
+    dbstudies scheduler                # on one machine: the Dask scheduler of a sweep
+    dbstudies worker tcp://HOST:8786   # on each benchmark host
 """
 from __future__ import annotations
 
@@ -64,6 +67,25 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("run_b", type=Path)
     cmp.add_argument("--metric", choices=("qps", "p99"), default="qps")
     cmp.add_argument("--csv", type=Path, default=None, help="also write the whole table here")
+    swp = sub.add_parser("sweep", help="run a study over a grid of parameter sets (YAML), "
+                         "here one after another or on Dask workers (--scheduler)")
+    swp.add_argument("study", help=f"one of: {', '.join(study.names())}")
+    swp.add_argument("--grid", type=Path, required=True,
+                     help="YAML: profile, parameters (every run), grid (lists of values)")
+    swp.add_argument("--scheduler", default=None,
+                     help="a Dask scheduler (tcp://HOST:8786) whose workers are benchmark hosts")
+    swp.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
+                     help="where finished run directories land (default: data/runs)")
+    swp.add_argument("--sweeps-dir", type=Path, default=paths.DATA_DIR / "sweeps",
+                     help="where the sweep's records and index page go (default: data/sweeps)")
+    sch = sub.add_parser("scheduler", help="start a Dask scheduler for sweeps (a failed run "
+                         "is never retried on another worker)")
+    sch.add_argument("--port", type=int, default=8786)
+    wrk = sub.add_parser("worker", help="make this machine a benchmark host of a sweep's "
+                         "scheduler: one run at a time (resource bench=1)")
+    wrk.add_argument("scheduler", help="tcp://HOST:8786")
+    wrk.add_argument("--local-directory", type=Path, default=paths.DATA_DIR / "worker",
+                     help="the worker's own directory; its runs stay under runs/ there")
     exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
     exp.add_argument("run_dir", type=Path)
     exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -86,6 +108,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _list()
     if args.command == "servers":
         return _servers(args.action, args.name)
+    if args.command in ("sweep", "scheduler", "worker"):
+        return _sweep_commands(args)
     from . import results, runner
     if args.command == "report":
         from .report import render
@@ -156,7 +180,8 @@ def _clean(runs_dir: Path) -> int:
 
 def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     from . import analysis, results, stats
-    table = analysis.compare_runs(results.Run.open(path_a), results.Run.open(path_b), metric)
+    run_a, run_b = results.Run.open(path_a), results.Run.open(path_b)
+    table = analysis.compare_runs(run_a, run_b, metric)
     view = table.assign(
         delta=table["delta_pct"].map("{:+.1f}%".format),
         ci=[f"[{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
@@ -167,6 +192,9 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
                 "p_holm", "verdict", "mde"]].to_string(index=False))
     print("\n".join(stats.reachability(table)) + ".")
     print(analysis.NOT_INTERLEAVED)
+    hosts = analysis.different_hosts(run_a, run_b)
+    if hosts:
+        print(hosts)
     if csv:
         table.to_csv(csv, index=False)
         print(f"dbstudies: table written to {csv}")
@@ -194,6 +222,31 @@ def _servers(action: str, name: str | None) -> int:
         print(f"{name:<15} {source:<22} {servers.package_version(f) or 'not provisioned':<28} "
               f"{(f'{size / 2**20:.0f}Mi' if size else '—'):>9}")
     return 0
+
+
+def _sweep_commands(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    from . import sweep
+    if args.command == "scheduler":
+        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+        return subprocess.call(sweep.scheduler_argv(args.port), env=env)
+    if args.command == "worker":
+        args.local_directory.mkdir(parents=True, exist_ok=True)
+        return subprocess.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
+                               cwd=paths.REPO)
+    jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
+    s = sweep.Sweep(study.load(args.study).name, jobs, args.runs_dir, args.sweeps_dir,
+                    say=lambda m: print(f"dbstudies: {m}", flush=True))
+    code = 0
+    try:
+        s.run_on(args.scheduler) if args.scheduler else s.run_here()
+    except KeyboardInterrupt:
+        code = 130
+    print(s.summary())
+    print(f"dbstudies: index {s.index()}")
+    return code or (0 if all(r["status"] == "complete" for r in s.records) else 1)
 
 
 def _list() -> int:

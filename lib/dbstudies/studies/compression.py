@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import dbstudies
 
 from .. import params as P
+from ..errors import WorkloadError
 from .. import servers
 from .. import study as S
 from ..schema import Table
@@ -202,6 +203,8 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     seconds = time.monotonic() - t0
     loaded = _counters(server)
     rows = int(loaded["Handler_write"] - before["Handler_write"])
+    if rows <= 0:
+        raise WorkloadError(f"loading {workload} as {fmt.label} wrote no rows")
     formats = compression.verify(server, DB, fmt)  # a wrong format stops the run here
     _append(run, LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
                           "rows_per_s": rows / seconds if seconds > 0 else float("nan")}])

@@ -1,0 +1,370 @@
+"""Sweeps: a grid of parameter sets run as one study run each, one after another here, or on
+benchmark hosts through Dask distributed (`dbstudies sweep`, `dbstudies worker`).
+
+A grid file (YAML) names the study's profile, parameters every run shares, and a `grid` of
+parameters with several values each; every combination is one run:
+
+    profile: smoke
+    parameters: {duration: 5}
+    grid:
+      flavour: [mariadb-10.11, mariadb-11.8]
+      workloads: [[oltp_read_only], [oltp_point_select]]
+
+Every run is validated before anything starts. A run is the same `dbstudies run` as by hand,
+executed by the host that measures it, in its own runs directory; its key (a hash of study,
+profile and parameters) is written beside its tables (`sweep.json`), so a sweep run again
+skips what already completed. With a scheduler, each run is one Dask task that needs the
+worker resource `bench=1` (a `dbstudies worker` has exactly one: one benchmark per host at
+a time); the finished run directory travels back as a tar archive into this machine's runs
+directory. A worker that dies mid-run fails its task (the scheduler must not retry it:
+`allowed-failures` 0); the sweep goes on, and its summary and index page say where the
+abandoned run's measurements stayed.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import html
+import io
+import itertools
+import json
+import os
+import platform
+import secrets
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from . import paths, proc
+from .errors import ParamError, StoreError
+
+SWEEPS_DIR = paths.DATA_DIR / "sweeps"
+MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
+STOP_EVENT = "dbstudies-stop-{sweep}"   # set on Ctrl-C: running tasks interrupt their run
+WHERE_VARIABLE = "dbstudies-where-{key}"  # a task says here where its run directory is
+POLL = 0.5
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep: study, profile and the parameters given on top of the profile."""
+    study: str
+    profile: str
+    parameters: Mapping[str, Any]
+
+    @property
+    def key(self) -> str:
+        """Stable across sweeps: a hash of study, profile and parameters."""
+        text = json.dumps([self.study, self.profile, dict(self.parameters)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def label(self) -> str:
+        said = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.parameters.items())
+        return f"{self.study} ({self.profile}){': ' + said if said else ''}"
+
+    def argv(self, runs_dir: Path) -> list[str]:
+        """`dbstudies run` for this job (parameters as JSON, each parsed for its type)."""
+        pairs = [a for k, v in self.parameters.items()
+                 for a in ("-p", k, v if isinstance(v, str) else json.dumps(v))]
+        return [sys.executable, "-m", "dbstudies", "run", self.study, "--profile", self.profile,
+                *pairs, "--runs-dir", str(runs_dir)]
+
+
+def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
+    """Every run of a grid document (see the module's doc), validated: ParamError with every
+    problem of every run before anything starts.
+
+    >>> [j.parameters for j in expand("thread_pool", {"profile": "smoke", "parameters": {"duration": 2},
+    ...     "grid": {"threads": [[1], [4]]}})]
+    [{'duration': 2, 'threads': [1]}, {'duration': 2, 'threads': [4]}]
+    """
+    from .study import load
+    unknown = sorted(set(grid) - {"profile", "parameters", "grid"})
+    if unknown:
+        raise ParamError([f"grid file: unknown keys {unknown} (profile, parameters, grid)"])
+    axes = dict(grid.get("grid") or {})
+    bad = [k for k, v in axes.items() if not isinstance(v, list) or not v]
+    if bad:
+        raise ParamError([f"grid: {k} needs a list of values" for k in bad])
+    profiles = axes.pop("profile", None) or [grid.get("profile", "quick")]
+    fixed = dict(grid.get("parameters") or {})
+    s = load(study)
+    jobs, problems = [], []
+    for profile in profiles:
+        for values in itertools.product(*axes.values()):
+            job = Job(s.name, profile, {**fixed, **dict(zip(axes, values))})
+            try:
+                s.resolve(profile, **job.parameters)
+            except ParamError as e:
+                problems += [f"{job.label}: {m}" for m in e.problems]
+            jobs.append(job)
+    if problems:
+        raise ParamError(problems)
+    if len({j.key for j in jobs}) != len(jobs):
+        raise ParamError(["grid: the same run is listed more than once"])
+    return jobs
+
+
+def load_grid(path: Path) -> dict[str, Any]:
+    import yaml
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ParamError([f"grid file {path}: {e}"]) from None
+    if not isinstance(doc, dict):
+        raise ParamError([f"grid file {path}: needs a mapping with profile, parameters, grid"])
+    return doc
+
+
+# ---------------------------------------------------------------- one run, on whichever host
+
+def completed(runs_dir: Path, study: str) -> dict[str, Path]:
+    """key → run directory, for the runs of `study` under `runs_dir` a sweep completed."""
+    out = {}
+    for marker in sorted((Path(runs_dir) / study).glob(f"*/{MARKER}")):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            meta = json.loads((marker.parent / "metadata.json").read_text())
+            if meta.get("status") == "complete":
+                out[json.loads(marker.read_text())["key"]] = marker.parent
+    return out
+
+
+def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = lambda: False,
+            where: Callable[[str], None] = lambda path: None) -> dict[str, Any]:
+    """Run `job` here with `dbstudies run` into `runs_dir`, its output in the run directory's
+    `sweep.log`; `stop()` is polled and, once true, interrupts the run (SIGINT: it ends
+    interrupted, servers stopped); `where(path)` hears of the run directory as soon as it
+    exists. Returns the job's record: key, status, run directory, host."""
+    runs_dir = Path(runs_dir).resolve()
+    before = set((runs_dir / job.study).glob("*"))
+    log = runs_dir / f".sweep-{job.key}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    run_dir: Path | None = None
+    with open(log, "wb") as out:
+        p = proc.spawn(job.argv(runs_dir), stdout=out, stderr=subprocess.STDOUT, cwd=paths.REPO)
+        try:
+            while p.poll() is None:
+                if run_dir is None:
+                    new = sorted(set((runs_dir / job.study).glob("*")) - before)
+                    if new and (new[0] / "metadata.json").exists():
+                        run_dir = new[0]
+                        (run_dir / MARKER).write_text(json.dumps(
+                            {"sweep": sweep, "key": job.key, "job": dataclasses.asdict(job)}))
+                        where(f"{platform.node()}:{run_dir}")
+                if stop():
+                    p.send_signal(signal.SIGINT)
+                    p.wait(300)
+                time.sleep(POLL)
+        finally:
+            if p.poll() is None:
+                proc.kill(p, grace=30)
+    if run_dir is None:
+        return {"key": job.key, "label": job.label, "status": "failed", "host": platform.node(),
+                "run_dir": None, "error": _tail(log)}
+    log.replace(run_dir / "sweep.log")
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    return {"key": job.key, "label": job.label, "status": meta.get("status"),
+            "host": platform.node(), "run_dir": str(run_dir), "error": meta.get("error")}
+
+
+def _tail(log: Path, lines: int = 8) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def pack(run_dir: Path) -> bytes:
+    """A run directory as a gzipped tar (what travels back from a worker)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(run_dir, arcname=Path(run_dir).name)
+    return buf.getvalue()
+
+
+def unpack(archive: bytes, into: Path) -> Path:
+    """Extract a packed run directory under `into` (never over an existing one)."""
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        names = {m.name.split("/", 1)[0] for m in tar.getmembers()}
+        if len(names) != 1:
+            raise StoreError(f"a run archive must hold one run directory, got {sorted(names)}")
+        target = Path(into) / names.pop()
+        if target.exists():
+            raise StoreError(f"{target} exists already; runs are never overwritten")
+        Path(into).mkdir(parents=True, exist_ok=True)
+        tar.extractall(into, filter="data")
+    return target
+
+
+def worker_runs_dir(worker: Any) -> Path:
+    """Where a Dask worker's runs stay: `runs-<worker name>` beside its scratch space (not
+    inside it: the nanny wipes a dead worker's scratch directory, and an abandoned run's
+    measurements must stay where they were measured)."""
+    scratch = Path(worker.local_directory)
+    root = scratch.parent.parent if scratch.parent.name == "dask-scratch-space" else scratch
+    return root / f"runs-{worker.name}"
+
+
+def remote_task(job: Job, sweep: str) -> dict[str, Any]:
+    """A Dask task on a benchmark host: the run in the worker's own runs directory
+    (`worker_runs_dir`), then the finished run directory, packed, for the client."""
+    from distributed import Event, Variable, get_worker
+    runs_dir = worker_runs_dir(get_worker())
+    stop = Event(STOP_EVENT.format(sweep=sweep))
+    place = Variable(WHERE_VARIABLE.format(key=job.key))
+    record = execute(job, runs_dir, sweep=sweep, stop=stop.is_set, where=place.set)
+    if record["run_dir"]:
+        record["archive"] = pack(Path(record["run_dir"]))
+    return record
+
+
+# ---------------------------------------------------------------- the sweep
+
+@dataclass
+class Sweep:
+    """A sweep's jobs, where its runs land, and its records as they come."""
+    study: str
+    jobs: list[Job]
+    runs_dir: Path = paths.RUNS_DIR
+    root: Path = SWEEPS_DIR
+    id: str = dataclasses.field(default_factory=lambda: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                                + "-" + secrets.token_hex(3))
+    records: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    say: Callable[[str], None] = print
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root) / self.id
+
+    def todo(self) -> list[Job]:
+        """The jobs not yet completed by an earlier sweep (recorded as skipped)."""
+        done = completed(self.runs_dir, self.study)
+        out = []
+        for job in self.jobs:
+            if job.key in done:
+                meta = json.loads((done[job.key] / "metadata.json").read_text())
+                self._record({"key": job.key, "label": job.label, "status": "complete",
+                              "skipped": True, "run_dir": str(done[job.key]),
+                              "host": (meta.get("host") or {}).get("hostname")})
+            else:
+                out.append(job)
+        return out
+
+    def run_here(self) -> None:
+        """Every job in turn on this machine; Ctrl-C interrupts the running one and stops."""
+        for job in self.todo():
+            self.say(f"sweep: {job.label} …")
+            try:
+                self._record(execute(job, self.runs_dir, sweep=self.id))
+            except KeyboardInterrupt:
+                self.say("sweep: interrupted; the jobs after this one were not started")
+                raise
+
+    def run_on(self, scheduler: str, *, timeout: float = 30) -> None:
+        """Every job as a Dask task (resource bench=1) on the scheduler's workers; finished
+        run directories come back into `runs_dir`. Ctrl-C cancels the pending tasks and
+        interrupts the running ones (their runs end interrupted, servers stopped)."""
+        from distributed import Client, Event, Variable, as_completed
+        with Client(scheduler, timeout=timeout) as client:
+            stop = Event(STOP_EVENT.format(sweep=self.id), client=client)
+            futures = {}
+            for job in self.todo():
+                futures[client.submit(remote_task, job, self.id, key=f"dbstudies-{self.id}-{job.key}",
+                                      resources={"bench": 1}, pure=False, retries=0)] = job
+            self.say(f"sweep {self.id}: {len(futures)} runs on {scheduler}")
+            try:
+                for future in as_completed(futures):
+                    job = futures[future]
+                    self._record(self._collect(future, job, Variable(
+                        WHERE_VARIABLE.format(key=job.key), client=client)))
+            except KeyboardInterrupt:
+                stop.set()
+                for f in futures:
+                    if not f.done():
+                        f.cancel()
+                self.say("sweep: interrupted; pending runs cancelled, running ones stopped")
+                raise
+
+    def _collect(self, future: Any, job: Job, place: Any) -> dict[str, Any]:
+        try:
+            record = future.result()
+        except Exception as e:  # noqa: BLE001 - the worker died, the task raised
+            where = None
+            with contextlib.suppress(Exception):
+                where = place.get(timeout=1)
+            return {"key": job.key, "label": job.label, "host": where.split(":", 1)[0] if where else None,
+                    "status": "abandoned" if where else "failed", "run_dir": None,
+                    "kept_at": where, "error": f"{type(e).__name__}: {e}"}
+        archive = record.pop("archive", None)
+        if archive:
+            record["kept_at"] = f"{record['host']}:{record['run_dir']}"
+            record["run_dir"] = str(unpack(archive, Path(self.runs_dir) / job.study))
+        return record
+
+    def _record(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "records.json").write_text(json.dumps(self.records, indent=1))
+        self.say(f"sweep: {record['label']}: {record['status']}"
+                 + (" (completed earlier)" if record.get("skipped") else ""))
+
+    def summary(self) -> str:
+        counts = {}
+        for r in self.records:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        lines = [f"sweep {self.id}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
+        lines += [f"  {r['status']}: {r['label']}" + (f" — kept at {r['kept_at']}" if r.get("kept_at")
+                                                       and r["status"] != "complete" else "")
+                  + (f" — {r['error'].splitlines()[-1]}" if r.get("error") and r["status"] != "complete" else "")
+                  for r in self.records]
+        return "\n".join(lines)
+
+    def index(self) -> Path:
+        """data/sweeps/<id>/index.html: every run with its status, host, headline and a
+        link to its report."""
+        from .report import conclusion_text
+        rows = []
+        for r in self.records:
+            run_dir = Path(r["run_dir"]) if r.get("run_dir") else None
+            report = run_dir / "report.html" if run_dir else None
+            head = ""
+            if run_dir and (run_dir / "notebook.ipynb").exists():
+                text = conclusion_text(run_dir / "notebook.ipynb") or ""
+                head = next((ln.lstrip("- ").replace("**", "") for ln in text.splitlines()
+                             if ln.strip()), "")
+            link = (f"<a href='{html.escape(os.path.relpath(report, self.path))}'>report</a>"
+                    if report and report.exists() else html.escape(r.get("kept_at") or "—"))
+            rows.append(f"<tr><td>{html.escape(r['label'])}</td><td>{html.escape(r['status'])}"
+                        f"{' (earlier)' if r.get('skipped') else ''}</td>"
+                        f"<td>{html.escape(r.get('host') or '')}</td><td>{link}</td>"
+                        f"<td>{html.escape(head)}</td></tr>")
+        page = (f"<!doctype html><meta charset='utf-8'><title>sweep {self.id}</title>"
+                f"<style>body{{font-family:sans-serif}} td,th{{padding:3px 10px;text-align:left;"
+                f"vertical-align:top}}</style><h1>Sweep {self.id}: {html.escape(self.study)}</h1>"
+                f"<p>{html.escape(self.summary().splitlines()[0])}</p><table><tr><th>run</th>"
+                f"<th>status</th><th>host</th><th>report</th><th>headline</th></tr>"
+                + "".join(rows) + "</table>")
+        out = self.path / "index.html"
+        self.path.mkdir(parents=True, exist_ok=True)
+        out.write_text(page)
+        return out
+
+
+def worker_argv(scheduler: str, local_directory: Path, nthreads: int = 1) -> list[str]:
+    """`dask worker` as a benchmark host: one process, one task slot, resource bench=1, no
+    automatic restarts of tasks elsewhere (the scheduler's allowed-failures is its own)."""
+    return [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--nworkers", "1",
+            "--nthreads", str(nthreads), "--resources", "bench=1", "--local-directory",
+            str(local_directory), "--name", platform.node()]
+
+
+def scheduler_argv(port: int) -> list[str]:
+    """`dask scheduler` on `port` (run it with allowed-failures 0: a run a dead worker
+    abandoned is reported, not run again elsewhere)."""
+    return [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", str(port)]

@@ -1,0 +1,134 @@
+"""Sweeps: grids expanded and validated before anything starts, runs here one after another
+and on a Dask LocalCluster of two benchmark workers (each its own directory, bench=1), run
+directories shipped back, a resumed sweep skipping what completed, a worker killed mid-run
+(its run abandoned where it was measured, the other completing, no server left), the index."""
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import processes_mentioning, wait_for
+from dbstudies import sweep
+from dbstudies.params import ParamError
+from dbstudies.results import Run
+
+# the quickest real run there is: thread_pool's smoke profile cut to one step per arm
+FAST = {"profile": "smoke", "parameters": {"threads": [1], "repeats": 1, "duration": 2, "warmup": 0}}
+
+
+def test_a_grid_expands_to_every_combination_with_stable_keys():
+    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
+    assert [(j.parameters["threads"], j.parameters["duration"]) for j in jobs] == \
+        [([1], 2), ([1], 3), ([4], 2), ([4], 3)]
+    again = sweep.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
+    assert [j.key for j in jobs] == [j.key for j in again] and len({j.key for j in jobs}) == 4
+    argv = jobs[0].argv(sweep.Path("/r"))
+    assert argv[3:] == ["run", "thread_pool", "--profile", "smoke", "-p", "threads", "[1]",
+                        "-p", "repeats", "1", "-p", "duration", "2", "-p", "warmup", "0",
+                        "--runs-dir", "/r"]
+
+
+def test_every_bad_run_of_a_grid_is_reported_before_anything_starts():
+    with pytest.raises(ParamError) as e:
+        sweep.expand("thread_pool", {"profile": "smoke", "grid": {"threads": [[1], [0]],
+                                                                  "flavour": ["nope"]}})
+    text = "\n".join(e.value.problems)
+    assert "threads=[0]" in text and "threads: each must be between 1 and" in text
+    assert "flavour: unknown server flavour 'nope'" in text
+    with pytest.raises(ParamError, match="unknown keys"):
+        sweep.expand("thread_pool", {"grids": {}})
+    with pytest.raises(ParamError, match="threads needs a list of values"):
+        sweep.expand("thread_pool", {"grid": {"threads": 4}})
+
+
+def test_a_run_directory_travels_as_an_archive_and_never_overwrites(tmp_path):
+    src = tmp_path / "a" / "20260101T000000Z-abc"
+    (src / "tables").mkdir(parents=True)
+    (src / "metadata.json").write_text("{}")
+    (src / "tables" / "x.parquet").write_bytes(b"\x00" * 10)
+    out = sweep.unpack(sweep.pack(src), tmp_path / "b")
+    assert (out / "tables" / "x.parquet").read_bytes() == b"\x00" * 10
+    with pytest.raises(sweep.StoreError, match="never overwritten"):
+        sweep.unpack(sweep.pack(src), tmp_path / "b")
+
+
+def _runs(records):
+    return {r["status"] for r in records}, [Run.open(r["run_dir"]) for r in records if r["run_dir"]]
+
+
+@pytest.mark.server
+def test_a_sweep_here_runs_each_job_and_a_second_sweep_skips_what_completed(tmp_path):
+    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [1]}})
+    s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
+    s.run_here()
+    statuses, runs = _runs(s.records)
+    assert statuses == {"complete"} and len(runs) == 1 and (runs[0].path / "report.html").exists()
+    assert json.loads((runs[0].path / "sweep.json").read_text())["key"] == jobs[0].key
+    again = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", id="second",
+                        say=lambda m: None)
+    again.run_here()
+    assert again.records[0]["skipped"] and again.records[0]["run_dir"] == str(runs[0].path)
+    page = again.index().read_text()
+    assert "report.html" in page and "(earlier)" in page and "**" not in page
+    assert again.records[0]["host"] == runs[0].metadata["host"]["hostname"]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """Two benchmark workers, each a process with its own directory and one `bench`."""
+    import dask
+    from distributed import Client, LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"bench": 1},
+                          dashboard_address=None, local_directory=tmp_path / "workers") as c, \
+                Client(c) as client:
+            yield c, client
+
+
+@pytest.mark.server
+def test_a_sweep_on_two_dask_workers_ships_both_runs_back(cluster, tmp_path):
+    c, client = cluster
+    dirs = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker)))
+    assert len(set(dirs.values())) == 2  # each worker its own directory
+    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [1, 2]}})
+    s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
+    s.run_on(c.scheduler_address)
+    statuses, runs = _runs(s.records)
+    assert statuses == {"complete"} and len(runs) == 2
+    for r, run in zip(s.records, runs):
+        assert run.path.parent == tmp_path / "runs" / "thread_pool"  # back on this machine
+        assert (run.path / "report.html").exists() and (run.path / "tables").exists()
+        assert any(r["kept_at"].split(":", 1)[1].startswith(d) for d in dirs.values())
+    # both workers measured (one benchmark per host at a time: bench=1 each)
+    assert len({r["kept_at"].split(":", 1)[1].split("/thread_pool/")[0] for r in s.records}) == 2
+    page = s.index().read_text()
+    assert page.count("report.html") == 2 and "2 complete" in page
+
+
+@pytest.mark.server
+def test_a_worker_killed_mid_run_abandons_its_run_and_the_sweep_goes_on(cluster, tmp_path):
+    from distributed import Variable
+    c, client = cluster
+    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [3, 4]}})
+    s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
+    pids = client.run(os.getpid)
+    dirs = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker)))
+    import threading
+    t = threading.Thread(target=s.run_on, args=(c.scheduler_address,))
+    t.start()
+    victim = Variable(sweep.WHERE_VARIABLE.format(key=jobs[0].key), client=client)
+    where = victim.get(timeout=120).split(":", 1)[1]
+    worker = next(a for a, d in dirs.items() if where.startswith(d))
+    wait_for(lambda: processes_mentioning(where), 60, "the victim's server")
+    os.kill(pids[worker], signal.SIGKILL)
+    t.join(600)
+    by_key = {r["key"]: r for r in s.records}
+    dead, alive = by_key[jobs[0].key], by_key[jobs[1].key]
+    assert dead["status"] == "abandoned" and dead["kept_at"].endswith(where) and dead["run_dir"] is None
+    assert "KilledWorker" in dead["error"] or "died" in dead["error"].lower()
+    assert alive["status"] == "complete" and Run.open(alive["run_dir"]).status == "complete"
+    # what it measured stays where it was measured; its servers went with it
+    wait_for(lambda: not processes_mentioning(where), 120, "the abandoned run's servers to stop")
+    assert (sweep.Path(where) / "metadata.json").exists()
+    assert "1 abandoned" in s.summary() and "1 complete" in s.summary()
