@@ -103,7 +103,9 @@ def test_parse_cpus():
 
 
 class FakeTarget:
+    flavour = servers.load_flavour("mariadb-10.11")
     socket = Path("/tmp/dbs-x/server.sock")
+    sysbench_connection = servers.Server.sysbench_connection  # the real server's options
 
 
 def test_sysbench_run_argv():

@@ -132,3 +132,29 @@ def test_a_worker_killed_mid_run_abandons_its_run_and_the_sweep_goes_on(cluster,
     wait_for(lambda: not processes_mentioning(where), 120, "the abandoned run's servers to stop")
     assert (sweep.Path(where) / "metadata.json").exists()
     assert "1 abandoned" in s.summary() and "1 complete" in s.summary()
+
+
+@pytest.mark.server
+def test_ctrl_c_of_a_sweep_here_ends_the_running_run_cleanly_and_starts_no_more(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(json.dumps({**FAST, "parameters": {**FAST["parameters"], "duration": 30},
+                                "grid": {"seed": [7, 8]}}))
+    p = subprocess.Popen([sys.executable, "-m", "dbstudies", "sweep", "thread_pool", "--grid", str(grid),
+                          "--runs-dir", str(tmp_path / "runs"), "--sweeps-dir", str(tmp_path / "sweeps")],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_dir = wait_for(lambda: next(iter((tmp_path / "runs" / "thread_pool").glob("*/sweep.json")), None),
+                       120, "the first run").parent
+    wait_for(lambda: processes_mentioning(str(run_dir)), 60, "its server")
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 130, out
+    assert Run.open(run_dir).status == "interrupted"
+    assert len(list((tmp_path / "runs" / "thread_pool").glob("*"))) == 1  # no second run
+    assert "1 interrupted" in out and not processes_mentioning(str(run_dir))
+    assert list((tmp_path / "sweeps").glob("*/index.html"))

@@ -165,9 +165,9 @@ class _Loop:
     def context(self, flavour_name: str) -> Context:
         if flavour_name not in self.contexts:
             flavour = servers.load_flavour(flavour_name)
-            server = servers.Server(flavour, self.run.path / "server" / flavour.name,
-                                    log_dir=self.run.path / "server", settings=dict(self.p.settings),
-                                    cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
+            server = flavour.instance(self.run.path / "server" / flavour.name,
+                                      log_dir=self.run.path / "server", settings=dict(self.p.settings),
+                                      cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)

@@ -244,6 +244,24 @@ def configs_problems(what: str, configs: Any, flavour: str,
     return problems
 
 
+def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
+    """What these arms ask of a remote server that dbstudies cannot do: start it with
+    settings or an intent (thread pool, redo log size, buffer pool …) — said before anything
+    is measured."""
+    problems = []
+    for arm in arms:
+        flavour = servers.load_flavour(arm.flavour or p.flavour)
+        if not flavour.remote:
+            continue
+        asks = sorted({**dict(p.settings), **dict(arm.settings),
+                       **(arm.intent.asdict() if arm.intent else {})})
+        if asks:
+            problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
+                            f"{flavour.name} is a remote server dbstudies does not restart or "
+                            "reconfigure; measure it as it is (no settings, no intents)")
+    return problems
+
+
 def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
     """The arms to measure: the study's, plus (A/A control) a twin of the baseline."""
     if not aa_control:
@@ -273,8 +291,13 @@ class Study:
         return (self.module.__doc__ or self.name).strip().splitlines()[0]
 
     def resolve(self, profile: str = "quick", **overrides: Any) -> StudyParams:
-        """Validated parameters: the profile's values, with non-None overrides applied."""
-        return P.resolve(self.Params, self.PROFILES, profile, overrides)
+        """Validated parameters: the profile's values, with non-None overrides applied; on
+        a remote target, no arm may need a restart or a config change (`remote_problems`)."""
+        p = P.resolve(self.Params, self.PROFILES, profile, overrides)
+        problems = remote_problems(self.arms(p), p)
+        if problems:
+            raise P.ParamError(problems)
+        return p
 
     def arms(self, p: StudyParams) -> list[Arm]:
         """The arms measured, A/A twin included when `p.aa_control`."""

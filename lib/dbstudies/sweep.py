@@ -147,6 +147,7 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
     log = runs_dir / f".sweep-{job.key}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     run_dir: Path | None = None
+    interrupted = False
     with open(log, "wb") as out:
         p = proc.spawn(job.argv(runs_dir), stdout=out, stderr=subprocess.STDOUT, cwd=paths.REPO)
         try:
@@ -159,19 +160,24 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
                             {"sweep": sweep, "key": job.key, "job": dataclasses.asdict(job)}))
                         where(f"{platform.node()}:{run_dir}")
                 if stop():
-                    p.send_signal(signal.SIGINT)
-                    p.wait(300)
+                    raise KeyboardInterrupt
                 time.sleep(POLL)
+        except KeyboardInterrupt:  # Ctrl-C here, or the sweep's stop event: end the run cleanly
+            interrupted = True
+            p.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(300)
         finally:
             if p.poll() is None:
                 proc.kill(p, grace=30)
     if run_dir is None:
-        return {"key": job.key, "label": job.label, "status": "failed", "host": platform.node(),
-                "run_dir": None, "error": _tail(log)}
+        return {"key": job.key, "label": job.label, "status": "interrupted" if interrupted else "failed",
+                "host": platform.node(), "run_dir": None, "error": _tail(log), "interrupted": interrupted}
     log.replace(run_dir / "sweep.log")
     meta = json.loads((run_dir / "metadata.json").read_text())
     return {"key": job.key, "label": job.label, "status": meta.get("status"),
-            "host": platform.node(), "run_dir": str(run_dir), "error": meta.get("error")}
+            "host": platform.node(), "run_dir": str(run_dir), "error": meta.get("error"),
+            "interrupted": interrupted}
 
 
 def _tail(log: Path, lines: int = 8) -> str:
@@ -260,11 +266,11 @@ class Sweep:
         """Every job in turn on this machine; Ctrl-C interrupts the running one and stops."""
         for job in self.todo():
             self.say(f"sweep: {job.label} …")
-            try:
-                self._record(execute(job, self.runs_dir, sweep=self.id))
-            except KeyboardInterrupt:
-                self.say("sweep: interrupted; the jobs after this one were not started")
-                raise
+            record = execute(job, self.runs_dir, sweep=self.id)
+            self._record(record)
+            if record.get("interrupted"):
+                self.say("sweep: interrupted; the runs after this one were not started")
+                raise KeyboardInterrupt
 
     def run_on(self, scheduler: str, *, timeout: float = 30) -> None:
         """Every job as a Dask task (resource bench=1) on the scheduler's workers; finished

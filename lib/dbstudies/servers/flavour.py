@@ -25,9 +25,10 @@ class Flavour:
     name: str
     family: str                     # mariadb | mysql
     description: str
-    source: str                     # system: the host's binaries; rootfs: a Debian suite's
-    server: str                     # path of mariadbd / mysqld (inside the rootfs for rootfs)
-    install_db: tuple[str, ...]     # argv; --defaults-file is inserted after argv[0]
+    source: str                     # system: the host's binaries; rootfs: a Debian suite's;
+                                    # remote: a server somewhere else, not started by us
+    server: str = ""                # path of mariadbd / mysqld (inside the rootfs for rootfs)
+    install_db: tuple[str, ...] = ()  # argv; --defaults-file is inserted after argv[0]
     apt: tuple[str, ...] = ()       # system: the host's apt packages (`make setup` installs)
     suite: str = ""                 # rootfs: the Debian suite …
     packages: tuple[str, ...] = ()  # … and the packages installed into the flavour's rootfs
@@ -35,9 +36,29 @@ class Flavour:
     cnf: tuple[str, ...] = ()       # fragments under env/cnf, in order
     thread_pool: bool = False       # has a community thread pool (thread_handling)
     compression_providers: bool = False  # compression algorithms but zlib are provider plugins
+    host: str = ""                  # remote: where it listens …
+    port: int = 0
+    password_env: str = ""          # … and where its password comes from (`servers.remote`)
+    option_file: str = ""
+
+    @property
+    def remote(self) -> bool:
+        return self.source == "remote"
 
     def check_installed(self) -> None:
-        """The host's binaries are there (system), or the rootfs is provisioned or can be."""
+        """The host's binaries are there (system), or the rootfs is provisioned or can be,
+        or the remote server answers."""
+        if self.remote:
+            from .remote import RemoteServer
+            try:
+                RemoteServer(self, Path(".")).query("SELECT 1")
+            except ServerError:
+                raise
+            except Exception as e:  # noqa: BLE001 - unreachable, refused: never the password
+                raise ServerError(f"remote flavour {self.name}: {self.host}:{self.port} does not "
+                                  f"answer as {self.client_user} ({type(e).__name__}: "
+                                  f"{getattr(e, 'msg', '') or 'no connection'})") from None
+            return
         if self.source == "rootfs":
             if not rootfs.is_provisioned(self) and rootfs.missing_tools():
                 raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
@@ -90,6 +111,15 @@ class Flavour:
         """Runnable without building anything first (always, for the host's binaries)."""
         return self.source != "rootfs" or rootfs.is_provisioned(self)
 
+    def instance(self, workdir: Path, **kw: Any) -> Any:
+        """A server of this flavour: a private `Server` in `workdir`, or for a remote
+        flavour the `RemoteServer` it names (which ignores what only a private one uses)."""
+        if self.remote:
+            from .remote import RemoteServer
+            return RemoteServer(self, workdir, **kw)
+        from .instance import Server
+        return Server(self, workdir, **kw)
+
     def provision(self, say=print) -> None:
         """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
         if self.source == "rootfs":
@@ -99,8 +129,9 @@ class Flavour:
 _FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
                   "suite": str, "packages": list, "server": str, "install_db": list,
                   "client_user": str, "cnf": list, "thread_pool": bool,
-                  "compression_providers": bool}
-_SOURCES = {"system", "rootfs"}
+                  "compression_providers": bool, "host": str, "port": int, "password_env": str,
+                  "option_file": str}
+_SOURCES = {"system", "rootfs", "remote"}
 
 
 def package_version(flavour: Flavour) -> str | None:
@@ -158,8 +189,8 @@ def known_options(flavour: Flavour) -> frozenset[str] | None:
 def _help(flavour: Flavour, options: Iterable[str] = ()) -> subprocess.CompletedProcess | None:
     """`<server> --no-defaults [options] --verbose --help` (no datadir, nothing started), or
     None when the flavour's server cannot be run yet (not installed or provisioned)."""
-    if not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
-            else Path(flavour.server).exists()):
+    if flavour.remote or not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
+                              else Path(flavour.server).exists()):
         return None
     return subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
                            "--user=root", *options, "--verbose", "--help"],
@@ -270,20 +301,24 @@ def list_flavours(servers_dir: Path = paths.SERVERS_DIR) -> list[str]:
 
 
 def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
-    """Read and validate env/servers/<name>.toml."""
-    path = Path(servers_dir) / f"{name}.toml"
+    """Read and validate env/servers/<name>.toml, or the flavour file `name` when it is a
+    path ending in .toml (a remote target kept outside the repository)."""
+    path = Path(name) if str(name).endswith(".toml") else Path(servers_dir) / f"{name}.toml"
     if not path.exists():
         raise ValueError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
     data = tomllib.loads(path.read_text())
     unknown = set(data) - set(_FLAVOUR_TYPES)
-    missing = {"name", "family", "description", "source", "server", "install_db"} - set(data)
+    needed = {"host", "port"} if data.get("source") == "remote" else {"server", "install_db"}
+    missing = {"name", "family", "description", "source", *needed} - set(data)
     if unknown or missing:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     for key, value in data.items():
         if not isinstance(value, _FLAVOUR_TYPES[key]):
             raise ValueError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
-    if data["name"] != name or data["source"] not in _SOURCES:
-        raise ValueError(f"{path}: name must be {name!r} and source one of {sorted(_SOURCES)}")
+    if data["name"] != path.stem or data["source"] not in _SOURCES:
+        raise ValueError(f"{path}: name must be {path.stem!r} and source one of {sorted(_SOURCES)}")
+    if data.get("password_env") and data.get("option_file"):
+        raise ValueError(f"{path}: a password comes from password_env or option_file, not both")
     if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
         raise ValueError(f"{path}: a rootfs flavour needs a suite and its packages")
     for key in ("apt", "packages", "install_db", "cnf"):

@@ -340,6 +340,10 @@ class Server:
     def variables(self) -> dict[str, str]:
         return dict(self.query("SHOW GLOBAL VARIABLES"))
 
+    def sysbench_connection(self) -> list[str]:
+        """sysbench's options to reach this server: its socket and client user."""
+        return [f"--mysql-socket={self.socket}", f"--mysql-user={self.flavour.client_user}"]
+
     def describe(self) -> dict[str, Any]:
         """What a run's metadata records about this server."""
         return {"flavour": self.flavour.name, "family": self.flavour.family,

@@ -185,8 +185,8 @@ def parse_version(text: str) -> str:
 # ---------------------------------------------------------------- runner
 
 class Target(Protocol):
-    """What sysbench needs of a server (a `servers.Server` is one)."""
-    socket: Path
+    """What sysbench needs of a server (a `servers.Server` or `RemoteServer` is one)."""
+    def sysbench_connection(self) -> list[str]: ...
     def check_alive(self, during: str = ...) -> None: ...
     def query(self, sql: str) -> list[tuple]: ...
 
@@ -223,7 +223,6 @@ class Sysbench:
     `tables`, `table_size`: the OLTP scale; `warehouses`: TPC-C's; `nodes` and
     `payload_compressibility` (0..1): LinkBench's."""
     server: Target
-    user: str = "root"
     db: str = "sbtest"
     tables: int = 1
     table_size: int = 10000
@@ -250,8 +249,7 @@ class Sysbench:
         scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses,
                  "nodes": self.nodes, "payload_compressibility": self.payload_compressibility}
         argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
-                f"--mysql-socket={self.server.socket}", f"--mysql-user={self.user}",
-                f"--mysql-db={self.db}", *options(workload, scale), f"--threads={threads}"]
+                *self.server.sysbench_connection(), f"--mysql-db={self.db}", *options(workload, scale), f"--threads={threads}"]
         if command == "run":
             argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]

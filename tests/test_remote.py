@@ -1,0 +1,84 @@
+"""Remote targets: a study run against a server dbstudies does not start — here a private
+server the test starts on loopback, with a password user — never writes the password
+anywhere (metadata, tables, notebook, report, logs, argv), and arms that would need a
+restart or a config change are refused before anything is measured."""
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from dbstudies import servers
+from dbstudies.params import ParamError
+from dbstudies.results import Run
+from dbstudies.study import load
+
+ENV = "DBSTUDIES_TEST_REMOTE_PASSWORD"
+
+
+@pytest.fixture(scope="module")
+def remote(flavour, tmp_path_factory):
+    """(flavour file, password): a private server reached as a remote one, over TCP."""
+    where = tmp_path_factory.mktemp("remote")
+    password = "pw-" + secrets.token_hex(12)
+    with servers.Server(flavour, where / "srv", max_clients=32) as s:
+        s.start()
+        s.query(f"CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{password}'")
+        s.query("GRANT ALL ON *.* TO 'bench'@'127.0.0.1'")
+        toml = where / "test-remote.toml"
+        toml.write_text(f'name = "test-remote"\nfamily = "mariadb"\ndescription = "a test\'s '
+                        f'server, reached over TCP"\nsource = "remote"\nhost = "127.0.0.1"\n'
+                        f'port = {s.port}\nclient_user = "bench"\npassword_env = "{ENV}"\nthread_pool = true\n')
+        os.environ[ENV] = password
+        try:
+            yield toml, password
+        finally:
+            os.environ.pop(ENV, None)
+
+
+@pytest.mark.server
+def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
+    toml, _ = remote
+    with pytest.raises(ParamError) as e:
+        load("thread_pool").resolve("smoke", flavour=str(toml), flavours=[str(toml)])
+    text = "\n".join(e.value.problems)
+    assert "pool-of-threads: needs a server start with thread_pool" in text
+    assert "test-remote is a remote server dbstudies does not restart or reconfigure" in text
+    with pytest.raises(ParamError, match="needs a server start with innodb_flush_log_at_trx_commit"):
+        load("checkpoint_stalls").resolve("smoke", flavour=str(toml), configs={"as is": {}})
+    wrong = toml.with_name("test-remote.toml").read_text().replace(ENV, ENV + "_UNSET")
+    bad = toml.parent / "bad" / "test-remote.toml"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text(wrong)
+    with pytest.raises(ParamError, match=f"the environment variable {ENV}_UNSET .* is not set"):
+        load("checkpoint_stalls").resolve("smoke", flavour=str(bad), configs={"as is": {}}, settings={})
+
+
+@pytest.mark.server
+def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_path):
+    toml, password = remote
+    argv = [sys.executable, "-m", "dbstudies", "run", "checkpoint_stalls", "--profile", "smoke",
+            "-p", "flavour", str(toml), "-p", "configs", '{"as is": {}}', "-p", "settings", "{}",
+            "-p", "repeats", "1", "--runs-dir", str(tmp_path / "runs")]
+    secrets_before = {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")}
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO,
+                       env={**os.environ, ENV: password})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert password not in p.stdout + p.stderr
+    (run_dir,) = [m.parent for m in (tmp_path / "runs").glob("*/*/metadata.json")]
+    run = Run.open(run_dir)
+    assert run.status == "complete"
+    (srv,) = [s for s in run.metadata["servers"] if s["label"] == "as is"]
+    assert srv["remote"] and srv["password_from"] == f"environment variable {ENV}"
+    calls = run.metadata["sysbench"]["calls"]
+    assert calls and all(any(a.startswith("--config-file=") for a in c["argv"]) for c in calls)
+    assert not any("--mysql-password" in a for c in calls for a in c["argv"])
+    files = [f for f in run_dir.rglob("*") if f.is_file()]
+    assert len(files) > 10
+    leaked = [f for f in files if password.encode() in f.read_bytes()]
+    assert leaked == []
+    # sysbench's option file (the only copy on disk) is gone with the run
+    assert {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")} == secrets_before
+    assert (run_dir / "report.html").exists()
