@@ -95,8 +95,23 @@ def _drop_page_cache() -> bool:
         return False
 
 
+class SqlClient:
+    """Statements over `connect()` (a private server's socket, a remote one's TCP)."""
+
+    def query(self, sql: str) -> list[tuple]:
+        with self.connect() as c:
+            cur = c.cursor()
+            cur.execute(sql)
+            rows = cur.fetchall() if cur.with_rows else []
+            cur.close()
+            return rows
+
+    def variables(self) -> dict[str, str]:
+        return dict(self.query("SHOW GLOBAL VARIABLES"))
+
+
 @dataclass
-class Server:
+class Server(SqlClient):
     """A private server instance. Use as a context manager: it is always stopped on exit.
 
     `intent` (said in the flavour's dialect) and `settings` (plain variables, on top) apply
@@ -328,17 +343,6 @@ class Server:
         return mysql.connector.connect(unix_socket=str(self.socket), user=self.flavour.client_user,
                                        password="", autocommit=True,
                                        connection_timeout=max(1, int(timeout)), **kw)
-
-    def query(self, sql: str) -> list[tuple]:
-        with self.connect() as c:
-            cur = c.cursor()
-            cur.execute(sql)
-            rows = cur.fetchall() if cur.with_rows else []
-            cur.close()
-            return rows
-
-    def variables(self) -> dict[str, str]:
-        return dict(self.query("SHOW GLOBAL VARIABLES"))
 
     def sysbench_connection(self) -> list[str]:
         """sysbench's options to reach this server: its socket and client user."""

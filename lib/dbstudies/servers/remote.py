@@ -34,6 +34,7 @@ from typing import Any, Mapping
 from ..errors import ServerError
 from .cnf import Intent, Unavailable
 from .flavour import Flavour
+from .instance import SqlClient
 
 
 def password(flavour: Flavour) -> str:
@@ -59,7 +60,7 @@ def _asks(settings: Mapping[str, Any] | None, intent: Intent | None) -> bool:
     return bool(settings) or bool(intent and intent.asdict())
 
 
-class RemoteServer:
+class RemoteServer(SqlClient):
     """A running server somewhere else, used through the same calls as `Server`; the
     constructor takes (and ignores) what only a private server uses."""
 
@@ -135,17 +136,6 @@ class RemoteServer:
         return mysql.connector.connect(host=self.flavour.host, port=self.flavour.port,
                                        user=self.flavour.client_user, password=password(self.flavour),
                                        autocommit=True, connection_timeout=max(1, int(timeout)), **kw)
-
-    def query(self, sql: str) -> list[tuple]:
-        with self.connect() as c:
-            cur = c.cursor()
-            cur.execute(sql)
-            rows = cur.fetchall() if cur.with_rows else []
-            cur.close()
-            return rows
-
-    def variables(self) -> dict[str, str]:
-        return dict(self.query("SHOW GLOBAL VARIABLES"))
 
     def sysbench_connection(self) -> list[str]:
         """sysbench's connection options: one option file (mode 0600, private directory)
