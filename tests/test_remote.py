@@ -82,3 +82,25 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     # sysbench's option file (the only copy on disk) is gone with the run
     assert {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")} == secrets_before
     assert (run_dir / "report.html").exists()
+
+
+def test_the_password_comes_from_the_environment_or_an_option_file(tmp_path, monkeypatch):
+    from dbstudies.servers import remote
+    base = dict(name="r", family="mariadb", description="d", source="remote", host="h", port=1)
+    f = servers.Flavour(**base, password_env="DBSTUDIES_TEST_PW")
+    monkeypatch.setenv("DBSTUDIES_TEST_PW", "from-env")
+    assert remote.password(f) == "from-env"
+    monkeypatch.delenv("DBSTUDIES_TEST_PW")
+    with pytest.raises(servers.ServerError, match="DBSTUDIES_TEST_PW .* is not set"):
+        remote.password(f)
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[mysqld]\nport=1\n[client]\nuser=bench\npassword='from file'\n")
+    assert remote.password(servers.Flavour(**base, option_file=str(cnf))) == "from file"
+    with pytest.raises(servers.ServerError, match="cannot read its option file") as e:
+        remote.password(servers.Flavour(**base, option_file=str(tmp_path / "missing.cnf")))
+    assert "from file" not in str(e.value)
+    toml = tmp_path / "r.toml"
+    toml.write_text('name = "r"\nfamily = "mariadb"\ndescription = "d"\nsource = "remote"\n'
+                    'host = "h"\nport = 1\npassword_env = "A"\noption_file = "B"\n')
+    with pytest.raises(ValueError, match="password_env or option_file, not both"):
+        servers.load_flavour(str(toml))

@@ -158,3 +158,39 @@ def test_ctrl_c_of_a_sweep_here_ends_the_running_run_cleanly_and_starts_no_more(
     assert len(list((tmp_path / "runs" / "thread_pool").glob("*"))) == 1  # no second run
     assert "1 interrupted" in out and not processes_mentioning(str(run_dir))
     assert list((tmp_path / "sweeps").glob("*/index.html"))
+
+
+def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):
+    """The documented commands: a scheduler that never retries a run a dead worker
+    abandoned, and a worker with one task slot and the resource bench=1."""
+    import socket
+    import subprocess
+    import sys
+
+    from distributed import Client
+
+    from conftest import REPO
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "dbstudies"]
+    procs = [subprocess.Popen([*cmd, "scheduler", "--port", str(port)], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen([*cmd, "worker", f"tcp://127.0.0.1:{port}", "--local-directory",
+                                       str(tmp_path / "w")], cwd=REPO,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(f"tcp://127.0.0.1:{port}", timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+            (info,) = client.scheduler_info()["workers"].values()
+            assert info["resources"] == {"bench": 1} and info["nthreads"] == 1
+            assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
+            (runs_dir,) = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker))).values()
+            assert runs_dir.startswith(str(tmp_path / "w"))
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
