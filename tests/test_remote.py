@@ -48,6 +48,8 @@ def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
     assert "test-remote is a remote server dbstudies does not restart or reconfigure" in text
     with pytest.raises(ParamError, match="needs a server start with innodb_flush_log_at_trx_commit"):
         load("checkpoint_stalls").resolve("smoke", flavour=str(toml), configs={"as is": {}})
+    with pytest.raises(ParamError, match="cold: cold executions restart test-remote"):
+        load("dbt3_plans").resolve("smoke", flavour=str(toml), candidates={"as is": {}}, cold=True)
     wrong = toml.with_name("test-remote.toml").read_text().replace(ENV, ENV + "_UNSET")
     bad = toml.parent / "bad" / "test-remote.toml"
     bad.parent.mkdir(exist_ok=True)

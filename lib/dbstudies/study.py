@@ -259,7 +259,10 @@ def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
             problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
                             f"{flavour.name} is a remote server dbstudies does not restart or "
                             "reconfigure; measure it as it is (no settings, no intents)")
-    return problems
+        if getattr(p, "cold", False):  # DBT3's cold executions restart the server
+            problems.append(f"cold: cold executions restart {flavour.name}, a remote server "
+                            "dbstudies does not restart")
+    return list(dict.fromkeys(problems))
 
 
 def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
