@@ -16,7 +16,14 @@ def problems(**overrides):
 def test_profiles_resolve_and_differ():
     smoke, quick, full = (tp.resolve(p) for p in ("smoke", "quick", "full"))
     assert smoke.duration < quick.duration <= full.duration
-    assert max(full.threads) == 4096 and smoke.profile == "smoke"
+    assert smoke.profile == "smoke" and full.repeats > quick.repeats
+    # the source's 1 … 4096 threads stay reachable: a smaller pool keeps both servers in memory
+    seeds = tp.resolve("full", threads=[2 ** i for i in range(13)],
+                       settings={"innodb_buffer_pool_size": "3G"})
+    assert max(seeds.threads) == 4096
+    for name in study.names():  # every study's every profile is valid as shipped
+        for profile in ("smoke", "quick", "full"):
+            assert study.load(name).resolve(profile).profile == profile
 
 
 def test_cli_strings_are_coerced():
@@ -60,8 +67,8 @@ def test_unknown_profile():
         tp.resolve("huge")
 
 
-def test_plan_interleaves_repeats_and_is_seeded():
-    p = tp.resolve("quick", repeats=6, seed=3)
+def test_the_block_plan_interleaves_repeats_and_is_seeded():
+    p = tp.resolve("quick", repeats=6, seed=3, design="blocks")  # paired: test_paired_design
     plan = tp.plan(p)
     cells = len(p.workloads) * len(p.threads)
     assert len(plan) == 6 * 2 * cells and plan["step"].tolist() == list(range(1, len(plan) + 1))
@@ -75,7 +82,7 @@ def test_plan_interleaves_repeats_and_is_seeded():
     firsts = plan.groupby("repeat")["arm"].first()
     assert firsts.nunique() == 2
     assert plan.equals(tp.plan(p))
-    assert not plan.equals(tp.plan(tp.resolve("quick", repeats=6, seed=4)))
+    assert not plan.equals(tp.plan(tp.resolve("quick", repeats=6, seed=4, design="blocks")))
 
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():

@@ -23,8 +23,9 @@ def executed_notebook(run, outputs):
 
 def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
     run = runner.create_run("thread_pool", tp.resolve("smoke", repeats=3), tmp_path, "cli")
-    (run.path / "server").mkdir()
-    (run.path / "server" / "mariadb-10.11.err").write_text("...")
+    for arm in ("pool-of-threads", "one-thread-per-connection"):  # paired: a folder per server
+        (run.path / "server" / arm).mkdir(parents=True)
+        (run.path / "server" / arm / "mariadb-10.11.err").write_text("...")
     executed_notebook(run, [
         nbformat.v4.new_output("stream", name="stdout", text=f"run directory: {run.path}\n"),
         nbformat.v4.new_output("error", ename="ServerDied", evalue="died",
@@ -33,7 +34,8 @@ def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
                          "--- server error log (tail) ---")
     html = report.render(run).read_text()
     assert "<b>Run failed</b>: ServerDied: server mariadb-10.11 died during sysbench run" in html
-    assert "server log: server/mariadb-10.11.err" in html
+    assert ("server logs under server/: one-thread-per-connection/mariadb-10.11.err, "
+            "pool-of-threads/mariadb-10.11.err") in html
     assert "Traceback" not in html and "boom" not in html
     assert re.search(r"<title>thread_pool — run \S+</title>", html)
     assert str(tmp_path) not in html and f"…/thread_pool/{run.path.name}" in html

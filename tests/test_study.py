@@ -34,7 +34,8 @@ def streamed(run, seconds):
 
 
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
-    """…and the seconds the killed step had streamed (its intervals and status samples)."""
+    """…and the seconds the killed step had streamed (its intervals and status samples).
+    Paired design: two servers up; the one measuring is killed mid-step."""
     p = tp.resolve("smoke", duration=5, repeats=3, warmup=0)
     run = tp.open_run(p, root=tmp_path)
     marker = str(run.path / "server")
@@ -42,9 +43,11 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
 
     def killer():
         wait_for(lambda: steps_on_disk(run) >= 2, 120, "two finished steps")
-        killed["stream"] = wait_for(lambda: streamed(run, 2), 30, "2 s streamed by a step")
-        (pid,) = processes_mentioning(marker)
-        killed["pid"] = pid
+        stream = wait_for(lambda: streamed(run, 2), 30, "2 s streamed by a step")
+        step = int(stream.stem.split("-", 1)[1])
+        arm = next(r["arm"] for r in run.metadata["plan"] if r["step"] == step)
+        (pid,) = processes_mentioning(f"{marker}/{experiment.slug(arm)}/")
+        killed.update(stream=stream, step=step, pid=pid)
         os.kill(pid, signal.SIGKILL)
 
     t = threading.Thread(target=killer, daemon=True)
@@ -59,19 +62,25 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     meta = run.metadata
     assert meta["status"] == "failed" and "ServerDied" in meta["error"]
     kept = tp.measured(run)
-    assert len(kept) >= 2 and kept["step"].tolist() == [1, 2][:len(kept)] + list(range(3, len(kept) + 1))
+    assert len(kept) >= 2 and kept["step"].tolist() == list(range(1, len(kept) + 1))
+    assert (kept.groupby("pair").size() == 2).all()  # whole pairs only
     assert (kept["qps"] > 0).all()
-    died = int(killed["stream"].stem.split("-", 1)[1])  # the step that was running
+    died = killed["step"]
     assert died not in set(kept["step"])
+    pair = next(r["pair"] for r in meta["plan"] if r["step"] == died)
+    held = {r["step"] for r in meta["plan"] if r["pair"] == pair}  # its pair: not stored whole
     intervals, status = run.table(INTERVALS), run.table(STATUS)  # with the streamed rows
-    assert set(intervals[intervals["step"] > 0]["step"]) == set(kept["step"]) | {died}  # busy: < 0
+    seen = set(intervals[intervals["step"] > 0]["step"])
+    assert set(kept["step"]) | {died} <= seen <= set(kept["step"]) | held
     last = intervals[intervals["step"] == died]
     assert len(last) >= 2 and last["second"].tolist() == list(range(1, len(last) + 1))
     assert (last["tps"] > 0).all() and len(status[status["step"] == died]) > 0
     assert processes_mentioning(marker) == []
-    assert processes_mentioning(meta["servers"][0]["socket"]) == []  # no sysbench left either
-    assert not (run.path / "server" / "mariadb-10.11" / "datadir").exists()
-    assert "mariadb-10.11.err" in os.listdir(run.path / "server")
+    for s in meta["servers"]:
+        assert processes_mentioning(s["socket"]) == []  # no sysbench left either
+    for arm in tp.SCHEDULERS:
+        assert not (run.path / "server" / experiment.slug(arm) / "datadir").exists()
+        assert "mariadb-10.11.err" in os.listdir(run.path / "server" / experiment.slug(arm))
     # measured like from JupyterLab: no executed notebook in the run; `report` makes one
     # by executing the notebook on the run (it measures nothing), then renders the report
     assert not (run.path / "notebook.ipynb").exists()
@@ -241,7 +250,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert meta["parameters"]["duration"] == 5 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
-    assert {s["label"] for s in meta["servers"]} == {"prepare mariadb-10.11", *tp.SCHEDULERS}
+    assert {s["label"] for s in meta["servers"]} == {*(f"prepare {a}" for a in tp.SCHEDULERS), *tp.SCHEDULERS}
+    assert meta["design"] == "paired" and meta["rounds_done"] == 2
     assert meta["owner"]["kind"] == "cli" and meta["owner"]["pid"] != os.getpid()
     pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
     assert pool["global_variables"]["thread_handling"] == "pool-of-threads"
@@ -249,6 +259,11 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert meta["sysbench"]["version"] == "1.0.20"
     raw = run.table("steps")  # every sysbench run is a row: warm-ups and busy retries too
     assert (raw["phase"] == "warmup").sum() == 4 and (raw["phase"] == "measure").sum() == 2 * 2 * 3
+    # paired: each cell's two arms back to back, each arm first in one of the two rounds
+    m = raw[raw["phase"] == "measure"].sort_values("step")
+    assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(tp.SCHEDULERS))).all()
+    assert (m.groupby(["threads", "position"])["arm"].nunique() == 2).all()
+    assert m["settle_s"].isna().all()  # point selects write nothing: no server to wait for
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
     steps = tp.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
@@ -257,11 +272,12 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {4, 5, 6}
     warmups = raw[raw["phase"] == "warmup"]["step"]
     assert set(intervals[intervals["step"].isin(warmups)].groupby("step").size()) <= {1}  # 1 s warm-ups
-    for name in ("notebook.ipynb", "report.html", "figures/qps_vs_threads.png",
-                 "figures/p99_vs_threads.svg", "server/mariadb-10.11.err"):
+    for name in ("notebook.ipynb", "report.html", "figures/qps_vs_threads.png", "figures/qps_pairs.png",
+                 "figures/p99_vs_threads.svg", "server/pool-of-threads/mariadb-10.11.err"):
         assert (run_dir / name).exists(), name
     html = (run_dir / "report.html").read_text()
     assert "Relative results" in html and "study.measure" not in html  # code hidden
+    assert "paired rounds: 2 rounds × 3 cells, the 2 arms of a cell back to back" in html
     assert "peak median" in html  # the computed conclusion
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook

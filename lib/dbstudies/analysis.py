@@ -26,6 +26,19 @@ def summary(steps: pd.DataFrame) -> pd.DataFrame:
                               {k: col for k, (col, _) in METRICS.items()})
 
 
+def pair_ratios(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") -> pd.DataFrame:
+    """Every round's ratio candidate / baseline per workload × threads (paired steps; the
+    A/A twin left to its own table), for `plots.pair_ratios`; empty for blocks."""
+    if not experiment.is_paired(steps):
+        return pd.DataFrame()
+    column, _ = METRICS[metric]
+    out = [stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=a.label,
+                         value=column, pair="repeat").assign(candidate=a.label)
+           for a in arms[1:] if a.twin_of is None]
+    out = pd.concat(out, ignore_index=True)
+    return out.assign(ratio=out["b"] / out["a"])
+
+
 def relative(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps", *,
              control: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
@@ -282,3 +295,46 @@ def tpcc_per_second(run: "Run", steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
     series = series.assign(nopm=series["count"].fillna(0) * 60).drop(columns="count")
     runs = series.groupby(["arm", "step"])["tps"].median().rename("median_tps").reset_index()
     return series.reset_index(drop=True), runs
+
+
+# ---------------------------------------------------------------- calibration on real A/A pairs
+
+def aa_differences(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") -> pd.DataFrame:
+    """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
+    the log ratio twin / baseline of that round (rounds missing a cell left out). Empty
+    without a twin or pairs."""
+    twins = [a.label for a in arms if a.twin_of is not None]
+    if not twins or not experiment.is_paired(steps):
+        return pd.DataFrame()
+    column, higher = METRICS[metric]
+    d = stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=twins[0],
+                      value=column, pair="repeat")
+    sign = 1 if higher else -1
+    return (d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d").dropna())
+
+
+def calibration(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps",
+                comparisons: int | None = None) -> pd.DataFrame:
+    """The verdict rule judged on this run's own A/A pairs (`stats.calibration`): the
+    false-positive rate per table and the power for +10 % and +20 %, with a Holm family the
+    size of the study's table (`comparisons`, default: its cells × its candidates). Empty
+    without an A/A twin measured in pairs."""
+    d = aa_differences(steps, arms, metric)
+    if d.empty or len(d) < 3:
+        return pd.DataFrame()
+    cands = len([a for a in arms[1:] if a.twin_of is None]) or 1
+    m = comparisons or d.shape[1] * cands
+    out = stats.calibration(d.to_numpy(), m, threshold=p.draw_threshold)
+    return out.assign(rounds=len(d), cells=d.shape[1], comparisons=m)
+
+
+def calibration_line(cal: pd.DataFrame | None) -> list[str]:
+    """The calibration in words: false positives per table, power at +10 % and +20 %."""
+    if cal is None or cal.empty:
+        return []
+    r = cal.set_index("shift_pct")
+    return [f"- Judged on this run's own A/A noise ({int(cal['rounds'].iloc[0])} rounds resampled, "
+            f"{int(cal['cells'].iloc[0])} cells, Holm over {int(cal['comparisons'].iloc[0])}): a "
+            f"table with no true difference shows a non-draw in {r.loc[0.0, 'tables_any_verdict']:.0%} "
+            f"of tables; a true +10 % is found in {r.loc[10.0, 'cells_better']:.0%} of cells, "
+            f"+20 % in {r.loc[20.0, 'cells_better']:.0%}."]

@@ -2,6 +2,7 @@
 papermill into a new run directory, render its report.
 
     dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 5
+    dbstudies plan thread_pool --profile quick
     dbstudies list
     dbstudies runs [thread_pool]
     dbstudies clean
@@ -38,6 +39,16 @@ def _parser() -> argparse.ArgumentParser:
                      metavar=("NAME", "VALUE"), help="override a parameter, e.g. -p threads '[1,8,64]'")
     run.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
                      help="where run directories are created (default: data/runs)")
+    pln = sub.add_parser("plan", help="before running: the expected wall time and the minimum "
+                         "detectable effect of each table, from this host's earlier runs (or a pilot)")
+    pln.add_argument("study", help=f"one of: {', '.join(study.names())}")
+    pln.add_argument("--profile", default="quick", choices=PROFILES)
+    pln.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                     metavar=("NAME", "VALUE"), help="as for `run`")
+    pln.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
+                     help="where earlier runs are, and where a pilot run goes (default: data/runs)")
+    pln.add_argument("--no-pilot", action="store_true",
+                     help="never measure: without earlier runs, say so instead of running a pilot")
     sub.add_parser("list", help="list studies and their parameters")
     rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
                          "executed notebook (measured from JupyterLab) gets one first")
@@ -108,6 +119,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _list()
     if args.command == "servers":
         return _servers(args.action, args.name)
+    if args.command == "plan":
+        return _plan(args)
     if args.command in ("sweep", "scheduler", "worker"):
         return _sweep_commands(args)
     from . import results, runner
@@ -134,6 +147,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel,
                           args.verbose)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from . import planner
+    from .runner import parameters
+    overrides = parameters(args.parameter)
+    for line in planner.plan(args.study, args.profile, overrides, args.runs_dir,
+                             allow_pilot=not args.no_pilot,
+                             say=lambda m: print(f"dbstudies: {m}", file=sys.stderr, flush=True)):
+        print(line)
+    return 0
 
 
 def _runs(study_name: str | None, runs_dir: Path) -> int:
@@ -191,7 +215,8 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
                 "p_holm", "verdict", "mde"]].to_string(index=False))
     print("\n".join(stats.reachability(table)) + ".")
-    print(analysis.NOT_INTERLEAVED)
+    print(analysis.NOT_INTERLEAVED + " The comparison is unpaired (repeats of the two runs as "
+          "independent samples), whatever design each run was measured in.")
     hosts = analysis.different_hosts(run_a, run_b)
     if hosts:
         print(hosts)

@@ -7,6 +7,17 @@ server with the arm's intent and settings (neither sticks to the next start), wa
 discarded), then measure every cell in a seeded random order. Each finished step is
 flushed to the run directory at once, so a failure keeps everything measured so far.
 
+**The paired design** (`design = "paired"`, the sysbench studies' default) measures every
+arm on a server of its own, all running for the whole measurement. A *round* measures every
+cell once on every arm, the arms of one cell back to back (a *pair*), in an order balanced
+across rounds (each arm in each position equally often) and cells shuffled per round; every
+`restart_every` rounds all servers are restarted and warmed up. Host noise seconds apart is
+shared by the steps of a pair, so the per-pair log ratios (`stats.paired_table`) are far
+less noisy than blocks on fresh starts compared as independent samples (README "Statistics").
+After a step that wrote, its server's background flushing is waited out (`probes.settle`,
+recorded as `settle_s`) before another server is measured; a pair with a step measured on a
+busy host is measured again whole.
+
 Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`,
 and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-times the
 queries whose join orders differ with each other candidate's order forced). They are measured
@@ -20,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -27,7 +40,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, runner, servers, stats, workloads
+from . import errors, probes, runner, servers, stats, workloads
 from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .workloads.sysbench import Sysbench, SysbenchResult, version as sysbench_version
@@ -44,7 +57,14 @@ WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8  # our workloads warm 
 BUSY_RETRIES = 2
 PROGRESS_EVERY = 10        # a long step updates the progress every this many seconds
 
-STEPS = Table("steps", 2, {
+SETTLE_TIMEOUT = 60.0      # longest wait for an idle server's flushing after a write step
+MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
+# memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
+# connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
+SERVER_OVERHEAD, PER_CONNECTION = 512 * 2**20, 2**20
+MEMORY_SHARE = 0.8         # the servers may plan on this share of the available memory
+
+STEPS = Table("steps", 3, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
     "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
     "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
@@ -52,9 +72,13 @@ STEPS = Table("steps", 2, {
     "latency_max_ms": "float64", "latency_p50_ms": "float64", "latency_p95_ms": "float64",
     "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
     "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
+    "pair": "int64", "position": "int64", "settle_s": "float64",
 }, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
    "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
-   "other processes, % of the machine; host_busy: other or steal above the limits")
+   "other processes, % of the machine; host_busy: other or steal above the limits; pair: "
+   "the pair of a paired design's round (its arms' steps of one cell, back to back; 0 in "
+   "the block design), position: the step's place in it; settle_s: seconds waited after "
+   "the step for its server's flushing to settle (NaN: not waited, nothing written)")
 
 
 # ---------------------------------------------------------------- plan
@@ -74,10 +98,122 @@ def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int
     return df
 
 
-def estimated_seconds(study: "Study", p: "StudyParams") -> float:
-    """A rough wall-clock estimate: blocks × (restart + the study's block time)."""
+def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, seed: int) -> pd.DataFrame:
+    """The measured steps of a paired design in execution order: round → cell (shuffled per
+    round) → the arms of that cell back to back, one `pair`. Each cell's arm orders are the
+    k rotations of a random order, shuffled within every k rounds (k arms), so every arm
+    takes every position equally often (AB as often as BA). Seeded.
+
+    >>> from dbstudies.study import Arm
+    >>> df = paired_plan([Arm("A"), Arm("B")], [{"threads": 1}, {"threads": 8}], 4, seed=1)
+    >>> df.groupby(["threads", "position"])["arm"].apply(lambda a: "".join(sorted(a))).tolist()
+    ['AABB', 'AABB', 'AABB', 'AABB']
+    """
+    rng = np.random.default_rng(seed)
+    k, base = len(arms), [rng.permutation(len(arms)) for _ in cells]
+    orders: list[list[np.ndarray]] = [[] for _ in cells]
+    rows, pair = [], 0
+    for r in range(rounds):
+        if r % k == 0:
+            orders = [[np.roll(b, i) for i in rng.permutation(k)] for b in base]
+        for j in rng.permutation(len(cells)):
+            pair += 1
+            for position, i in enumerate(orders[j][r % k]):
+                rows.append({"repeat": r + 1, "arm": arms[i].label, **cells[j], "pair": pair,
+                             "position": position})
+    df = pd.DataFrame(rows)
+    df.insert(0, "step", range(1, len(df) + 1))
+    return df
+
+
+def design(p: Any) -> str:
+    """The study's design: "paired" or "blocks" (studies without the parameter: blocks)."""
+    return getattr(p, "design", "blocks")
+
+
+def rounds(p: "StudyParams") -> int:
+    """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
+    return MAX_ROUNDS if getattr(p, "budget", None) else p.repeats
+
+
+def study_plan(study: "Study", p: "StudyParams") -> pd.DataFrame:
+    """The study's measured steps in execution order, in its design."""
+    arms, cells = study.arms(p), study.cells(p)
+    if design(p) == "paired":
+        return paired_plan(arms, cells, rounds(p), p.seed)
+    return plan(arms, cells, rounds(p), p.seed)
+
+
+def round_seconds(study: "Study", p: "StudyParams") -> float:
+    """A rough wall-clock estimate of one round (paired: every arm's restart and warm-up
+    when due, every cell on every arm) or one repeat of blocks."""
+    arms = len(study.arms(p))
     block = _hook(study, "block_seconds")(p)
-    return p.repeats * len(study.arms(p)) * (RESTART_SECONDS + block)
+    if design(p) == "paired":
+        restart = (RESTART_SECONDS + p.warmup) * arms / max(p.restart_every, 1)
+        return restart + (block - p.warmup) * arms
+    return arms * (RESTART_SECONDS + block)
+
+
+def estimated_seconds(study: "Study", p: "StudyParams") -> float:
+    """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
+    if getattr(p, "budget", None):
+        return p.budget * 60
+    return p.repeats * round_seconds(study, p)
+
+
+# ---------------------------------------------------------------- memory
+
+def servers_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, "Arm"]]:
+    """(server key, the arm it starts with) of every server a run keeps up at once: one per
+    arm in the paired design, one per flavour in blocks."""
+    if design(p) == "paired":
+        return [(a.label, a) for a in arms]
+    first: dict[str, "Arm"] = {}
+    for a in arms:
+        first.setdefault(a.flavour or p.flavour, a)
+    return list(first.items())
+
+
+def memory_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, int]]:
+    """(server key, bytes) each server may hold: its buffer pool (the largest any arm it
+    runs asks for), `SERVER_OVERHEAD`, and `PER_CONNECTION` per client thread. Remote
+    servers need none of this machine's memory."""
+    out = []
+    for key, arm in servers_needed(arms, p):
+        flavour = servers.load_flavour(arm.flavour or p.flavour)
+        if flavour.remote:
+            continue
+        mine = [a for a in arms if (a.label == key if design(p) == "paired"
+                                    else (a.flavour or p.flavour) == key)]
+        pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings}, a.intent)
+                         .get("innodb_buffer_pool_size")) for a in mine)
+        out.append((key, pool + SERVER_OVERHEAD + PER_CONNECTION * _max_clients(p)))
+    return out
+
+
+def _size(value: Any) -> int:
+    from .params import size_bytes
+    return size_bytes(value) or 128 * 2**20  # the servers' own default pool
+
+
+def memory_problems(arms: list["Arm"], p: "StudyParams", available: int | None = None) -> list[str]:
+    """A parameter problem when the servers a run keeps up at once would not fit in
+    `MEMORY_SHARE` of this machine's available memory (psutil): never a swapping machine."""
+    import psutil
+    needed = memory_needed(arms, p)
+    total = sum(b for _, b in needed)
+    available = psutil.virtual_memory().available if available is None else available
+    if total <= MEMORY_SHARE * available:
+        return []
+    each = ", ".join(f"{k} {b / 2**30:.1f}" for k, b in needed)
+    hint = ("lower innodb_buffer_pool_size (`settings`), leave aa_control off, or measure in "
+            "blocks (`design blocks`: one server per flavour)" if design(p) == "paired"
+            else "lower innodb_buffer_pool_size (`settings`) or compare fewer flavours")
+    return [f"memory: the {len(needed)} servers this {design(p)} design keeps up at once would "
+            f"hold {total / 2**30:.1f} GiB ({each} GiB: buffer pool + "
+            f"{SERVER_OVERHEAD / 2**20:.0f} MiB + {PER_CONNECTION / 2**20:.0f} MiB per client "
+            f"thread), more than {MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB available: {hint}"]
 
 
 # ---------------------------------------------------------------- the loop
@@ -114,11 +250,15 @@ def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True
         raise errors.StoreError(f"run {run.path.name} already holds measurements; runs are "
                                 "append-only: start a new run")
     arms = study.arms(p)
-    steps = plan(arms, study.cells(p), p.repeats, p.seed)
-    run.update(plan=steps.to_dict("records"), arms=[_arm_record(a, p) for a in arms],
-               estimated_seconds=estimated_seconds(study, p))
+    steps = study_plan(study, p)
+    budget = getattr(p, "budget", None)
+    run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
+               arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p))
     with runner.guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
+        if design(p) == "paired":
+            loop.rounds(steps, {a.label: a for a in arms}, progress)
+            return
         loop.blocks(steps, {a.label: a for a in arms}, progress)
         more = getattr(study.module, "follow_up", lambda p, run: [])(p, run)
         if more:
@@ -142,7 +282,7 @@ def provision(names: list[str], run: Run, total: int) -> None:
 
 
 class _Loop:
-    """One server per flavour (created, started and prepared on first use), blocks, steps."""
+    """The servers (created, started and prepared on first use), blocks or rounds, steps."""
 
     def __init__(self, study: "Study", p: "StudyParams", run: Run):
         self.study, self.p, self.run = study, p, run
@@ -151,6 +291,8 @@ class _Loop:
         self.recorded: set[str] = set()
         self.sysbench_meta = {"version": None, "calls": []}
         self.warmups = [0]  # one counter for all servers of the run
+        budget = getattr(p, "budget", None)
+        self.deadline = time.monotonic() + budget * 60 if budget else None
 
     def __enter__(self) -> "_Loop":
         return self
@@ -162,24 +304,47 @@ class _Loop:
             self.run.update(sysbench=self.sysbench_meta,
                             server_events={f: c.server.events for f, c in self.contexts.items()})
 
-    def context(self, flavour_name: str) -> Context:
-        if flavour_name not in self.contexts:
+    def context(self, key: str, flavour_name: str) -> Context:
+        """The server called `key` (blocks: its flavour's name; paired: its arm's label)."""
+        if key not in self.contexts:
             flavour = servers.load_flavour(flavour_name)
-            server = flavour.instance(self.run.path / "server" / flavour.name,
-                                      log_dir=self.run.path / "server", settings=dict(self.p.settings),
+            if design(self.p) == "paired":  # several servers of one flavour: a folder each
+                where = log_dir = self.run.path / "server" / slug(key)
+            else:
+                where, log_dir = self.run.path / "server" / flavour.name, self.run.path / "server"
+            server = flavour.instance(where, log_dir=log_dir, settings=dict(self.p.settings),
                                       cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
             ctx = Context(self.p, self.run, server,
                           _sysbench_client(self.p, server, self.sysbench_meta), warmups=self.warmups)
-            self.contexts[flavour_name] = ctx
+            self.contexts[key] = ctx
             server.start()
-            record_server(self.run, server, f"prepare {flavour.name}")
+            record_server(self.run, server, f"prepare {key}")
             now = self.run.progress() or {"done": 0, "total": 0}
-            self.run.set_progress(now["done"], now["total"], f"preparing {flavour.name}: loading the data")
+            self.run.set_progress(now["done"], now["total"], f"preparing {key}: loading the data")
             _hook(self.study, "prepare")(ctx)
-        return self.contexts[flavour_name]
+        return self.contexts[key]
+
+    def restart(self, ctx: Context, arm: "Arm", repeat: int) -> None:
+        """Restart `ctx`'s server with `arm`'s settings (recorded once per arm), warm it up."""
+        ctx.arm, ctx.repeat = arm, int(repeat)
+        ctx.server.restart(arm.settings, intent=arm.intent)
+        if arm.label not in self.recorded:
+            self.recorded.add(arm.label)
+            record_server(self.run, ctx.server, arm.label)
+        _hook(self.study, "warmup")(ctx)
+        if design(self.p) == "paired" and getattr(self.p, "warmup", 0) and \
+                workloads.writes(warmup_workload(self.p)):
+            probes.settle(ctx.server, SETTLE_TIMEOUT)  # before another server is measured
+
+    def out_of_time(self, durations: list[float]) -> bool:
+        """Whether the next round (or repeat), as long as the mean one so far, would end past
+        the time budget's deadline (never before two: a verdict needs them)."""
+        if self.deadline is None or len(durations) < 2:
+            return False
+        return time.monotonic() + float(np.mean(durations)) > self.deadline
 
     def blocks(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool, *,
                before: int = 0) -> None:
@@ -188,23 +353,25 @@ class _Loop:
         total = before + len(steps)
         bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
                    desc=self.study.name + (" (follow-up)" if before else ""))
-        warmup, step = _hook(self.study, "warmup"), _hook(self.study, "step")
-        done = before
+        step = _hook(self.study, "step")
+        done, durations, current, started = before, [], None, time.monotonic()
         self.run.set_progress(done, total, "starting the server")
         try:
             for (repeat, label), block in steps.groupby(["repeat", "arm"], sort=False):
+                if repeat != current:  # a new repeat: does it still fit the time budget?
+                    if current is not None:
+                        durations.append(time.monotonic() - started)
+                        started = time.monotonic()
+                    if self.out_of_time(durations):
+                        break
+                    current = repeat
                 arm = arms[label]
-                ctx = self.context(arm.flavour or self.p.flavour)
-                ctx.arm, ctx.repeat = arm, int(repeat)
+                flavour = arm.flavour or self.p.flavour
+                ctx = self.context(flavour, flavour)
                 ctx.cells = block.drop(columns=["step", "repeat", "arm"]).to_dict("records")
-                ctx.server.restart(arm.settings, intent=arm.intent)
-                if label not in self.recorded:
-                    self.recorded.add(label)
-                    record_server(self.run, ctx.server, label)
-                warmup(ctx)
+                self.restart(ctx, arm, repeat)
                 for cell in block.to_dict("records"):
-                    now = f"r{repeat} {label} " + " ".join(
-                        str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm"))
+                    now = f"r{repeat} {label} " + _cell_text(cell)
                     bar.set_postfix_str(now)
                     self.run.set_progress(done, total, now)
                     ctx.progress = functools.partial(_within_step, self.run, done, total, now)
@@ -214,6 +381,76 @@ class _Loop:
             self.run.set_progress(done, total, "done")
         finally:
             bar.close()
+
+    def rounds(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool) -> None:
+        """Measure a paired plan round by round: every `restart_every` rounds each server is
+        restarted and warmed up, then each pair's steps run back to back (`pair`)."""
+        per_round = int((steps["repeat"] == 1).sum())
+        total = len(steps) if self.deadline is None else per_round * max(
+            2, int((self.deadline - time.monotonic()) / round_seconds(self.study, self.p)))
+        bar = tqdm(total=total, disable=not progress, unit="step", mininterval=2, desc=self.study.name)
+        self.run.set_progress(0, total, "starting the servers")
+        contexts = {label: self.context(label, arm.flavour or self.p.flavour) for label, arm in arms.items()}
+        done, durations = 0, []
+        try:
+            for repeat, block in steps.groupby("repeat", sort=False):
+                if self.out_of_time(durations):
+                    break
+                t0 = time.monotonic()
+                if (int(repeat) - 1) % self.p.restart_every == 0:
+                    for label, arm in arms.items():
+                        self.run.set_progress(done, total, f"r{repeat}: restarting {label}")
+                        self.restart(contexts[label], arm, repeat)
+                for _, pair in block.groupby("pair", sort=False):
+                    done = self.pair(contexts, pair.to_dict("records"), int(repeat), done, total, bar)
+                durations.append(time.monotonic() - t0)
+                if self.deadline is not None:
+                    total = max(total, done + per_round)
+                    bar.total = total
+            self.run.update(rounds_done=len(durations))
+            self.run.set_progress(done, done if self.deadline else total, "done")
+        finally:
+            bar.close()
+
+    def pair(self, contexts: dict[str, Context], cells: list[dict[str, Any]], repeat: int,
+             done: int, total: int, bar: Any) -> int:
+        """One cell on every arm, back to back; after a step that wrote, its server settles
+        before the next starts. If any step ran on a busy host the whole pair is measured
+        again (up to `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
+        for attempt in range(BUSY_RETRIES + 1):
+            held = []
+            for i, cell in enumerate(cells):
+                ctx = contexts[cell["arm"]]
+                ctx.repeat = repeat
+                now = f"r{repeat} {cell['arm']} " + _cell_text(cell)
+                bar.set_postfix_str(now)
+                self.run.set_progress(done + i, total, now)
+                ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
+                held.append((ctx, sysbench_attempt(ctx, cell)))
+                if workloads.writes(cell["workload"]):
+                    held[-1][1].settle_s, _ = probes.settle(ctx.server, SETTLE_TIMEOUT)
+            busy = attempt < BUSY_RETRIES and any(a.busy for _, a in held)
+            for ctx, a in held:
+                if busy:
+                    ctx.warmups[0] -= 1
+                keep(ctx, a, ctx.warmups[0] if busy else a.cell["step"], "busy" if busy else "measure")
+            if not busy:
+                bar.update(len(cells))
+                return done + len(cells)
+        raise AssertionError("unreachable")
+
+
+def slug(label: str) -> str:
+    """A folder name for a server named after its arm.
+
+    >>> slug("mariadb-10.11 · pool-of-threads (A/A)")
+    'mariadb-10.11-pool-of-threads-A-A'
+    """
+    return re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-")
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    return " ".join(str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm", "pair", "position"))
 
 
 def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
@@ -282,15 +519,26 @@ def sysbench_warmup(ctx: Context) -> None:
         sysbench_step(ctx, cell, phase="warmup", duration=p.warmup, seed=p.seed)
 
 
-def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
-                  duration: int | None = None, seed: int | None = None,
-                  retries: int = BUSY_RETRIES) -> SysbenchResult:
-    """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, flushed.
-    Its intervals and samples are streamed to the run as they come (a step that dies keeps
-    them); the finished step replaces them by its Parquet parts. A measured step that ran
-    on a busy host (`host_busy`) is measured again, up to `retries` times (a study whose
-    step changes the state it measures passes 0); each discarded attempt is kept, with
-    phase `busy`."""
+@dataclass
+class Attempt:
+    """One finished sysbench run of a cell, held until it is stored: its rows streamed so
+    far stay on disk (a crash keeps them) until `keep` writes the step whole."""
+    cell: dict[str, Any]
+    seed: int
+    res: SysbenchResult
+    sampler: Sampler
+    streams: tuple[Any, ...]
+    settle_s: float = np.nan
+
+    @property
+    def busy(self) -> bool:
+        return _busy(self.sampler.host_load())
+
+
+def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None = None,
+                     seed: int | None = None) -> Attempt:
+    """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, its intervals
+    and samples streamed to the run as they come (a step that dies keeps them)."""
     p = ctx.params
     seed = p.seed * 100_000 + cell["step"] if seed is None else seed
     duration = duration or p.duration
@@ -301,22 +549,38 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
         if second % PROGRESS_EVERY == 0:  # a long step shows how far it is
             ctx.progress(f"{second} of {duration} s")
 
+    intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
+    try:
+        sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
+        res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
+                               observer=sampler, on_interval=interval)
+    finally:
+        intervals.close(), samples.close()
+    return Attempt(cell, seed, res, sampler, (intervals, samples))
+
+
+def keep(ctx: Context, attempt: Attempt, step: int, phase: str) -> None:
+    """Store an attempt as `step` with `phase`; its streamed rows are then dropped."""
+    store_sysbench_step(ctx, step, phase, attempt)
+    for stream in attempt.streams:
+        stream.discard()
+
+
+def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
+                  duration: int | None = None, seed: int | None = None,
+                  retries: int = BUSY_RETRIES) -> SysbenchResult:
+    """One sysbench run of `cell` (workload, threads), flushed (`sysbench_attempt`). A
+    measured step that ran on a busy host (`host_busy`) is measured again, up to `retries`
+    times (a study whose step changes the state it measures passes 0); each discarded
+    attempt is kept, with phase `busy`."""
     for attempt in range(retries + 1):
-        intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
-        try:
-            sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
-            res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
-                                   observer=sampler, on_interval=interval)
-        finally:
-            intervals.close(), samples.close()
-        busy = phase == "measure" and attempt < retries and _busy(sampler.host_load())
+        a = sysbench_attempt(ctx, cell, duration=duration, seed=seed)
+        busy = phase == "measure" and attempt < retries and a.busy
         if busy:
             ctx.warmups[0] -= 1  # not a measured step: numbered below zero, like warm-ups
-        store_sysbench_step(ctx, ctx.warmups[0] if busy else cell["step"],
-                            "busy" if busy else phase, seed, res, sampler)
-        intervals.discard(), samples.discard()
+        keep(ctx, a, ctx.warmups[0] if busy else cell["step"], "busy" if busy else phase)
         if not busy:
-            return res
+            return a.res
     raise AssertionError("unreachable")
 
 
@@ -327,21 +591,22 @@ def _busy(host: dict[str, float]) -> bool:
                 or host.get("steal_pct", np.nan) > BUSY_STEAL_PCT)
 
 
-def store_sysbench_step(ctx: Context, step: int, phase: str, seed: int, res: SysbenchResult,
-                        sampler: Sampler) -> None:
+def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -> None:
     """Flush one finished step: its totals, intervals, histogram and status samples."""
+    res, sampler, cell = attempt.res, attempt.sampler, attempt.cell
     cpu, host, t = sampler.mean_cpu(), sampler.host_load(), res.totals
     other, steal = host.get("other_pct", np.nan), host.get("steal_pct", np.nan)
     ctx.run.append(STEPS, pd.DataFrame([{
         "step": step, "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
-        "workload": res.workload, "threads": res.threads, "seed": seed,
+        "workload": res.workload, "threads": res.threads, "seed": attempt.seed,
         "started_at": res.started_at, **{k: t[k] for k in (
             "seconds", "events", "tps", "qps", "errors", "reconnects", "latency_min_ms",
             "latency_avg_ms", "latency_max_ms", "latency_p50_ms", "latency_p95_ms",
             "latency_p99_ms")},
         "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
         "host_other_pct": other, "host_steal_pct": steal,
-        "host_busy": _busy(host),
+        "host_busy": _busy(host), "pair": cell.get("pair", 0), "position": cell.get("position", 0),
+        "settle_s": attempt.settle_s,
     }]))
     ctx.run.append(INTERVALS, res.intervals.assign(step=step))
     ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))
@@ -391,14 +656,27 @@ def summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.D
     return out.merge(extra, on=by)
 
 
+def is_paired(steps: pd.DataFrame) -> bool:
+    """Whether measured steps come from the paired design (every step in a pair): runs of
+    the block design, old ones included, are analysed as they always were."""
+    return "pair" in steps and len(steps) > 0 and bool((steps["pair"].fillna(0) > 0).all())
+
+
+def _table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
+    """A comparison table of the design the steps were measured in: pairs per round
+    (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
+    if is_paired(steps):
+        return stats.paired_table(steps, pair="repeat", **kw)
+    return stats.compare_table(steps, **kw)
+
+
 def compare_arms(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
                  higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
     """Every arm but the baseline (arms[0]) and the A/A twin against the baseline, per
-    group of `by`, in one Holm family."""
+    group of `by`, in one Holm family (paired per round when the steps were)."""
     candidates = [a.label for a in arms[1:] if a.twin_of is None]
-    return stats.compare_table(steps, by=by, factor="arm", baseline=arms[0].label,
-                               candidates=candidates, value=value,
-                               higher_is_better=higher_is_better, threshold=threshold)
+    return _table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=candidates,
+                  value=value, higher_is_better=higher_is_better, threshold=threshold)
 
 
 def aa_table(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
@@ -409,6 +687,5 @@ def aa_table(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: st
     twins = [a.label for a in arms if a.twin_of is not None]
     if not twins:
         return pd.DataFrame()
-    return stats.compare_table(steps, by=by, factor="arm", baseline=arms[0].label,
-                               candidates=twins, value=value, higher_is_better=higher_is_better,
-                               threshold=threshold)
+    return _table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
+                  value=value, higher_is_better=higher_is_better, threshold=threshold)

@@ -401,6 +401,63 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
     return fig
 
 
+RATIO_TICKS = (0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0)
+
+
+def signed_pct(v: float, _: object = None) -> str:
+    """A ratio as the difference it is: 1.25 → '+25 %', 0.8 → '−20 %', 1 → '0'.
+
+    >>> signed_pct(1.25), signed_pct(0.8), signed_pct(1.0)
+    ('+25 %', '−20 %', '0')
+    """
+    d = (v - 1) * 100
+    return "0" if abs(d) < 0.5 else f"{d:+.0f} %".replace("-", "−")
+
+
+def pair_ratios(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshold: float,
+                facet: str = "workload", hue: str = "candidate") -> plt.Figure:
+    """What a paired verdict is computed from: per cell, every round's ratio candidate /
+    baseline (faint dots) and the ratio of geometric means with its 95 % CI (bold), on a log
+    axis labelled as differences; the draw band ±`threshold` shaded. `pairs`: threads, facet,
+    hue and `ratio` per round; `rel`: the comparison table (ratio, ci_low, ci_high)."""
+    facets = sorted(pairs[facet].unique())
+    fig, axes = _panels(len(facets))
+    colours = palette(rel[hue].unique())
+    hues = list(dict.fromkeys(rel[hue]))
+    for ax, f in zip(axes, facets):
+        ax.axhspan(1 - threshold, 1 + threshold, color="0.85", zorder=0, lw=0,
+                   label=f"draw band (±{threshold:.0%})")
+        ax.axhline(1, color="0.3", lw=1, zorder=1)
+        for i, h in enumerate(hues):
+            dots = pairs[(pairs[facet] == f) & (pairs[hue] == h)]
+            x = dodged(dots["threads"].astype(float), i, len(hues))
+            ax.scatter(x, dots["ratio"], s=9, alpha=0.35, color=colours[h], lw=0, zorder=2)
+            r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values("threads")
+            xr = dodged(r["threads"].astype(float), i, len(hues))
+            ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]],
+                        fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
+                        label=f"{h}: ratio of geometric means, 95 % CI")
+        _log2_threads(ax, pairs["threads"])
+        ax.set_yscale("log")
+        values = pd.concat([pairs.loc[pairs[facet] == f, "ratio"], rel["ci_low"], rel["ci_high"]]).dropna()
+        low, high = min(values.min(), 1 - threshold) / 1.05, max(values.max(), 1 + threshold) * 1.05
+        ax.set_ylim(low, high)
+        ticks = [t for t in RATIO_TICKS if low <= t <= high]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(str(f))
+        ax.set_ylabel(f"{ylabel}: candidate vs baseline")
+    fig.suptitle(f"{ylabel}, paired: each round's ratio (dots) and the verdict's estimate with its CI", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against client "
+                         f"threads, one panel per {facet}: each round's pair ratio as a faint dot, "
+                         "the ratio of geometric means with its 95 % CI in bold, the draw band "
+                         f"±{threshold:.0%} shaded, on a log axis labelled in %.")
+    return fig
+
+
 def save(fig: plt.Figure, run, name: str) -> list[Path]:
     """Write `fig` as <run>/figures/<name>.png and .svg."""
     folder = Path(run.path) / "figures"

@@ -306,3 +306,38 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
         out[ROWS_CHANGED] = out[changed].sum(axis=1, min_count=1)
     out = out.drop(columns=[c for c in HOST_VARIABLES if c in out])
     return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct"})
+
+
+# ---------------------------------------------------------------- an idle server settles
+
+SETTLE_VARIABLES = ("Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_flushed",
+                    "Innodb_checkpoint_age", "Innodb_redo_log_current_lsn",
+                    "Innodb_redo_log_checkpoint_lsn")
+
+
+def flushing_state(server: Any) -> tuple[float, ...]:
+    """What changes while a server still flushes after writes: dirty pages, pages flushed
+    so far, checkpoint age (MariaDB's, or MySQL's current − checkpoint LSN)."""
+    names = ",".join(f"'{v}'" for v in SETTLE_VARIABLES)
+    v = {k: float(x) for k, x in server.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")}
+    age = v.get("Innodb_checkpoint_age",
+                v.get("Innodb_redo_log_current_lsn", 0.0) - v.get("Innodb_redo_log_checkpoint_lsn", 0.0))
+    return (v.get("Innodb_buffer_pool_pages_dirty", 0.0), v.get("Innodb_buffer_pool_pages_flushed", 0.0), age)
+
+
+def settle(server: Any, timeout: float, *, quiet: float = 1.0, every: float = 0.2) -> tuple[float, bool]:
+    """Wait until `server`'s background flushing has settled: dirty pages, pages flushed and
+    checkpoint age unchanged for `quiet` seconds (polled every `every` s), at most
+    `timeout` s. Returns (seconds waited, whether it settled)."""
+    t0 = time.monotonic()
+    last, since = flushing_state(server), t0
+    while True:
+        now = time.monotonic()
+        if now - since >= quiet:
+            return now - t0, True
+        if now - t0 >= timeout:
+            return now - t0, False
+        time.sleep(every)
+        state = flushing_state(server)
+        if state != last:
+            last, since = state, time.monotonic()

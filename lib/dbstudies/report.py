@@ -77,12 +77,14 @@ def header(run: Run) -> str:
     banner = ""
     if status != "complete":
         error = (meta.get("error") or "").strip().splitlines()
-        logs = ", ".join(sorted(p.name for p in (run.path / "server").glob("*.err")))
+        server = run.path / "server"
+        logs = ", ".join(sorted(str(p.relative_to(server)) for p in server.rglob("*.err")))
         banner = (f"<div class='dbs-banner dbs-{_e(status)}'><b>Run {_e(status)}</b>"
                   f"{': ' + _e(error[0]) if error else ''}"
-                  f"{f' — server log: server/{_e(logs)}' if logs else ''}. "
+                  f"{f' — server logs under server/: {_e(logs)}' if logs else ''}. "
                   "The tables below hold only the steps that finished.</div>")
     facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
+             ("design", design_line(meta)),
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
              ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
              ("storage", _storage((meta.get("host") or {}).get("storage"))),
@@ -91,6 +93,34 @@ def header(run: Run) -> str:
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
             f"<details open><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+
+
+def design_line(meta: dict[str, Any]) -> str:
+    """How the run was measured, in one line (from its metadata: design, arms, plan).
+
+    >>> plan = [{"repeat": r, "pair": 2 * r + c} for r in range(1, 17) for c in (0, 1) for arm in "AB"]
+    >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 16,
+    ...              "parameters": {"restart_every": 1}, "plan": plan})
+    'paired rounds: 16 rounds × 2 cells, the 2 arms of a cell back to back in a balanced order, each on a server of its own (2 running at once), all restarted and warmed up every round; verdicts from the per-round log ratios'
+    """
+    arms = meta.get("arms") or []
+    params = meta.get("parameters") or {}
+    plan = meta.get("plan") or []
+    if meta.get("design") == "paired":
+        rounds = meta.get("rounds_done") or params.get("repeats")
+        first = {r["pair"] for r in plan if r.get("repeat") == 1}
+        cells = f" × {len(first)} cells" if first else ""
+        every = params.get("restart_every", 1)
+        budget = f" ({params['budget']:g}-minute budget)" if params.get("budget") else ""
+        return (f"paired rounds: {rounds} rounds{cells}{budget}, the {len(arms)} arms of a cell back to "
+                f"back in a balanced order, each on a server of its own ({len(arms)} running at once), "
+                f"all restarted and warmed up every {'round' if every == 1 else f'{every} rounds'}; "
+                "verdicts from the per-round log ratios")
+    if not arms:
+        return "not recorded"
+    return (f"blocks: {params.get('repeats')} repeats, each arm ({len(arms)}) measured in a block of "
+            "its own on a fresh server start, in an order shuffled per repeat; verdicts compare "
+            "the repeats as independent samples")
 
 
 STYLE = """<style>

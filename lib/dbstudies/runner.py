@@ -151,6 +151,15 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise _Interrupted(signal.Signals(signum).name)
 
 
+def parameters(pairs: Sequence[Sequence[str]]) -> dict[str, str]:
+    """The CLI's `-p NAME VALUE` pairs as overrides; a name given twice is an error."""
+    names = [n for n, _ in pairs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ParamError([f"{n}: given more than once" for n in dupes])
+    return dict(pairs)
+
+
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
             kernel: str | None = None, verbose: bool = False) -> int:
     """`dbstudies run`: validate, create the run, execute the notebook (a progress bar in
@@ -159,12 +168,9 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     from .study import load
-    names = [n for n, _ in pairs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ParamError([f"{n}: given more than once" for n in dupes])
+    overrides = parameters(pairs)
     study = load(name)
-    p = study.resolve(profile, **dict(pairs))  # raw text: each is parsed for its type
+    p = study.resolve(profile, **overrides)  # raw text: each is parsed for its type
     try:
         run = create_run(study.name, p, runs_dir, "cli")
     except OSError as e:

@@ -50,6 +50,7 @@ REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudi
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
 AA_SUFFIX = " (A/A)"
+DESIGNS = ("paired", "blocks")  # experiment: rounds of adjacent pairs, or blocks per fresh start
 MAX_WAREHOUSES = 10_000
 
 
@@ -77,6 +78,7 @@ class StudyParams:
     aa_control: bool = False
     server_cpus: str | None = None
     settings: dict = field(default_factory=dict)
+    budget: float | None = None  # minutes: as many repeats (rounds) as fit, instead of `repeats`
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
 
     def validate(self) -> list[str]:
@@ -88,6 +90,8 @@ class StudyParams:
         problems += P.check_min(self, repeats=1, seed=0)
         if not 0 <= self.draw_threshold < 1:
             problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
+        if self.budget is not None and not self.budget > 0:
+            problems.append(f"budget: minutes > 0 (or none: `repeats` decides), got {self.budget}")
         problems += P.check_cpus("server_cpus", self.server_cpus)
         owned = DRIVER_SETTINGS | self.RESERVED
         clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
@@ -125,6 +129,8 @@ class SysbenchParams(StudyParams):
     warmup: int
     duration: int
     client_cpus: str | None = None
+    design: str = "paired"
+    restart_every: int = 1
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
     MAX_THREADS: ClassVar[int] = 4096
 
@@ -138,6 +144,9 @@ class SysbenchParams(StudyParams):
         elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):
             problems.append(f"threads: each must be between 1 and {self.MAX_THREADS}, got {self.threads}")
         problems += P.check_min(self, tables=1, table_size=1, warehouses=1, nodes=1, warmup=0, duration=1)
+        if self.design not in DESIGNS:
+            problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
+        problems += P.check_min(self, restart_every=1)
         if self.warehouses > MAX_WAREHOUSES:
             problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
                             f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")
@@ -297,7 +306,18 @@ class Study:
         """Validated parameters: the profile's values, with non-None overrides applied; on
         a remote target, no arm may need a restart or a config change (`remote_problems`)."""
         p = P.resolve(self.Params, self.PROFILES, profile, overrides)
-        problems = remote_problems(self.arms(p), p)
+        from . import experiment
+        arms = self.arms(p)
+        problems = remote_problems(arms, p)
+        if experiment.design(p) == "paired" and hasattr(self.module, "step"):
+            problems.append(f"design: {self.name} measures its steps its own way, so its arms "
+                            "cannot be paired step by step; use blocks")
+        elif getattr(p, "budget", None) and p.budget * 60 < 2 * experiment.round_seconds(self, p):
+            problems.append(f"budget: {p.budget:g} min cannot hold the two "
+                            f"{'rounds' if experiment.design(p) == 'paired' else 'repeats'} a "
+                            f"verdict needs (≈ {experiment.round_seconds(self, p) / 60:.1f} min each)")
+        if not problems:
+            problems += experiment.memory_problems(arms, p)
         if problems:
             raise P.ParamError(problems)
         return p
@@ -313,7 +333,7 @@ class Study:
 
     def plan(self, p: StudyParams) -> "pd.DataFrame":
         from . import experiment
-        return experiment.plan(self.arms(p), self.cells(p), p.repeats, p.seed)
+        return experiment.study_plan(self, p)
 
     def estimated_seconds(self, p: StudyParams) -> float:
         from . import experiment

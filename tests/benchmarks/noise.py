@@ -1,5 +1,7 @@
 """Run-to-run noise of a study's design on this machine: CV per configuration, pooled CV and
-the minimum detectable effect (MDE) the comparison table would print.
+the minimum detectable effect (MDE) the comparison table would print; for a paired run also
+the SD of the pairs' log ratios, the correlation within a pair, and the MDE the same steps
+would give if they were analysed unpaired (the before/after of the paired design).
 
 Runs the study through the library (restart per block, interleaved arms, warm-up), with
 the parameters given, into data/runs/<study>/ (or --runs-dir), then prints per cell the CV
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
 import pandas as pd
 
 from dbstudies import experiment, paths, runner, stats
@@ -41,6 +44,17 @@ def analyse(run: Run) -> None:
         print(f"{value}: pooled CV {sd * 100:.1f} %, median cell CV "
               f"{g[value].agg(stats.cv).median() * 100:.1f} %; {stats.reachability(rel)[0]}; "
               f"verdicts {rel['verdict'].value_counts().to_dict()}")
+        if experiment.is_paired(steps):  # the same steps as if unpaired, for the before/after
+            d = pd.concat([stats.pair_up(steps, by=by, factor="arm", baseline=arms[0].label,
+                                         candidate=a.label, value=value, pair="repeat")
+                           for a in arms[1:]])
+            rho = d.groupby(by).apply(lambda x: np.corrcoef(np.log(x["a"]), np.log(x["b"]))[0, 1])
+            blocks = stats.compare_table(steps, by=by, factor="arm", baseline=arms[0].label,
+                                         candidates=[a.label for a in arms[1:] if a.twin_of is None],
+                                         value=value, higher_is_better=higher)
+            print(f"  paired: SD of the pairs' log ratio {d.groupby(by)['d'].std().median():.3f} "
+                  f"(median cell), correlation within a pair {rho.median():.2f}; unpaired on the "
+                  f"same steps: {stats.reachability(blocks)[0]}")
     print(f"arms {[a.label for a in arms]}; steps {len(steps)}; busy steps "
           f"{int(steps['host_busy'].sum())}; params {run.metadata['parameters']}")
 

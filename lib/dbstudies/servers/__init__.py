@@ -15,11 +15,11 @@ from .cnf import (BASE_INTENT, Intent, Unavailable, norm_key, read_cnf, render_c
 from .flavour import (Flavour, bad_values, disk_use, known_options, list_flavours, load_flavour,
                       package_version, unknown_settings)
 from .instance import (CONNECTION_HEADROOM, DEFAULT_MAX_CONNECTIONS, FORBIDDEN_PORTS, PortInUse,
-                       Server, ServerDied, check_port, free_port, parse_cpus)
+                       Server, ServerDied, check_port, configured, free_port, parse_cpus)
 from ..errors import ServerError
 
 __all__ = ["BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
-           "check_port", "disk_use", "free_port", "known_options", "list_flavours",
+           "check_port", "configured", "disk_use", "free_port", "known_options", "list_flavours",
            "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
            "render_cnf", "table_options", "unknown_settings"]

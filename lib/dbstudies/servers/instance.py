@@ -158,12 +158,8 @@ class Server(SqlClient):
                            intent: Intent | None = None) -> dict[str, Any]:
         """What my.cnf will say: the fragments, the intent in the flavour's dialect (base,
         instance, this start), the instance's settings, this start's, then our private paths."""
-        s: dict[str, Any] = {}
-        for name in self.flavour.cnf:
-            s.update(read_cnf(Path(self.cnf_dir) / name))
-        s.update(self.flavour.settings_for(BASE_INTENT.merge(self.intent, intent)))
-        s.update({norm_key(k): v for k, v in self.settings.items()})
-        s.update({norm_key(k): v for k, v in (extra or {}).items()})
+        s = configured(self.flavour, {**self.settings, **(extra or {})},
+                       self.intent.merge(intent) if self.intent else intent, self.cnf_dir)
         s.update(datadir=str(self.datadir), socket=str(self.socket), port=self.port,
                  bind_address="127.0.0.1", pid_file=str(self.workdir / "server.pid"),
                  log_error=str(self.error_log))
@@ -356,6 +352,19 @@ class Server(SqlClient):
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,
                 "global_variables": self.variables() if self.running else None}
+
+
+def configured(flavour: Flavour, settings: Mapping[str, Any] | None = None,
+               intent: Intent | None = None, cnf_dir: Path = paths.CNF_DIR) -> dict[str, Any]:
+    """The settings a start of `flavour` gets before the driver's own (paths, port,
+    max_connections): its cnf fragments, the base intent with `intent` on top in its
+    dialect, then `settings`."""
+    s: dict[str, Any] = {}
+    for name in flavour.cnf:
+        s.update(read_cnf(Path(cnf_dir) / name))
+    s.update(flavour.settings_for(BASE_INTENT.merge(intent)))
+    s.update({norm_key(k): v for k, v in (settings or {}).items()})
+    return s
 
 
 def parse_cpus(spec: str) -> list[int]:

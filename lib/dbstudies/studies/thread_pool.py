@@ -47,7 +47,7 @@ class Params(S.MultiServerParams):
 
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
-               settings={}, warehouses=10, nodes=1_000_000)
+               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
@@ -57,9 +57,13 @@ PROFILES: dict[str, dict[str, Any]] = {
     "quick": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"],
                   threads=[1, 16, 64, 256], tables=4, table_size=100_000, warmup=2, duration=3,
                   repeats=16),
-    "full": dict(_COMMON, workloads=list(WORKLOADS),
-                 threads=[2 ** i for i in range(13)], tables=16, table_size=1_000_000,
-                 warmup=60, duration=60, repeats=5, settings={"innodb_buffer_pool_size": "8G"}),
+    # paper-grade in ≈ 3 h: both servers up (5G pools, 2 × 7 GiB fit 24 GiB), 18 cells × 20
+    # paired rounds; `dbstudies plan thread_pool --profile full` prints the MDE this host's
+    # noise allows. The source's 1 … 4096 threads: threads=[1, 2, 4, …, 4096] with a smaller
+    # pool (memory is checked before anything starts) or design="blocks".
+    "full": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only", "oltp_read_write"],
+                 threads=[1, 4, 16, 64, 256, 1024], tables=16, table_size=1_000_000,
+                 warmup=30, duration=10, repeats=20, settings={"innodb_buffer_pool_size": "5G"}),
 }
 
 
@@ -119,7 +123,7 @@ def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
-               host_cpus: int) -> str:
+               host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded).
     `tables`: "qps", "p99" (pool vs per-connection) and, with the A/A control, "aa";
     `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
@@ -129,4 +133,5 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                                              if len(p.flavours) == 1 else
                                              f"each server × scheduler vs {arms(p)[0].label}"),
         *dbstudies.analysis.aa_line(tables.get("aa"), arms(p)[0].label),
+        *dbstudies.analysis.calibration_line(calibration),
         *dbstudies.analysis.host_lines(summ, p, host_cpus)])

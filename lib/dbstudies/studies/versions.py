@@ -35,15 +35,20 @@ class Params(S.MultiServerParams):
 
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000)
+               server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
+               budget=None, design="paired", restart_every=1)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
                   threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
     "quick": dict(_COMMON, flavours=FOUR, workloads=["oltp_read_only"],
                   threads=[1, 16, 64, 256], table_size=200_000, warmup=2, duration=3, repeats=10),
-    "full": dict(_COMMON, flavours=FOUR, workloads=list(WORKLOADS),
-                 threads=[2 ** i for i in range(10)], table_size=1_000_000, warmup=60,
-                 duration=60, repeats=5, settings={"innodb_buffer_pool_size": "8G"}),
+    # paper-grade in ≈ 3 h: four servers up at once (3G pools: 4 × 3.8 GiB fit 24 GiB),
+    # 12 cells × 24 paired rounds of 5-s steps (longer steps do not lower this host's
+    # step-to-step noise: README "Statistics"); all of 1 … 512 threads: `threads`
+    "full": dict(_COMMON, flavours=FOUR, workloads=["oltp_point_select", "oltp_read_only",
+                                                    "oltp_read_write"],
+                 threads=[1, 16, 64, 256], table_size=1_000_000, warmup=30,
+                 duration=5, repeats=24, settings={"innodb_buffer_pool_size": "3G"}),
 }
 
 
@@ -81,11 +86,12 @@ def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
-               host_cpus: int) -> str:
+               host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     versions = ", ".join(a.label for a in arms(p)[1:])
     return "\n".join([
         *dbstudies.analysis.peak_lines(summ),
         *dbstudies.analysis.comparison_lines(tables, f"{versions} vs {p.flavour}"),
         *dbstudies.analysis.aa_line(tables.get("aa"), p.flavour),
+        *dbstudies.analysis.calibration_line(calibration),
         *dbstudies.analysis.host_lines(summ, p, host_cpus)])

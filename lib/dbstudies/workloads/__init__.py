@@ -21,6 +21,7 @@ from typing import Any
 LUA_DIR = Path(__file__).with_name("lua")
 OLTP = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
         "oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete")
+READ_ONLY = ("oltp_point_select", "oltp_read_only")  # every other workload writes
 # our workloads → the scale parameters (study parameter = sysbench option) each takes
 OURS: dict[str, tuple[str, ...]] = {"tpcc": ("warehouses",),
                                     "linkbench": ("nodes", "payload_compressibility")}
@@ -37,6 +38,15 @@ LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
 def family(workload: str) -> str:
     """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name."""
     return "oltp" if workload in OLTP else workload
+
+
+def writes(workload: str) -> bool:
+    """Whether `workload` changes data (leaves dirty pages and redo for the server to flush).
+
+    >>> writes("oltp_read_only"), writes("oltp_write_only"), writes("tpcc")
+    (False, True, True)
+    """
+    return workload not in READ_ONLY
 
 
 def options(workload: str, scale: dict[str, Any]) -> list[str]:

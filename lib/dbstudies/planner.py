@@ -1,0 +1,134 @@
+"""`dbstudies plan STUDY`: before anything runs, how long a run will take and the minimum
+detectable effect (MDE) each of its comparison tables will print, so that a user knows
+whether the run can answer the question before spending an hour on it.
+
+The noise comes from this host's earlier paired runs of the study (their per-round log
+ratios, per workload × threads cell), or, when there are none, from a pilot: the same study
+and parameters for two rounds, kept as an ordinary run (so the next plan uses it too). A
+cell's variance is moderated across the cells as the verdicts do (`stats.moderated`); cells
+the earlier runs did not measure take the median cell's. The prediction is the paired MDE
+(`stats.paired_mde`) at the planned rounds and the table's number of comparisons.
+
+    lines = plan("thread_pool", "quick", {})
+"""
+from __future__ import annotations
+
+import math
+import platform
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import analysis, experiment, paths, runner, stats
+from .results import Run, list_runs
+from .study import StudyParams, load
+
+PILOT_ROUNDS = 2
+RECENT = 5   # the latest runs used
+
+
+def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
+    """This host's runs of `study` that hold paired steps, newest first (at most RECENT)."""
+    host = host or platform.node()
+    out = []
+    for run in reversed(list_runs(study, root)):
+        meta = run.metadata
+        if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
+            continue
+        if (run.path / "tables" / "steps").exists() and experiment.is_paired(experiment.measured(run)):
+            out.append(run)
+        if len(out) == RECENT:
+            break
+    return out
+
+
+def cell_noise(runs: list[Run], metric: str) -> pd.DataFrame:
+    """Per workload × threads: the variance of the per-round log ratios (every arm against
+    its run's baseline, every run) and its degrees of freedom."""
+    column, _ = analysis.METRICS[metric]
+    parts = []
+    for run in runs:
+        steps = experiment.measured(run)
+        labels = [a["label"] for a in run.metadata.get("arms") or []]
+        for cand in labels[1:]:
+            d = stats.pair_up(steps, by=analysis.BY, factor="arm", baseline=labels[0],
+                              candidate=cand, value=column, pair="repeat")
+            g = d.groupby(analysis.BY)["d"]
+            parts.append(pd.DataFrame({"ss": g.var(ddof=1) * (g.size() - 1), "df": g.size() - 1}))
+    if not parts:
+        return pd.DataFrame(columns=[*analysis.BY, "s2", "df"])
+    both = pd.concat(parts).groupby(level=list(range(len(analysis.BY)))).sum()
+    both = both[both["df"] > 0]
+    return both.assign(s2=both["ss"] / both["df"]).reset_index()[[*analysis.BY, "s2", "df"]]
+
+
+def planned_rounds(study: Any, p: StudyParams) -> int:
+    """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
+    if getattr(p, "budget", None):
+        return max(2, int(p.budget * 60 // experiment.round_seconds(study, p)))
+    return p.repeats
+
+
+def predict(study: Any, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]:
+    """The MDE (%) of the median cell, the smallest and the largest, of a table over the
+    study's cells × candidates at `p`'s rounds, from per-cell noise."""
+    cells = pd.DataFrame(study.cells(p))
+    cands = len([a for a in study.arms(p)[1:] if a.twin_of is None])
+    m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
+    s2, df, _ = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
+    known = dict(zip(map(tuple, noise[analysis.BY].to_numpy()), s2))
+    typical = float(np.median(s2))
+    mdes = [stats.paired_mde(math.sqrt(known.get((w, t), typical)), n, m) * 100
+            for w, t in cells[analysis.BY].itertuples(index=False)]
+    return {"median": float(np.median(mdes)), "min": min(mdes), "max": max(mdes),
+            "rounds": n, "comparisons": m}
+
+
+def pilot(study: Any, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
+    """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
+    budget), as an ordinary run under `root`."""
+    p = study.resolve(profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
+                                  "aa_control": False, "design": "paired"})
+    run = runner.create_run(study.name, p, root, "notebook")
+    run.update(pilot=True)
+    study.measure(p, run)
+    runner.notebook_done(run)
+    return run
+
+
+def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = paths.RUNS_DIR, *,
+         allow_pilot: bool = True, say: Callable[[str], None] = print) -> list[str]:
+    """What `dbstudies plan` prints: the design, the expected wall time, and per table the
+    expected MDE with where its noise comes from."""
+    study = load(name)
+    p = study.resolve(profile, **overrides)
+    arms, cells = study.arms(p), study.cells(p)
+    design = experiment.design(p)
+    n = planned_rounds(study, p)
+    lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "
+             f"× {len(cells)} cells × {len(arms)} arms ({', '.join(a.label for a in arms)}); "
+             f"about {experiment.estimated_seconds(study, p) / 60:.0f} min"]
+    if design != "paired" or not all("threads" in c and "workload" in c for c in cells):
+        return lines + ["No MDE prediction: the planner predicts paired sysbench tables "
+                        "(workload × threads cells); this design is not one."]
+    runs = earlier_runs(name, root)
+    source = f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
+    if not runs:
+        if not allow_pilot:
+            return lines + ["No earlier paired run of this study on this host: no noise to predict "
+                            "from (without --no-pilot, a two-round pilot measures it)."]
+        say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
+        runs = [pilot(study, profile, overrides, root)]
+        source = f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
+    for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency")):
+        noise = cell_noise(runs, metric)
+        if noise.empty:
+            lines.append(f"{words}: no pairs to predict from")
+            continue
+        r = predict(study, p, noise)
+        lines.append(f"{words}: expected minimum detectable effect {r['median']:.0f} % in the median "
+                     f"cell ({r['min']:.0f}–{r['max']:.0f} %; {r['rounds']} pairs per cell, "
+                     f"{r['comparisons']} comparisons), from {source}")
+    return lines

@@ -1,0 +1,161 @@
+"""The paired design without servers: its plan, what it refuses before anything starts, the
+memory check, the design line, the planner's prediction and the calibration on A/A pairs."""
+import math
+
+import numpy as np
+import scipy.stats
+import pandas as pd
+import pytest
+
+from dbstudies import analysis, experiment, planner, report, stats
+from dbstudies.errors import ParamError
+from dbstudies.results import Run
+from dbstudies.study import Arm, load
+
+tp = load("thread_pool")
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_paired_plan_balances_positions_and_shuffles_cells(k):
+    arms = [Arm(x) for x in "ABC"[:k]]
+    cells = [{"workload": "w", "threads": t} for t in (1, 4, 16, 64)]
+    plan = experiment.paired_plan(arms, cells, 2 * k, seed=3)
+    assert len(plan) == 2 * k * len(cells) * k and plan["step"].tolist() == list(range(1, len(plan) + 1))
+    # every pair: one cell, every arm once, back to back
+    for _, pair in plan.groupby("pair"):
+        assert sorted(pair["arm"]) == sorted(a.label for a in arms)
+        assert pair["threads"].nunique() == 1 and pair["position"].tolist() == list(range(k))
+        assert pair["step"].diff().dropna().eq(1).all()
+    # every arm in every position equally often, per cell (AB as often as BA)
+    counts = plan.groupby(["threads", "arm", "position"]).size()
+    assert (counts == 2).all() and len(counts) == len(cells) * k * k
+    # every round measures every cell once, in an order that changes between rounds
+    orders = plan.groupby("repeat")["threads"].apply(lambda t: tuple(dict.fromkeys(t)))
+    assert orders.map(len).eq(len(cells)).all() and orders.nunique() > 1
+    assert plan.equals(experiment.paired_plan(arms, cells, 2 * k, seed=3))  # seeded
+
+
+def test_a_paired_run_keeps_every_server_up_so_memory_is_checked_first():
+    p = tp.resolve("quick")
+    arms = tp.arms(p)
+    needed = experiment.memory_needed(arms, p)
+    assert [k for k, _ in needed] == [a.label for a in arms]  # one server per arm
+    assert all(b == 2 * 2**30 + experiment.SERVER_OVERHEAD + 256 * experiment.PER_CONNECTION
+               for _, b in needed)  # base.cnf's 2G pool, 256 client threads
+    assert experiment.memory_problems(arms, p, available=24 * 2**30) == []
+    (msg,) = experiment.memory_problems(arms, p, available=5 * 2**30)
+    assert msg.startswith("memory: the 2 servers this paired design keeps up at once would hold 5.5 GiB")
+    assert "design blocks" in msg
+    blocks = tp.resolve("quick", design="blocks")  # blocks: one server per flavour
+    assert len(experiment.memory_needed(tp.arms(blocks), blocks)) == 1
+    with pytest.raises(ParamError, match="memory: the 3 servers this paired design"):
+        tp.resolve("full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
+
+
+def test_what_the_paired_design_refuses_before_anything_starts():
+    with pytest.raises(ParamError, match="design: compression measures its steps its own way"):
+        load("compression").resolve("smoke", design="paired")
+    with pytest.raises(ParamError, match=r"design: one of paired, blocks, got 'pairs'"):
+        tp.resolve("smoke", design="pairs")
+    with pytest.raises(ParamError, match="restart_every: must be ≥ 1"):
+        tp.resolve("smoke", restart_every=0)
+    with pytest.raises(ParamError, match=r"budget: 1 min cannot hold the two rounds a verdict needs"):
+        tp.resolve("quick", budget=1)
+    with pytest.raises(ParamError, match="budget: minutes > 0"):
+        tp.resolve("quick", budget=-5)
+    p = tp.resolve("quick", budget=30)
+    assert experiment.estimated_seconds(tp, p) == 1800 and experiment.rounds(p) == experiment.MAX_ROUNDS
+
+
+def test_the_design_line_says_how_a_run_was_measured():
+    meta = {"design": "blocks", "arms": [{"label": "A"}, {"label": "B"}], "parameters": {"repeats": 5}}
+    assert report.design_line(meta).startswith("blocks: 5 repeats, each arm (2) measured in a block")
+    meta = {"design": "paired", "arms": [{"label": "A"}, {"label": "B"}, {"label": "A (A/A)"}],
+            "rounds_done": 7, "plan": [], "parameters": {"restart_every": 2, "budget": 10}}
+    assert report.design_line(meta).startswith(
+        "paired rounds: 7 rounds (10-minute budget), the 3 arms of a cell back to back")
+    assert "every 2 rounds" in report.design_line(meta)
+    assert report.design_line({}) == "not recorded"
+
+
+def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, twin=False):
+    """A run whose paired steps have known noise: a shared round effect and `sd_own` per step."""
+    run = Run.create("thread_pool", {}, root=tmp_path)
+    labels = ["base", "base (A/A)" if twin else "cand"]
+    run.update(design="paired", arms=[{"label": x} for x in labels])
+    rng = np.random.default_rng(seed)
+    rows, step = [], 0
+    for r in range(1, rounds + 1):
+        for t in cells:
+            shared = rng.normal(0, 0.15)
+            for pos, arm in enumerate(labels):
+                step += 1
+                own = rng.normal(0, sd_own) + (shift if arm == "cand" else 0)
+                rows.append({"step": step, "phase": "measure", "repeat": r, "arm": arm,
+                             "workload": "oltp_point_select", "threads": t, "pair": step // 2 + 1,
+                             "position": pos, "qps": 1000 * math.exp(shared + own),
+                             "latency_p99_ms": math.exp(-shared - own)})
+    steps = pd.DataFrame(rows)
+    for col, dtype in experiment.STEPS.columns.items():
+        if col not in steps:
+            steps[col] = pd.Series(np.nan if dtype == "float64" else 0, index=steps.index).astype(
+                "bool" if dtype == "bool" else "str" if dtype == "str" else dtype)
+    run.append(experiment.STEPS, steps)
+    run.finish()
+    return run
+
+
+def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
+    run = fake_paired_run(tmp_path, sd_own=0.08, rounds=30)
+    noise = planner.cell_noise([run], "qps")
+    assert sorted(noise["threads"]) == [1, 16] and (noise["df"] == 29).all()
+    # a difference of two steps: 2 × 0.08²; each cell's estimate within chi²(29)'s 99.9 % range
+    low, high = (scipy.stats.chi2.ppf(q, 29) / 29 * 2 * 0.08 ** 2 for q in (0.0005, 0.9995))
+    assert noise["s2"].between(low, high).all()
+    p = tp.resolve("quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
+    r = planner.predict(tp, p, noise)
+    assert (r["rounds"], r["comparisons"]) == (16, 3)
+    expected = stats.paired_mde(math.sqrt(float(noise["s2"].median())), 16, 3) * 100
+    assert r["median"] == pytest.approx(expected, rel=0.25)
+    assert planner.earlier_runs("thread_pool", tmp_path, host="elsewhere") == []
+
+
+def test_the_planner_says_when_it_has_no_noise_to_predict_from(tmp_path):
+    lines = planner.plan("thread_pool", "smoke", {}, tmp_path, allow_pilot=False)
+    assert lines[0].startswith("thread_pool (smoke): paired design, 2 rounds × 2 cells × 2 arms")
+    assert "No earlier paired run of this study on this host" in lines[1]
+    lines = planner.plan("compression", "smoke", {}, tmp_path, allow_pilot=False)
+    assert "No MDE prediction" in lines[1]
+
+
+def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
+    run = fake_paired_run(tmp_path, sd_own=0.05, rounds=12, shift=math.log(1.2))
+    steps = experiment.measured(run)
+    assert experiment.is_paired(steps)
+    arms = [Arm("base"), Arm("cand")]
+    rel = experiment.compare_arms(steps, arms, by=["workload", "threads"], value="qps")
+    assert stats.is_paired(rel) and (rel["verdict"] == "better").all()
+    assert rel["ratio"].between(1.1, 1.3).all()
+    # the same steps as independent repeats: the shared round noise (0.15) swamps +20 %
+    unpaired = experiment.compare_arms(steps.drop(columns="pair"), arms, by=["workload", "threads"],
+                                       value="qps")
+    assert not stats.is_paired(unpaired) and (unpaired["mde_pct"] > rel["mde_pct"]).all()
+    pairs = analysis.pair_ratios(steps, arms)
+    assert len(pairs) == 24 and np.allclose(np.exp(pairs["d"]), pairs["ratio"])
+
+
+def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
+    run = fake_paired_run(tmp_path, sd_own=0.07, rounds=16, cells=(1, 4, 16, 64), twin=True)
+    steps = experiment.measured(run)
+    arms = [Arm("base"), Arm("base (A/A)", twin_of="base")]
+    d = analysis.aa_differences(steps, arms)
+    assert d.shape == (16, 4)
+    p = tp.resolve("smoke")
+    cal = analysis.calibration(steps, arms, p)
+    assert cal["shift_pct"].tolist() == [0.0, 10.0, 20.0] and (cal["comparisons"] == 4).all()
+    fpr, power10, power20 = cal["tables_any_verdict"][0], cal["cells_better"][1], cal["cells_better"][2]
+    assert fpr <= 0.1 and power10 < power20 and power20 >= 0.8
+    assert (cal["cells_worse"][1:] == 0).all()
+    (line,) = analysis.calibration_line(cal)
+    assert line.startswith("- Judged on this run's own A/A noise (16 rounds resampled, 4 cells, Holm over 4)")
+    assert analysis.calibration(steps, [Arm("base"), Arm("base (A/A)")], p).empty  # no twin
