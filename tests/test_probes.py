@@ -40,3 +40,40 @@ def test_rates_leave_host_counters_out():
 def test_host_cpu_seconds_reads_proc_stat():
     now = probes.host_cpu_seconds()
     assert now[HOST_TOTAL] > now[HOST_BUSY] >= 0 and now[HOST_STEAL] >= 0
+
+
+class Flushing:
+    """A server whose flushing counters change for its first `busy` status reads."""
+    def __init__(self, busy):
+        self.reads, self.busy = 0, busy
+
+    def query(self, sql):
+        assert "SHOW GLOBAL STATUS" in sql
+        self.reads += 1
+        dirty = max(self.busy - self.reads, 0)
+        return [("Innodb_buffer_pool_pages_dirty", str(dirty)),
+                ("Innodb_buffer_pool_pages_flushed", str(1000 - dirty)),
+                ("Innodb_checkpoint_age", str(dirty * 16384))]
+
+
+def test_settle_waits_until_flushing_is_flat_for_the_quiet_time():
+    s = Flushing(busy=6)
+    waited, settled = probes.settle(s, timeout=30, quiet=0.1, every=0.01)
+    assert settled and s.reads > 6 and waited >= 0.1  # the counters moved 5 times, then held
+    assert probes.flushing_state(s) == (0.0, 1000.0, 0.0)
+
+
+def test_settle_gives_up_at_its_timeout_and_says_so():
+    s = Flushing(busy=10 ** 9)  # never flat
+    waited, settled = probes.settle(s, timeout=0.2, quiet=0.1, every=0.01)
+    assert not settled and waited >= 0.2
+
+
+def test_settle_on_a_real_server_after_writes(server):
+    server.query("CREATE DATABASE w")
+    server.query("CREATE TABLE w.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
+    server.query("INSERT INTO w.t SELECT seq, REPEAT('x', 200) FROM seq_1_to_100000")
+    dirty, flushed, age = probes.flushing_state(server)
+    assert dirty + flushed > 0 and age >= 0  # the writes show in the counters read
+    waited, settled = probes.settle(server, timeout=120, quiet=1.0)
+    assert settled and waited >= 1.0

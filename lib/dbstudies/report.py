@@ -208,9 +208,10 @@ def number(v: Any) -> str:
 
 
 def table(df: "Any", columns: list[str] | None = None):
-    """A DataFrame as a report shows it: chosen columns, no index column, readable numbers,
-    headers that may wrap at their underscores (so that wide tables fit the page)."""
-    view = df[columns] if columns else df
+    """A DataFrame as a report shows it: chosen columns (those it has: a blocks run's
+    comparison has no `sd_diff`), no index column, readable numbers, headers that may wrap
+    at their underscores (so that wide tables fit the page)."""
+    view = df[[c for c in columns if c in df.columns]] if columns else df
     from pandas.api.types import is_numeric_dtype
     text = [c for c in view.columns if not is_numeric_dtype(view[c])]
     return (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
