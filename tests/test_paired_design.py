@@ -1,6 +1,7 @@
 """The paired design without servers: its plan, what it refuses before anything starts, the
 memory check, the design line, the planner's prediction and the calibration on A/A pairs."""
 import math
+import time
 
 import numpy as np
 import scipy.stats
@@ -159,3 +160,17 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
     (line,) = analysis.calibration_line(cal)
     assert line.startswith("- Judged on this run's own A/A noise (16 rounds resampled, 4 cells, Holm over 4)")
     assert analysis.calibration(steps, [Arm("base"), Arm("base (A/A)")], p).empty  # no twin
+
+
+def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
+    p = tp.resolve("quick", budget=30)
+    loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
+    left = loop.deadline - time.monotonic()
+    assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
+    loop.deadline = time.monotonic() + 12 * 60  # two 9-min rounds done: 12 min left
+    assert not loop.out_of_time([9 * 60, 9 * 60])  # a third round as long as the mean fits
+    loop.deadline = time.monotonic() + 8 * 60
+    assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
+    assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
+    assert experiment._Loop(tp, tp.resolve("quick"), loop.run).deadline is None  # repeats instead
+    assert planner.planned_rounds(tp, p) == int(30 * 60 // experiment.round_seconds(tp, p))
