@@ -72,7 +72,7 @@ def test_settle_gives_up_at_its_timeout_and_says_so():
 def test_settle_on_a_real_server_after_writes(server):
     server.query("CREATE DATABASE w")
     server.query("CREATE TABLE w.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
-    server.query("INSERT INTO w.t SELECT seq, REPEAT('x', 200) FROM seq_1_to_100000")
+    server.query("INSERT INTO w.t SELECT seq, REPEAT('x', 200) FROM w.seq_1_to_100000")
     dirty, flushed, age = probes.flushing_state(server)
     assert dirty + flushed > 0 and age >= 0  # the writes show in the counters read
     waited, settled = probes.settle(server, timeout=120, quiet=1.0)
