@@ -313,7 +313,7 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
 
     >>> t = pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]})
     >>> reachability(t)[0]
-    'Minimum detectable effect 16 % in the median cell (12–20 % across cells; 5 repeats per side, 2 comparisons, Holm-corrected, 80 % power)'
+    'Minimum detectable effect 16 % in the median cell (12–20 % across cells; 5 repeats per side, 2 comparisons, Holm-corrected, 80 % power): a smaller true difference may come out draw'
     """
     if table.empty:
         return ["No comparison was possible (a configuration has no measurements)"]
@@ -337,7 +337,8 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
         how = f"{n} repeats per side"
         floor = min_p_value(n, n) * m
     lines = [f"Minimum detectable effect {_pct(mdes.median())} in the median cell ({spread}; "
-             f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power)"]
+             f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
+             "smaller true difference may come out draw"]
     if floor >= alpha:
         lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
                      f"over {m} comparisons with {n} {'pairs' if paired else 'repeats'} "
