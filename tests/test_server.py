@@ -15,11 +15,12 @@ def test_start_answers_on_socket_and_loopback_port(server):
     assert server.version.startswith("10.11.")
     assert server.running and server.pid
     v = dict(server.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
-                          "('port','bind_address','datadir','socket','innodb_buffer_pool_size')"))
+                          "('port','bind_address','datadir','socket','tmpdir','innodb_buffer_pool_size')"))
     assert int(v["port"]) == server.port != 3306
     assert v["bind_address"] == "127.0.0.1"
     assert v["datadir"].rstrip("/") == str(server.datadir)
     assert v["socket"] == str(server.socket)
+    assert v["tmpdir"] == str(server.socket.parent)  # private: never a /tmp shared with others
     assert int(v["innodb_buffer_pool_size"]) == 2 * 2**30  # from env/cnf/base.cnf
     import mysql.connector
     with mysql.connector.connect(host="127.0.0.1", port=server.port, user="root") as c:

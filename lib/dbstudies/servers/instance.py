@@ -160,9 +160,11 @@ class Server(SqlClient):
         instance, this start), the instance's settings, this start's, then our private paths."""
         s = configured(self.flavour, {**self.settings, **(extra or {})},
                        self.intent.merge(intent) if self.intent else intent, self.cnf_dir)
+        # tmpdir private too: servers bootstrapped at once in a shared /tmp removed each
+        # other's "#sql-temptable-…" files (install-db aborted in a two-worker sweep)
         s.update(datadir=str(self.datadir), socket=str(self.socket), port=self.port,
                  bind_address="127.0.0.1", pid_file=str(self.workdir / "server.pid"),
-                 log_error=str(self.error_log))
+                 log_error=str(self.error_log), tmpdir=str(self._sockdir))
         if os.geteuid() == 0:
             s["user"] = "root"
         needed = self.max_clients + CONNECTION_HEADROOM
