@@ -155,6 +155,12 @@ def round_seconds(study: "Study", p: "StudyParams") -> float:
     return arms * (RESTART_SECONDS + block)
 
 
+def rounds_in(study: "Study", p: "StudyParams", seconds: float) -> int:
+    """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
+    two a verdict needs: what a time budget buys."""
+    return max(2, int(seconds // round_seconds(study, p)))
+
+
 def estimated_seconds(study: "Study", p: "StudyParams") -> float:
     """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
     if getattr(p, "budget", None):
@@ -386,8 +392,8 @@ class _Loop:
         """Measure a paired plan round by round: every `restart_every` rounds each server is
         restarted and warmed up, then each pair's steps run back to back (`pair`)."""
         per_round = int((steps["repeat"] == 1).sum())
-        total = len(steps) if self.deadline is None else per_round * max(
-            2, int((self.deadline - time.monotonic()) / round_seconds(self.study, self.p)))
+        total = len(steps) if self.deadline is None else per_round * rounds_in(
+            self.study, self.p, self.deadline - time.monotonic())
         bar = tqdm(total=total, disable=not progress, unit="step", mininterval=2, desc=self.study.name)
         self.run.set_progress(0, total, "starting the servers")
         contexts = {label: self.context(label, arm.flavour or self.p.flavour) for label, arm in arms.items()}

@@ -67,7 +67,7 @@ def cell_noise(runs: list[Run], metric: str) -> pd.DataFrame:
 def planned_rounds(study: Any, p: StudyParams) -> int:
     """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
     if getattr(p, "budget", None):
-        return max(2, int(p.budget * 60 // experiment.round_seconds(study, p)))
+        return experiment.rounds_in(study, p, p.budget * 60)
     return p.repeats
 
 
