@@ -107,3 +107,21 @@ def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
         assert g["checkpoint_age_pct"].between(0, 100).all(), (arm, g["checkpoint_age_pct"].describe())
         assert g["server_read_bytes_per_s"].notna().all() and g["redo_bytes_per_s"].notna().all(), arm
         assert (g["cpu_server_pct"] > 0).mean() > 0.5, arm
+
+
+@pytest.mark.server
+def test_the_paired_design_pairs_long_write_steps_by_round(tmp_path):
+    """design paired: every configuration on a server of its own, the steps of a round back to
+    back (the idle one's flushing waited out, `settle_s`), the verdicts from per-round ratios."""
+    from dbstudies import stats
+    p = cs.resolve("smoke", design="paired", duration=2)
+    run = cs.open_run(p, root=tmp_path)
+    cs.measure(p, run, progress=False)
+    steps = cs.measured(run)
+    assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
+    assert steps["settle_s"].notna().all()  # write steps: each one's server settled after it
+    runs = cs.runs(cs.series(run, steps), steps, p)
+    assert (runs["pair"] > 0).all()
+    rel = cs.relative(runs, p, "tps")
+    assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]
+    assert len({s["datadir"] for s in run.metadata["servers"]}) == 2

@@ -51,11 +51,23 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     plans = run.table(d3.PLANS)
     assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in d3.arms(d3.resolve("smoke"))
                                                       for q in (3, 5, 7, 13)}
-    assert len(run.table(d3.LOADS)) == 8
-    used = {s["label"]: s["global_variables"] for s in run.metadata["servers"]}
-    assert used["selectivity 1"]["optimizer_use_condition_selectivity"] == "1"
+    # paired design: both candidates on one shared server (loaded once), the candidate's
+    # setting given to its sessions, never to the server's start
+    assert len(run.table(d3.LOADS)) == 8 and run.metadata["design"] == "paired"
+    servers = {s["label"]: s for s in run.metadata["servers"]}
+    assert servers["selectivity 1"]["session"] == {"optimizer_use_condition_selectivity": 1}
+    assert servers["selectivity 1"]["global_variables"]["optimizer_use_condition_selectivity"] == "4"
+    assert len({s["datadir"] for s in servers.values()}) == 1
+    # every measured execution in a pair with the other candidate's, back to back
+    for _, pair in ex.sort_values("step").groupby("pair"):
+        assert sorted(pair["arm"]) == ["selectivity 1", "selectivity 4 (default)"]
+        assert pair["query"].nunique() == 1 and pair["step"].diff().dropna().eq(1).all()
+    assert ex["pair"].nunique() == 8 and (fx["pair"] > ex["pair"].max()).all()
+    rel = d3.relative(ex, d3.resolve("smoke"))
+    assert rel["n_baseline"].eq(2).all() and "sd_diff" in rel  # paired: 2 rounds per query
     html = (run.path / "report.html").read_text()
-    assert html.count("<img") == 4 and "Traceback" not in html
+    assert html.count("<img") == 5 and "Traceback" not in html
+    assert (run.path / "figures" / "seconds_pairs.png").exists()  # the pairs behind the verdicts
     assert "forced vs own plan" in html and "with the join order of selectivity 1 forced" in html
     assert "&lt;derived2&gt;" in html  # plan table cells are text, not tags
     assert "selectivity 1 vs baseline" in html  # the per-query table
@@ -67,8 +79,18 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
 
 
 @pytest.mark.server
-def test_a_timeout_is_censored_never_a_number(tmp_path):
-    p = d3.resolve("smoke", queries=[13], timeout=0.001, repeats=2)
+def test_a_setting_no_session_can_take_is_refused_before_the_load(tmp_path):
+    p = d3.resolve("smoke", candidates={"a": {}, "b": {"innodb_buffer_pool_size": "64M"}})
+    run = d3.open_run(p, root=tmp_path)
+    with pytest.raises(ParamError, match="b: innodb_buffer_pool_size = 64M: .*GLOBAL.*design blocks"):
+        d3.measure(p, run, progress=False)
+    assert run.table(d3.LOADS).empty and run.table(d3.QUERIES).empty
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("design", ["paired", "blocks"])
+def test_a_timeout_is_censored_never_a_number(tmp_path, design):
+    p = d3.resolve("smoke", queries=[13], timeout=0.001, repeats=2, design=design)
     run = d3.open_run(p, root=tmp_path)
     d3.measure(p, run, progress=False)
     ex = d3.executions(run)

@@ -108,7 +108,7 @@ def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, 
 
 def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
     run = fake_paired_run(tmp_path, sd_own=0.08, rounds=30)
-    noise = planner.cell_noise([run], "qps")
+    noise = planner.cell_noise(tp, [run], 0)  # the QPS table
     assert sorted(noise["threads"]) == [1, 16] and (noise["df"] == 29).all()
     # a difference of two steps: 2 × 0.08²; each cell's estimate within chi²(29)'s 99.9 % range
     low, high = (scipy.stats.chi2.ppf(q, 29) / 29 * 2 * 0.08 ** 2 for q in (0.0005, 0.9995))
@@ -127,6 +127,9 @@ def test_the_planner_says_when_it_has_no_noise_to_predict_from(tmp_path):
     assert "No earlier paired run of this study on this host" in lines[1]
     lines = planner.plan("compression", "smoke", {}, tmp_path, allow_pilot=False)
     assert "No MDE prediction" in lines[1]
+    lines = planner.plan("dbt3_plans", "smoke", {}, tmp_path, allow_pilot=False)
+    assert lines[0].startswith("dbt3_plans (smoke): paired design, 2 rounds × 4 cells × 2 arms")
+    assert "No earlier paired run of this study on this host" in lines[1]
 
 
 def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
@@ -174,3 +177,32 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
     assert experiment._Loop(tp, tp.resolve("quick"), loop.run).deadline is None  # repeats instead
     assert planner.planned_rounds(tp, p) == int(30 * 60 // experiment.round_seconds(tp, p))
+
+
+def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
+    """DBT3's table is per query, from its executions' seconds (`paired_tables`): a query
+    whose pairs differ by a known SD gets that noise, the prediction the paired MDE."""
+    d3 = load("dbt3_plans")
+    run = Run.create("dbt3_plans", {}, root=tmp_path)
+    labels = [a.label for a in d3.arms(d3.resolve("smoke"))]
+    run.update(design="paired", arms=[{"label": x} for x in labels])
+    rng = np.random.default_rng(3)
+    rows, step = [], 0
+    for r in range(1, 21):
+        for q, sd in ((3, 0.02), (5, 0.2)):
+            shared = rng.normal(0, 0.3)
+            for pos, arm in enumerate(labels):
+                step += 1
+                rows.append({"step": step, "phase": "measure", "repeat": r, "arm": arm, "query": q,
+                             "order_of": "", "started_at": 0.0, "timed_out": False, "rows": 1,
+                             "seconds": math.exp(shared + rng.normal(0, sd)), "handler_reads": 1,
+                             "cold": False, "answer": "", "pair": (step + 1) // 2, "position": pos})
+    run.append(d3.QUERIES, pd.DataFrame(rows))
+    run.finish()
+    noise = planner.cell_noise(d3, [run])
+    s2 = dict(zip(noise["query"], noise["s2"]))
+    assert list(noise.columns) == ["query", "s2", "df"] and (noise["df"] == 19).all()
+    for q, sd in ((3, 0.02), (5, 0.2)):  # a difference of two executions: 2 sd², within chi²(19)
+        assert scipy.stats.chi2.ppf(0.0005, 19) / 19 < s2[q] / (2 * sd ** 2) < scipy.stats.chi2.ppf(0.9995, 19) / 19
+    r = planner.predict(d3, d3.resolve("smoke", queries=[3, 5]), noise)
+    assert (r["rounds"], r["comparisons"]) == (2, 2) and r["min"] < r["max"]

@@ -98,7 +98,8 @@ def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int
     return df
 
 
-def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, seed: int) -> pd.DataFrame:
+def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, seed: int, *,
+                first_step: int = 1, first_pair: int = 1) -> pd.DataFrame:
     """The measured steps of a paired design in execution order: round → cell (shuffled per
     round) → the arms of that cell back to back, one `pair`. Each cell's arm orders are the
     k rotations of a random order, shuffled within every k rounds (k arms), so every arm
@@ -112,7 +113,7 @@ def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, see
     rng = np.random.default_rng(seed)
     k, base = len(arms), [rng.permutation(len(arms)) for _ in cells]
     orders: list[list[np.ndarray]] = [[] for _ in cells]
-    rows, pair = [], 0
+    rows, pair = [], first_pair - 1
     for r in range(rounds):
         if r % k == 0:
             orders = [[np.roll(b, i) for i in rng.permutation(k)] for b in base]
@@ -122,7 +123,7 @@ def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, see
                 rows.append({"repeat": r + 1, "arm": arms[i].label, **cells[j], "pair": pair,
                              "position": position})
     df = pd.DataFrame(rows)
-    df.insert(0, "step", range(1, len(df) + 1))
+    df.insert(0, "step", range(first_step, first_step + len(df)))
     return df
 
 
@@ -145,14 +146,16 @@ def study_plan(study: "Study", p: "StudyParams") -> pd.DataFrame:
 
 
 def round_seconds(study: "Study", p: "StudyParams") -> float:
-    """A rough wall-clock estimate of one round (paired: every arm's restart and warm-up
-    when due, every cell on every arm) or one repeat of blocks."""
-    arms = len(study.arms(p))
+    """A rough wall-clock estimate of one round (paired: every server's restart and every
+    arm's warm-up when due, every cell on every arm) or one repeat of blocks."""
+    arms = study.arms(p)
     block = _hook(study, "block_seconds")(p)
     if design(p) == "paired":
-        restart = (RESTART_SECONDS + p.warmup) * arms / max(p.restart_every, 1)
-        return restart + (block - p.warmup) * arms
-    return arms * (RESTART_SECONDS + block)
+        warmup = _hook(study, "warmup_seconds")(p)
+        n_servers = len(servers_needed(arms, p))
+        restart = (RESTART_SECONDS * n_servers + warmup * len(arms)) / max(p.restart_every, 1)
+        return restart + (block - warmup) * len(arms)
+    return len(arms) * (RESTART_SECONDS + block)
 
 
 def rounds_in(study: "Study", p: "StudyParams", seconds: float) -> int:
@@ -170,14 +173,41 @@ def estimated_seconds(study: "Study", p: "StudyParams") -> float:
 
 # ---------------------------------------------------------------- memory
 
+def server_key(arm: "Arm", p: "StudyParams") -> str:
+    """The server `arm` is measured on. Blocks: one per flavour (restarted per block with the
+    arm's settings). Paired: one per arm, all up at once — except in a study whose steps
+    give their arm's settings to each session (`SHARED_SERVER`, DBT3's optimizer
+    candidates): there the arms of one flavour that ask for no intent share one server.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from dbstudies.study import Arm
+    >>> p = NS(design="paired", flavour="f", SHARED_SERVER=True)
+    >>> [server_key(a, p) for a in (Arm("a"), Arm("b", {"x": 1}), Arm("c", flavour="g"))]
+    ['f (shared)', 'f (shared)', 'g (shared)']
+    >>> server_key(Arm("b"), NS(design="paired", flavour="f", SHARED_SERVER=False))
+    'b'
+    """
+    flavour = arm.flavour or p.flavour
+    if design(p) != "paired":
+        return flavour
+    if getattr(p, "SHARED_SERVER", False) and not (arm.intent and arm.intent.asdict()):
+        return f"{flavour} (shared)"
+    return arm.label
+
+
+def session_settings(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
+    """The settings `arm`'s steps give each session: its own on a shared server, none where
+    its server starts with them."""
+    return dict(arm.settings) if server_key(arm, p).endswith(" (shared)") else {}
+
+
 def servers_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, "Arm"]]:
-    """(server key, the arm it starts with) of every server a run keeps up at once: one per
-    arm in the paired design, one per flavour in blocks."""
-    if design(p) == "paired":
-        return [(a.label, a) for a in arms]
+    """(server key, the arm it starts with) of every server a run keeps up at once
+    (`server_key`): one per arm (or per flavour, shared) in the paired design, one per
+    flavour in blocks."""
     first: dict[str, "Arm"] = {}
     for a in arms:
-        first.setdefault(a.flavour or p.flavour, a)
+        first.setdefault(server_key(a, p), a)
     return list(first.items())
 
 
@@ -190,8 +220,7 @@ def memory_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, int]]:
         flavour = servers.load_flavour(arm.flavour or p.flavour)
         if flavour.remote:
             continue
-        mine = [a for a in arms if (a.label == key if design(p) == "paired"
-                                    else (a.flavour or p.flavour) == key)]
+        mine = [a for a in arms if server_key(a, p) == key]
         pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings}, a.intent)
                          .get("innodb_buffer_pool_size")) for a in mine)
         out.append((key, pool + SERVER_OVERHEAD + PER_CONNECTION * _max_clients(p)))
@@ -237,6 +266,12 @@ class Context:
     progress: Callable[[str], None] = lambda text: None     # where a long step says how far it is
     cells: list[dict[str, Any]] = field(default_factory=list)  # the block's cells, in their order
     memo: dict[str, Any] = field(default_factory=dict)      # the study's own notes across blocks
+    session: dict[str, Any] = field(default_factory=dict)   # settings the arm's sessions set (shared server)
+
+    def start_settings(self) -> dict[str, Any]:
+        """The arm's settings for a (cold) start of its server: none on a shared server,
+        where each session sets them (`session`)."""
+        return {} if self.session else dict(self.arm.settings if self.arm else {})
 
 
 def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
@@ -259,19 +294,22 @@ def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True
     steps = study_plan(study, p)
     budget = getattr(p, "budget", None)
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
-               arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p))
+               arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
+               arm_servers={a.label: server_key(a, p) for a in arms})
     with runner.guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
-        if design(p) == "paired":
-            loop.rounds(steps, {a.label: a for a in arms}, progress)
-            return
-        loop.blocks(steps, {a.label: a for a in arms}, progress)
+        paired, by_label = design(p) == "paired", {a.label: a for a in arms}
+        (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
         more = getattr(study.module, "follow_up", lambda p, run: [])(p, run)
         if more:
-            follow = plan(arms, more, p.repeats, p.seed + 1, first_step=len(steps) + 1)
+            first = int(steps["step"].max()) + 1
+            follow = (paired_plan(arms, more, p.repeats, p.seed + 1, first_step=first,
+                                  first_pair=int(steps["pair"].max()) + 1) if paired
+                      else plan(arms, more, p.repeats, p.seed + 1, first_step=first))
             run.update(follow_up=follow.to_dict("records"))
-            print(f"follow-up: {len(follow)} more steps ({len(more)} per block)", flush=True)
-            loop.blocks(follow, {a.label: a for a in arms}, progress, before=len(steps))
+            print(f"follow-up: {len(follow)} more steps ({len(more)} per "
+                  f"{'round and arm' if paired else 'block'})", flush=True)
+            (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
 
 
 def provision(names: list[str], run: Run, total: int) -> None:
@@ -297,6 +335,7 @@ class _Loop:
         self.recorded: set[str] = set()
         self.sysbench_meta = {"version": None, "calls": []}
         self.warmups = [0]  # one counter for all servers of the run
+        self.done = 0       # steps measured so far (the progress of a later phase counts on)
         budget = getattr(p, "budget", None)
         self.deadline = time.monotonic() + budget * 60 if budget else None
 
@@ -310,8 +349,9 @@ class _Loop:
             self.run.update(sysbench=self.sysbench_meta,
                             server_events={f: c.server.events for f, c in self.contexts.items()})
 
-    def context(self, key: str, flavour_name: str) -> Context:
-        """The server called `key` (blocks: its flavour's name; paired: its arm's label)."""
+    def context(self, key: str, flavour_name: str, arms: list["Arm"] = ()) -> Context:
+        """The server called `key` (`server_key`); on a shared server, every one of its `arms`
+        must be able to set its settings per session — checked before the data is loaded."""
         if key not in self.contexts:
             flavour = servers.load_flavour(flavour_name)
             if design(self.p) == "paired":  # several servers of one flavour: a folder each
@@ -327,20 +367,41 @@ class _Loop:
                           _sysbench_client(self.p, server, self.sysbench_meta), warmups=self.warmups)
             self.contexts[key] = ctx
             server.start()
+            self.check_sessions(server, arms)
             record_server(self.run, server, f"prepare {key}")
             now = self.run.progress() or {"done": 0, "total": 0}
             self.run.set_progress(now["done"], now["total"], f"preparing {key}: loading the data")
             _hook(self.study, "prepare")(ctx)
         return self.contexts[key]
 
-    def restart(self, ctx: Context, arm: "Arm", repeat: int) -> None:
-        """Restart `ctx`'s server with `arm`'s settings (recorded once per arm), warm it up."""
-        ctx.arm, ctx.repeat = arm, int(repeat)
-        ctx.server.restart(arm.settings, intent=arm.intent)
-        if arm.label not in self.recorded:
-            self.recorded.add(arm.label)
-            record_server(self.run, ctx.server, arm.label)
-        _hook(self.study, "warmup")(ctx)
+    def check_sessions(self, server: servers.Server, arms: list["Arm"]) -> None:
+        """Arms sharing `server` set their settings per session: a setting a session cannot
+        take (a global or read-only variable) is a parameter error, before any load."""
+        problems = [f"{a.label}: {m}" for a in arms
+                    for m in workloads.sql.session_problems(server, session_settings(a, self.p))]
+        if problems:
+            raise errors.ParamError([
+                f"{m} — in the paired design the arms of one flavour share a server and switch "
+                "settings per session; a setting no session can take needs `design blocks`"
+                for m in problems])
+
+    def use(self, ctx: Context, arm: "Arm", repeat: int) -> Context:
+        """`ctx` about to measure `arm`: its arm, round and session settings."""
+        ctx.arm, ctx.repeat, ctx.session = arm, int(repeat), session_settings(arm, self.p)
+        return ctx
+
+    def restart(self, ctx: Context, arm: "Arm", repeat: int, *, also: list["Arm"] = ()) -> None:
+        """Restart `ctx`'s server with `arm`'s start settings (a shared server: with none), and
+        warm it up for `arm` and each of `also` (the other arms sharing it); each arm's server
+        is recorded once."""
+        self.use(ctx, arm, repeat)
+        ctx.server.restart(ctx.start_settings(), intent=arm.intent)
+        for a in [arm, *also]:
+            self.use(ctx, a, repeat)
+            if a.label not in self.recorded:
+                self.recorded.add(a.label)
+                record_server(self.run, ctx.server, a.label, session=ctx.session)
+            _hook(self.study, "warmup")(ctx)
         if design(self.p) == "paired" and getattr(self.p, "warmup", 0) and \
                 workloads.writes(warmup_workload(self.p)):
             probes.settle(ctx.server, SETTLE_TIMEOUT)  # before another server is measured
@@ -374,7 +435,7 @@ class _Loop:
                 arm = arms[label]
                 flavour = arm.flavour or self.p.flavour
                 ctx = self.context(flavour, flavour)
-                ctx.cells = block.drop(columns=["step", "repeat", "arm"]).to_dict("records")
+                ctx.cells = _cells(block)
                 self.restart(ctx, arm, repeat)
                 for cell in block.to_dict("records"):
                     now = f"r{repeat} {label} " + _cell_text(cell)
@@ -384,59 +445,82 @@ class _Loop:
                     step(ctx, cell)
                     done += 1
                     bar.update()
+            self.done = done
             self.run.set_progress(done, total, "done")
         finally:
             bar.close()
 
-    def rounds(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool) -> None:
+    def rounds(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool, *,
+               before: int = 0) -> None:
         """Measure a paired plan round by round: every `restart_every` rounds each server is
-        restarted and warmed up, then each pair's steps run back to back (`pair`)."""
-        per_round = int((steps["repeat"] == 1).sum())
-        total = len(steps) if self.deadline is None else per_round * rounds_in(
-            self.study, self.p, self.deadline - time.monotonic())
-        bar = tqdm(total=total, disable=not progress, unit="step", mininterval=2, desc=self.study.name)
-        self.run.set_progress(0, total, "starting the servers")
-        contexts = {label: self.context(label, arm.flavour or self.p.flavour) for label, arm in arms.items()}
-        done, durations = 0, []
+        restarted and warmed up (for every arm it serves), then each pair's steps run back to
+        back (`pair`). `before`: steps measured by earlier phases."""
+        per_round = int((steps["repeat"] == steps["repeat"].iloc[0]).sum())
+        total = before + (len(steps) if self.deadline is None else per_round * rounds_in(
+            self.study, self.p, self.deadline - time.monotonic()))
+        bar = tqdm(total=total - before, disable=not progress, unit="step", mininterval=2,
+                   desc=self.study.name + (" (follow-up)" if before else ""))
+        self.run.set_progress(before, total, "starting the servers")
+        keys = {label: server_key(arm, self.p) for label, arm in arms.items()}
+        served = {k: [a for a in arms.values() if keys[a.label] == k] for k in dict.fromkeys(keys.values())}
+        contexts = {k: self.context(k, mine[0].flavour or self.p.flavour, mine) for k, mine in served.items()}
+        for k, mine in served.items():  # the cells a warm-up goes through: the round's
+            contexts[k].cells = _cells(steps[(steps["repeat"] == steps["repeat"].iloc[0])
+                                             & (steps["arm"] == mine[0].label)])
+        done, durations = before, []
         try:
             for repeat, block in steps.groupby("repeat", sort=False):
                 if self.out_of_time(durations):
                     break
                 t0 = time.monotonic()
                 if (int(repeat) - 1) % self.p.restart_every == 0:
-                    for label, arm in arms.items():
-                        self.run.set_progress(done, total, f"r{repeat}: restarting {label}")
-                        self.restart(contexts[label], arm, repeat)
+                    for k, mine in served.items():
+                        self.run.set_progress(done, total, f"r{repeat}: restarting {k}")
+                        self.restart(contexts[k], mine[0], repeat, also=mine[1:])
                 for _, pair in block.groupby("pair", sort=False):
-                    done = self.pair(contexts, pair.to_dict("records"), int(repeat), done, total, bar)
+                    done = self.pair({a: contexts[k] for a, k in keys.items()}, arms,
+                                     pair.to_dict("records"), int(repeat), done, total, bar)
                 durations.append(time.monotonic() - t0)
                 if self.deadline is not None:
                     total = max(total, done + per_round)
-                    bar.total = total
-            self.run.update(rounds_done=len(durations))
+                    bar.total = total - before
+            if not before:
+                self.run.update(rounds_done=len(durations))
+            self.done = done
             self.run.set_progress(done, done if self.deadline else total, "done")
         finally:
             bar.close()
 
-    def pair(self, contexts: dict[str, Context], cells: list[dict[str, Any]], repeat: int,
-             done: int, total: int, bar: Any) -> int:
-        """One cell on every arm, back to back; after a step that wrote, its server settles
-        before the next starts. If any step ran on a busy host the whole pair is measured
-        again (up to `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
+    def pair(self, contexts: dict[str, Context], arms: dict[str, "Arm"],
+             cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
+        """One cell on every arm, back to back. A study with its own `step` measures each as
+        it does in blocks. Sysbench steps: after a step that wrote, its server settles before
+        the next starts, and if any step ran on a busy host the whole pair is measured again
+        (up to `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
+        def begin(i: int, cell: dict[str, Any]) -> Context:
+            ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
+            now = f"r{repeat} {cell['arm']} " + _cell_text(cell)
+            bar.set_postfix_str(now)
+            self.run.set_progress(done + i, total, now)
+            ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
+            return ctx
+
+        own_step = getattr(self.study.module, "step", None)
+        if own_step is not None:
+            for i, cell in enumerate(cells):
+                own_step(begin(i, cell), cell)
+            bar.update(len(cells))
+            return done + len(cells)
         for attempt in range(BUSY_RETRIES + 1):
             held = []
             for i, cell in enumerate(cells):
-                ctx = contexts[cell["arm"]]
-                ctx.repeat = repeat
-                now = f"r{repeat} {cell['arm']} " + _cell_text(cell)
-                bar.set_postfix_str(now)
-                self.run.set_progress(done + i, total, now)
-                ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
+                ctx = begin(i, cell)
                 held.append((ctx, sysbench_attempt(ctx, cell)))
                 if workloads.writes(cell["workload"]):
                     held[-1][1].settle_s, _ = probes.settle(ctx.server, SETTLE_TIMEOUT)
             busy = attempt < BUSY_RETRIES and any(a.busy for _, a in held)
-            for ctx, a in held:
+            for (ctx, a), cell in zip(held, cells):
+                self.use(ctx, arms[cell["arm"]], repeat)
                 if busy:
                     ctx.warmups[0] -= 1
                 keep(ctx, a, ctx.warmups[0] if busy else a.cell["step"], "busy" if busy else "measure")
@@ -455,8 +539,16 @@ def slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-")
 
 
+def _cells(steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Steps' cells as a hook sees them: without their plan columns."""
+    return steps.drop(columns=[c for c in PLAN_COLUMNS if c in steps]).to_dict("records")
+
+
+PLAN_COLUMNS = ("step", "repeat", "arm", "pair", "position")
+
+
 def _cell_text(cell: dict[str, Any]) -> str:
-    return " ".join(str(v) for k, v in cell.items() if k not in ("step", "repeat", "arm", "pair", "position"))
+    return " ".join(str(v) for k, v in cell.items() if k not in PLAN_COLUMNS)
 
 
 def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
@@ -474,10 +566,12 @@ def _max_clients(p: Any) -> int:
     return max(getattr(p, "threads", None) or [0])
 
 
-def record_server(run: Run, server: servers.Server, label: str) -> None:
-    """Add what the server is (version, my.cnf, global variables) to the run's metadata."""
+def record_server(run: Run, server: servers.Server, label: str, *,
+                  session: dict[str, Any] | None = None) -> None:
+    """Add what the server is (version, my.cnf, global variables) to the run's metadata;
+    `session`: the settings the arm's sessions set on it (a shared server)."""
     meta = run.metadata["servers"]
-    meta.append({"label": label, **server.describe()})
+    meta.append({"label": label, **server.describe(), **({"session": session} if session else {})})
     run.update(servers=meta)
 
 
@@ -626,9 +720,14 @@ def sysbench_block_seconds(p: Any) -> float:
     return p.warmup + len(p.workloads) * len(p.threads) * (p.duration + STEP_OVERHEAD)
 
 
+def sysbench_warmup_seconds(p: Any) -> float:
+    """The part of `block_seconds` one arm's warm-up takes."""
+    return p.warmup
+
+
 DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
     "prepare": sysbench_prepare, "warmup": sysbench_warmup, "step": sysbench_step,
-    "block_seconds": sysbench_block_seconds,
+    "block_seconds": sysbench_block_seconds, "warmup_seconds": sysbench_warmup_seconds,
 }
 
 
@@ -668,9 +767,9 @@ def is_paired(steps: pd.DataFrame) -> bool:
     return "pair" in steps and len(steps) > 0 and bool((steps["pair"].fillna(0) > 0).all())
 
 
-def _table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
-    """A comparison table of the design the steps were measured in: pairs per round
-    (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
+def design_table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
+    """A comparison table of the design the steps (or executions) were measured in: pairs per
+    round (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
     if is_paired(steps):
         return stats.paired_table(steps, pair="repeat", **kw)
     return stats.compare_table(steps, **kw)
@@ -681,7 +780,7 @@ def compare_arms(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value
     """Every arm but the baseline (arms[0]) and the A/A twin against the baseline, per
     group of `by`, in one Holm family (paired per round when the steps were)."""
     candidates = [a.label for a in arms[1:] if a.twin_of is None]
-    return _table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=candidates,
+    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=candidates,
                   value=value, higher_is_better=higher_is_better, threshold=threshold)
 
 
@@ -693,5 +792,5 @@ def aa_table(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: st
     twins = [a.label for a in arms if a.twin_of is not None]
     if not twins:
         return pd.DataFrame()
-    return _table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
+    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
                   value=value, higher_is_better=higher_is_better, threshold=threshold)

@@ -3,11 +3,13 @@ detectable effect (MDE) each of its comparison tables will print, so that a user
 whether the run can answer the question before spending an hour on it.
 
 The noise comes from this host's earlier paired runs of the study (their per-round log
-ratios, per workload × threads cell), or, when there are none, from a pilot: the same study
+ratios, per cell: workload × threads for the sysbench studies, query for DBT3 — a study says
+which tables it predicts with `paired_tables(run)`), or, when there are none, from a pilot: the same study
 and parameters for two rounds, kept as an ordinary run (so the next plan uses it too). A
 cell's variance is moderated across the cells as the verdicts do (`stats.moderated`); cells
 the earlier runs did not measure take the median cell's. The prediction is the paired MDE
-(`stats.paired_mde`) at the planned rounds and the table's number of comparisons.
+(`stats.paired_mde`) at the planned rounds and the table's number of comparisons, on the
+degrees of freedom the run's moderated table will have (n − 1 plus the prior's).
 
     lines = plan("thread_pool", "quick", {})
 """
@@ -29,39 +31,55 @@ PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used
 
 
+# what a table is predicted from: (its words, the measured observations, cell columns, value)
+Observations = tuple[str, pd.DataFrame, list[str], str]
+
+
+def sysbench_tables(run: Run) -> list[Observations]:
+    """The sysbench studies' paired tables: QPS and p99 per workload × threads."""
+    steps = experiment.measured(run) if (run.path / "tables" / "steps").exists() else pd.DataFrame()
+    return [(words, steps, analysis.BY, analysis.METRICS[metric][0])
+            for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency"))]
+
+
+def paired_tables(study: Any, run: Run) -> list[Observations]:
+    """The tables `dbstudies plan` predicts for `study`, with `run`'s observations."""
+    return getattr(study.module, "paired_tables", sysbench_tables)(run)
+
+
 def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
-    """This host's runs of `study` that hold paired steps, newest first (at most RECENT)."""
+    """This host's runs of `study` that hold paired observations, newest first (at most RECENT)."""
     host = host or platform.node()
-    out = []
+    s, out = load(study), []
     for run in reversed(list_runs(study, root)):
         meta = run.metadata
         if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
             continue
-        if (run.path / "tables" / "steps").exists() and experiment.is_paired(experiment.measured(run)):
+        if all(experiment.is_paired(frame) for _, frame, _, _ in paired_tables(s, run)):
             out.append(run)
         if len(out) == RECENT:
             break
     return out
 
 
-def cell_noise(runs: list[Run], metric: str) -> pd.DataFrame:
-    """Per workload × threads: the variance of the per-round log ratios (every arm against
-    its run's baseline, every run) and its degrees of freedom."""
-    column, _ = analysis.METRICS[metric]
-    parts = []
+def cell_noise(study: Any, runs: list[Run], table: int = 0) -> pd.DataFrame:
+    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p99, per workload
+    × threads): the variance of the per-round log ratios (every arm against its run's
+    baseline, every run) and its degrees of freedom."""
+    parts, by = [], None
     for run in runs:
-        steps = experiment.measured(run)
+        _, frame, by, value = paired_tables(study, run)[table]
         labels = [a["label"] for a in run.metadata.get("arms") or []]
         for cand in labels[1:]:
-            d = stats.pair_up(steps, by=analysis.BY, factor="arm", baseline=labels[0],
-                              candidate=cand, value=column, pair="repeat")
-            g = d.groupby(analysis.BY)["d"]
+            d = stats.pair_up(frame, by=by, factor="arm", baseline=labels[0],
+                              candidate=cand, value=value, pair="repeat")
+            g = d.groupby(by)["d"]
             parts.append(pd.DataFrame({"ss": g.var(ddof=1) * (g.size() - 1), "df": g.size() - 1}))
     if not parts:
-        return pd.DataFrame(columns=[*analysis.BY, "s2", "df"])
-    both = pd.concat(parts).groupby(level=list(range(len(analysis.BY)))).sum()
+        return pd.DataFrame(columns=[*(by or []), "s2", "df"])
+    both = pd.concat(parts).groupby(level=list(range(len(by)))).sum()
     both = both[both["df"] > 0]
-    return both.assign(s2=both["ss"] / both["df"]).reset_index()[[*analysis.BY, "s2", "df"]]
+    return both.assign(s2=both["ss"] / both["df"]).reset_index()[[*by, "s2", "df"]]
 
 
 def planned_rounds(study: Any, p: StudyParams) -> int:
@@ -73,15 +91,19 @@ def planned_rounds(study: Any, p: StudyParams) -> int:
 
 def predict(study: Any, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]:
     """The MDE (%) of the median cell, the smallest and the largest, of a table over the
-    study's cells × candidates at `p`'s rounds, from per-cell noise."""
+    study's cells × candidates at `p`'s rounds, from per-cell noise (its columns before
+    s2 and df name the cell)."""
+    by = [c for c in noise.columns if c not in ("s2", "df")]
     cells = pd.DataFrame(study.cells(p))
     cands = len([a for a in study.arms(p)[1:] if a.twin_of is None])
     m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
-    s2, df, _ = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
-    known = dict(zip(map(tuple, noise[analysis.BY].to_numpy()), s2))
+    s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
+    known = dict(zip(map(tuple, noise[by].to_numpy()), s2))
     typical = float(np.median(s2))
-    mdes = [stats.paired_mde(math.sqrt(known.get((w, t), typical)), n, m) * 100
-            for w, t in cells[analysis.BY].itertuples(index=False)]
+    # the run's table moderates too: each cell's n − 1 df plus the prior's (capped as there)
+    df = min(n - 1 + d0, len(cells) * (n - 1))
+    mdes = [stats.paired_mde(math.sqrt(known.get(tuple(cell), typical)), n, m, df) * 100
+            for cell in cells[by].itertuples(index=False)]
     return {"median": float(np.median(mdes)), "min": min(mdes), "max": max(mdes),
             "rounds": n, "comparisons": m}
 
@@ -110,9 +132,9 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "
              f"× {len(cells)} cells × {len(arms)} arms ({', '.join(a.label for a in arms)}); "
              f"about {experiment.estimated_seconds(study, p) / 60:.0f} min"]
-    if design != "paired" or not all("threads" in c and "workload" in c for c in cells):
-        return lines + ["No MDE prediction: the planner predicts paired sysbench tables "
-                        "(workload × threads cells); this design is not one."]
+    if design != "paired":
+        return lines + ["No MDE prediction: the planner predicts paired tables; the blocks "
+                        "design is not one (`design paired`)."]
     runs = earlier_runs(name, root)
     source = f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
     if not runs:
@@ -122,8 +144,8 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
         say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
         runs = [pilot(study, profile, overrides, root)]
         source = f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
-    for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency")):
-        noise = cell_noise(runs, metric)
+    for i, (words, *_) in enumerate(paired_tables(study, runs[0])):
+        noise = cell_noise(study, runs, i)
         if noise.empty:
             lines.append(f"{words}: no pairs to predict from")
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -414,14 +414,43 @@ def signed_pct(v: float, _: object = None) -> str:
     return "0" if abs(d) < 0.5 else f"{d:+.0f} %".replace("-", "−")
 
 
+def spaced_ratio_ticks(low: float, high: float, most: int = 10) -> list[float]:
+    """The ratio ticks between `low` and `high` (1 always among them), thinned outward from 1
+    so that neighbours are at least 1/`most` of the log range apart (labels never overlap).
+
+    >>> spaced_ratio_ticks(0.2, 3.0)
+    [0.25, 0.5, 0.67, 1, 1.5, 2.0]
+    >>> spaced_ratio_ticks(0.9, 1.12)
+    [0.9, 1, 1.1]
+    """
+    gap = (math.log(high) - math.log(low)) / most
+    kept = [1]
+    for side in (sorted((t for t in RATIO_TICKS if low <= t < 1), reverse=True),
+                 sorted(t for t in RATIO_TICKS if 1 < t <= high)):
+        last = 1.0
+        for t in side:
+            if abs(math.log(t) - math.log(last)) >= gap:
+                kept.append(t)
+                last = t
+    return sorted(kept)
+
+
 def pair_ratios(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshold: float,
-                facet: str = "workload", hue: str = "candidate") -> plt.Figure:
+                facet: str = "workload", hue: str = "candidate", x: str = "threads",
+                xlabel: str = "", xtick: Callable[[Any], str] = str) -> plt.Figure:
     """What a paired verdict is computed from: per cell, every round's ratio candidate /
     baseline (faint dots) and the ratio of geometric means with its 95 % CI (bold), on a log
-    axis labelled as differences; the draw band ±`threshold` shaded. `pairs`: threads, facet,
-    hue and `ratio` per round; `rel`: the comparison table (ratio, ci_low, ci_high)."""
+    axis labelled as differences; the draw band ±`threshold` shaded. `pairs`: x, facet,
+    hue and `ratio` per round; `rel`: the comparison table (ratio, ci_low, ci_high). x
+    "threads" is a log2 axis; any other column is categorical (`xtick` names its values)."""
     facets = sorted(pairs[facet].unique())
     fig, axes = _panels(len(facets))
+    if x == "threads":
+        place = lambda v, i, n: dodged(v.astype(float), i, n)  # noqa: E731
+    else:
+        fig.set_size_inches(MAX_W, PANEL_H)
+        where = {v: k for k, v in enumerate(sorted(pairs[x].unique()))}
+        place = lambda v, i, n: v.map(where) + (i - (n - 1) / 2) * 0.25  # noqa: E731
     colours = palette(rel[hue].unique())
     hues = list(dict.fromkeys(rel[hue]))
     for ax, f in zip(axes, facets):
@@ -430,20 +459,24 @@ def pair_ratios(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshol
         ax.axhline(1, color="0.3", lw=1, zorder=1)
         for i, h in enumerate(hues):
             dots = pairs[(pairs[facet] == f) & (pairs[hue] == h)]
-            x = dodged(dots["threads"].astype(float), i, len(hues))
-            ax.scatter(x, dots["ratio"], s=9, alpha=0.35, color=colours[h], lw=0, zorder=2)
-            r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values("threads")
-            xr = dodged(r["threads"].astype(float), i, len(hues))
+            ax.scatter(place(dots[x], i, len(hues)), dots["ratio"], s=9, alpha=0.35,
+                       color=colours[h], lw=0, zorder=2)
+            r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values(x)
+            xr = place(r[x], i, len(hues))
             ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]],
                         fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
                         label=f"{h}: ratio of geometric means, 95 % CI")
-        _log2_threads(ax, pairs["threads"])
+        if x == "threads":
+            _log2_threads(ax, pairs["threads"])
+        else:
+            ax.set_xticks(range(len(where)), [xtick(v) for v in where])
+            ax.set_xlim(-0.6, len(where) - 0.4)
+            ax.set_xlabel(xlabel or x)
         ax.set_yscale("log")
         values = pd.concat([pairs.loc[pairs[facet] == f, "ratio"], rel["ci_low"], rel["ci_high"]]).dropna()
         low, high = min(values.min(), 1 - threshold) / 1.05, max(values.max(), 1 + threshold) * 1.05
         ax.set_ylim(low, high)
-        ticks = [t for t in RATIO_TICKS if low <= t <= high]
-        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_locator(FixedLocator(spaced_ratio_ticks(low, high)))
         ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_formatter(NullFormatter())
@@ -451,8 +484,8 @@ def pair_ratios(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshol
         ax.set_ylabel(f"{ylabel}: candidate vs baseline")
     fig.suptitle(f"{ylabel}, paired: each round's ratio (dots) and the verdict's estimate with its CI", y=1.02)
     _legend_below(fig, axes[0])
-    fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against client "
-                         f"threads, one panel per {facet}: each round's pair ratio as a faint dot, "
+    fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against "
+                         f"{xlabel or 'client threads'}, one panel per {facet}: each round's pair ratio as a faint dot, "
                          "the ratio of geometric means with its 95 % CI in bold, the draw band "
                          f"±{threshold:.0%} shaded, on a log axis labelled in %.")
     return fig

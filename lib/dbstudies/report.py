@@ -102,6 +102,9 @@ def design_line(meta: dict[str, Any]) -> str:
     >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 16,
     ...              "parameters": {"restart_every": 1}, "plan": plan})
     'paired rounds: 16 rounds × 2 cells, the 2 arms of a cell back to back in a balanced order, each on a server of its own (2 running at once), all restarted and warmed up every round; verdicts from the per-round log ratios'
+    >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 6,
+    ...              "arm_servers": {"A": "f (shared)", "B": "f (shared)"}, "parameters": {"restart_every": 2}})
+    "paired rounds: 6 rounds, the 2 arms of a cell back to back in a balanced order, on 1 server they share, each execution's session given its arm's settings, restarted and warmed up every 2 rounds; verdicts from the per-round log ratios"
     """
     arms = meta.get("arms") or []
     params = meta.get("parameters") or {}
@@ -112,9 +115,13 @@ def design_line(meta: dict[str, Any]) -> str:
         cells = f" × {len(first)} cells" if first else ""
         every = params.get("restart_every", 1)
         budget = f" ({params['budget']:g}-minute budget)" if params.get("budget") else ""
+        n_servers = len(set((meta.get("arm_servers") or {}).values())) or len(arms)
+        where = (f"each on a server of its own ({n_servers} running at once)" if n_servers == len(arms)
+                 else f"on {n_servers} server{'s' if n_servers > 1 else ''} they share, each "
+                      "execution's session given its arm's settings")
         return (f"paired rounds: {rounds} rounds{cells}{budget}, the {len(arms)} arms of a cell back to "
-                f"back in a balanced order, each on a server of its own ({len(arms)} running at once), "
-                f"all restarted and warmed up every {'round' if every == 1 else f'{every} rounds'}; "
+                f"back in a balanced order, {where}, "
+                f"{'all ' if n_servers > 1 else ''}restarted and warmed up every {'round' if every == 1 else f'{every} rounds'}; "
                 "verdicts from the per-round log ratios")
     if not arms:
         return "not recorded"

@@ -79,7 +79,12 @@ class StudyParams:
     server_cpus: str | None = None
     settings: dict = field(default_factory=dict)
     budget: float | None = None  # minutes: as many repeats (rounds) as fit, instead of `repeats`
+    design: str = "blocks"       # "paired" (rounds of adjacent pairs) | "blocks" (experiment)
+    restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
+    # paired design: whether the study's steps give their arm's settings to each session, so
+    # that arms of one flavour without an intent share a server (experiment.server_key)
+    SHARED_SERVER: ClassVar[bool] = False
 
     def validate(self) -> list[str]:
         """Every problem of these parameters: the shared checks, then the study's `check`."""
@@ -93,6 +98,9 @@ class StudyParams:
         if self.budget is not None and not self.budget > 0:
             problems.append(f"budget: minutes > 0 (or none: `repeats` decides), got {self.budget}")
         problems += P.check_cpus("server_cpus", self.server_cpus)
+        if self.design not in DESIGNS:
+            problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
+        problems += P.check_min(self, restart_every=1)
         owned = DRIVER_SETTINGS | self.RESERVED
         clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
         if clash:
@@ -130,7 +138,6 @@ class SysbenchParams(StudyParams):
     duration: int
     client_cpus: str | None = None
     design: str = "paired"
-    restart_every: int = 1
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
     MAX_THREADS: ClassVar[int] = 4096
 
@@ -144,9 +151,6 @@ class SysbenchParams(StudyParams):
         elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):
             problems.append(f"threads: each must be between 1 and {self.MAX_THREADS}, got {self.threads}")
         problems += P.check_min(self, tables=1, table_size=1, warehouses=1, nodes=1, warmup=0, duration=1)
-        if self.design not in DESIGNS:
-            problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
-        problems += P.check_min(self, restart_every=1)
         if self.warehouses > MAX_WAREHOUSES:
             problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
                             f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")
@@ -309,7 +313,7 @@ class Study:
         from . import experiment
         arms = self.arms(p)
         problems = remote_problems(arms, p)
-        if experiment.design(p) == "paired" and hasattr(self.module, "step"):
+        if experiment.design(p) == "paired" and hasattr(self.module, "step") and not p.SHARED_SERVER:
             problems.append(f"design: {self.name} measures its steps its own way, so its arms "
                             "cannot be paired step by step; use blocks")
         elif getattr(p, "budget", None) and p.budget * 60 < 2 * experiment.round_seconds(self, p):

@@ -205,7 +205,8 @@ def run_summaries(series: pd.DataFrame, steps: pd.DataFrame, *,
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    extra = steps[[*KEYS, "latency_p99_ms", "latency_max_ms"]]
+    # a paired design's pair stays with its step: the comparisons then pair by round
+    extra = steps[[*KEYS, *(["pair"] if "pair" in steps else []), "latency_p99_ms", "latency_max_ms"]]
     return extra.merge(out, on="step").sort_values("step", ignore_index=True)
 
 

@@ -5,13 +5,19 @@ the MariaDB sysbench/DBT3 write-up in shared/sources).
 Arms: the `candidates` — named configurations (server variables such as
 `optimizer_use_condition_selectivity`, intents, and optionally their own `flavour`), the first
 the baseline. Each server loads the TPC-H data once (generated offline at `scale_factor`,
-cached). Every block restarts the server with one candidate; warm runs then execute each query
-once unmeasured, cold runs restart the server (OS page cache dropped, no buffer-pool reload)
-before every execution. Each query has a server-side `timeout`: a query that hits it is
+cached). The paired design (default) runs the candidates of one flavour on one shared server,
+each execution's session given its candidate's settings (a setting no session can take is a
+parameter error before the load; a candidate with an intent or its own flavour gets a server
+of its own); a round runs every query on every candidate back to back, in a balanced order,
+and the verdicts come from the per-round log ratios. The block design restarts the server
+with one candidate per block. Warm runs execute each query once unmeasured (per candidate)
+after each restart; cold runs restart the server (OS page cache dropped, no buffer-pool
+reload) before every execution. Each query has a server-side `timeout`: a query that hits it is
 recorded as timed out (no seconds) and shown ">timeout", never as a number.
 
 Per query, every candidate's median seconds is compared with the baseline's (ratio of
-geometric means, CI, Welch on logs, Holm across the queries; draw below `draw_threshold`);
+geometric means, CI, a paired t on the per-round log ratios with the variance moderated across
+the queries — blocks: Welch on logs —, Holm across the queries; draw below `draw_threshold`);
 the geometric mean over the queries is compared per repeat. EXPLAIN FORMAT=JSON of every
 query on every candidate gives the join orders; queries whose orders differ are listed.
 
@@ -39,15 +45,18 @@ if TYPE_CHECKING:
     from ..experiment import Context
     from ..results import Run
 
-QUERIES = Table("queries", 2, {
+QUERIES = Table("queries", 3, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "query": "int64",
     "order_of": "str", "started_at": "float64", "seconds": "float64", "timed_out": "bool",
     "rows": "int64", "handler_reads": "int64", "cold": "bool", "answer": "str",
+    "pair": "int64", "position": "int64",
 }, "one execution of a TPC-H query (phase warmup, measure, or forced: the forced-order phase); "
    "order_of: the candidate whose join order was forced with STRAIGHT_JOIN, empty for the "
    "candidate's own plan; seconds is NaN when it timed out; answer: 'ok', how the result "
    "differs from DuckDB's reference answer, or empty when not checked (a timeout, or a scale "
-   "factor without reference answers)")
+   "factor without reference answers); pair: the paired design's pair (the candidates' "
+   "executions of one cell in one round, back to back; 0 in blocks and warm-ups), position: "
+   "the execution's place in it")
 LOADS = Table("loads", 1, {"flavour": "str", "table": "str", "rows": "int64", "load_s": "float64",
                            "index_s": "float64"}, "TPC-H load and index build per table")
 PLANS = Table("plans", 1, {"arm": "str", "query": "int64", "select_id": "int64", "position": "int64",
@@ -73,6 +82,7 @@ class Params(S.StudyParams):
     cold: bool
     timeout: float
     RESERVED: ClassVar[frozenset[str]] = frozenset()
+    SHARED_SERVER: ClassVar[bool] = True  # candidates' settings are given to each session
 
     def check(self) -> list[str]:
         problems = S.configs_problems("candidates", self.candidates, self.flavour)
@@ -98,12 +108,19 @@ class Params(S.StudyParams):
 
 _CANDIDATES = {"selectivity 4 (default)": {}, "selectivity 1": {"optimizer_use_condition_selectivity": 1}}
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, settings={}, engine="InnoDB", candidates=_CANDIDATES, budget=None)
+               server_cpus=None, settings={}, engine="InnoDB", candidates=_CANDIDATES, budget=None,
+               design="paired", restart_every=1)
 ALL = list(range(1, 23))
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, scale_factor=0.01, queries=[3, 5, 7, 13], repeats=2, cold=False,
                   timeout=30),
-    "quick": dict(_COMMON, scale_factor=1, queries=ALL, repeats=3, cold=False, timeout=120),
+    # paired rounds on one shared server: 22 queries × 2 candidates back to back per round.
+    # Measured here (6 rounds, a restart every round): pairs' log-ratio SD 0.03–0.29 (median
+    # 0.08), none of their variance between rounds — on a shared server a start's luck falls
+    # on both candidates of a pair alike — so 8 rounds with a restart every 4 (≈ 16 % MDE,
+    # `dbstudies plan`) rather than 6 with a restart (and warm-up) each (21 %)
+    "quick": dict(_COMMON, scale_factor=1, queries=ALL, repeats=8, restart_every=4, cold=False,
+                  timeout=120),
     # the source: each query 5 times on cold caches, a 2-hour timeout
     "full": dict(_COMMON, scale_factor=10, queries=ALL, repeats=5, cold=True, timeout=7200,
                  settings={"innodb_buffer_pool_size": "8G"}),
@@ -132,8 +149,9 @@ def prepare(ctx: "Context") -> None:
 
 
 def warmup(ctx: "Context") -> None:
-    """Warm runs: every cell of the block once after the restart (the forced-order phase: each
-    variant as it will be timed), recorded with phase warmup."""
+    """Warm runs: every cell of the block (paired: of a round) once after the restart, for
+    the candidate `ctx.arm` (the forced-order phase: each variant as it will be timed),
+    recorded with phase warmup."""
     if not ctx.params.cold:
         for cell in ctx.cells:
             sql, order_of = _variant(ctx, cell)
@@ -150,7 +168,7 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     if sql is None:
         return
     if ctx.params.cold:
-        ctx.server.cold_restart(ctx.arm.settings, intent=ctx.arm.intent)
+        ctx.server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
     if ctx.repeat == 1 and "order_of" not in cell:
         _record_plan(ctx, cell["query"])
     _execute(ctx, cell, "forced" if "order_of" in cell else "measure", sql, order_of)
@@ -217,7 +235,7 @@ def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | 
             except sql_.OrderNotForced:
                 if tables in differing:
                     raise
-        with sql_.Session(ctx.server, "tpch") as session:
+        with _session(ctx) as session:
             plan = session.explain(forced)
         in_effect = sql_.order_signature(sql_.join_order(plan))
         for tables in done:
@@ -242,9 +260,25 @@ def _blocks(order: list[dict[str, Any]]) -> dict[int, list[str]]:
 
 
 def block_seconds(p: Params) -> float:
-    """A rough estimate: ≈ 2 s per query at SF 1 on these machines (DESIGN §5), scaled."""
-    per_query = max(0.05, 2.0 * p.scale_factor) + (4 if p.cold else 0)
-    return len(p.queries) * per_query * (1 if p.cold else 2)
+    """A rough estimate: ≈ 3 s per query at SF 1 on these machines (measured: 22 queries in
+    60–70 s warm on MariaDB 10.11), scaled; warm
+    runs go through the queries twice (the warm-up first)."""
+    return len(p.queries) * _per_query(p) * (1 if p.cold else 2)
+
+
+def warmup_seconds(p: Params) -> float:
+    """The warm-up's part of `block_seconds`: one pass over the queries (none when cold)."""
+    return 0.0 if p.cold else len(p.queries) * _per_query(p)
+
+
+def _per_query(p: Params) -> float:
+    return max(0.05, 3.0 * p.scale_factor) + (4 if p.cold else 0)
+
+
+def _session(ctx: "Context") -> Any:
+    """A session on the candidate's server, with the candidate's settings where it shares
+    the server with others (`ctx.session`)."""
+    return dbstudies.workloads.sql.Session(ctx.server, "tpch", settings=ctx.session)
 
 
 def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_of: str) -> None:
@@ -252,7 +286,7 @@ def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_o
 
     import pandas as pd
     reference = _reference(ctx.params.scale_factor)
-    with dbstudies.workloads.sql.Session(ctx.server, "tpch") as session:
+    with _session(ctx) as session:
         t0 = time.time()
         e = session.execute(sql, timeout=ctx.params.timeout, keep_result=reference is not None)
     reads = sum(v for k, v in e.counters.items() if k.startswith("Handler_read"))
@@ -264,7 +298,8 @@ def _execute(ctx: "Context", cell: dict[str, Any], phase: str, sql: str, order_o
         "step": cell["step"], "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
         "query": cell["query"], "order_of": order_of, "started_at": t0,
         "seconds": e.seconds if e.seconds is not None else math.nan, "timed_out": e.timed_out,
-        "rows": e.rows, "handler_reads": reads, "cold": ctx.params.cold, "answer": answer}]))
+        "rows": e.rows, "handler_reads": reads, "cold": ctx.params.cold, "answer": answer,
+        "pair": cell.get("pair", 0), "position": cell.get("position", 0)}]))
 
 
 @functools.cache
@@ -298,7 +333,7 @@ def answers_line(run: "Run", p: Params) -> str:
 
 def _record_plan(ctx: "Context", query: int) -> None:
     import pandas as pd
-    with dbstudies.workloads.sql.Session(ctx.server, "tpch") as session:
+    with _session(ctx) as session:
         order = dbstudies.workloads.sql.join_order(session.explain(dbstudies.tpch.queries()[query]))
     rows = pd.DataFrame(order).assign(arm=ctx.arm.label, query=query)
     rows["key"] = rows["key"].fillna("").astype(str)
@@ -312,6 +347,12 @@ def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""
     q = run.table(QUERIES)
     return q[q["phase"] == phase].reset_index(drop=True)
+
+
+def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+    """What `dbstudies plan` predicts (planner): the per-query table, from the measured
+    executions' seconds."""
+    return [("seconds per query", executions(run), ["query"], "seconds")]
 
 
 def summary(ex: "pd.DataFrame") -> "pd.DataFrame":
@@ -334,7 +375,8 @@ def relative(ex: "pd.DataFrame", p: Params) -> "pd.DataFrame":
 def _compare(ex: "pd.DataFrame", by: list[str], factor: str, baseline: str, candidates: list[str],
              p: Params) -> "pd.DataFrame":
     """Seconds of each candidate vs the baseline per group of `by` (lower is better), one Holm
-    family; a group where either side has a timeout is not tested (censored), said so."""
+    family, paired by round when the executions were measured in pairs; a group where either
+    side has a timeout is not tested (censored), said so."""
     import pandas as pd
     timed_out = ex.groupby([*by, factor])["timed_out"].any().to_dict()
     keys = list(ex[by].drop_duplicates().itertuples(index=False, name=None))
@@ -343,9 +385,9 @@ def _compare(ex: "pd.DataFrame", by: list[str], factor: str, baseline: str, cand
     rows = zip(ex[by].itertuples(index=False, name=None), ex[factor])
     clean = ex[[not (timed_out.get((*k, f), False) if f == baseline else (k, f) in censored)
                 for k, f in rows]]
-    rel = dbstudies.stats.compare_table(clean, by=by, factor=factor, baseline=baseline,
-                                        candidates=candidates, value="seconds",
-                                        higher_is_better=False, threshold=p.draw_threshold)
+    rel = dbstudies.experiment.design_table(clean, by=by, factor=factor, baseline=baseline,
+                                            candidates=candidates, value="seconds",
+                                            higher_is_better=False, threshold=p.draw_threshold)
     said = [{"candidate": c, **dict(zip(by, k)), "verdict": CENSORED,
              "bound": censored_bound(*(_side(ex, by, k, factor, x) for x in (baseline, c)), p.timeout)}
             for k, c in sorted(censored) if (*k, c) in timed_out]
@@ -379,6 +421,20 @@ def censored_bound(base: "pd.DataFrame", cand: "pd.DataFrame", timeout: float) -
         return float(np.exp(np.log(side["seconds"].where(~side["timed_out"], timeout)).mean()))
     pct = gm(cand) / gm(base) * 100
     return f"{'≥' if tc else '≤'} {pct:,.0f} %" if pct >= 10 else f"{'≥' if tc else '≤'} {pct:.2g} %"
+
+
+def pair_ratios(ex: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+    """Every round's time ratio candidate / baseline per query (paired executions; timed-out
+    ones left out), for `plots.pair_ratios`; empty for blocks."""
+    import pandas as pd
+    if not dbstudies.experiment.is_paired(ex):
+        return pd.DataFrame()
+    a = arms(p)
+    done = ex[~ex["timed_out"]]
+    out = pd.concat([dbstudies.stats.pair_up(done, by=["query"], factor="arm", baseline=a[0].label,
+                                             candidate=c.label, value="seconds", pair="repeat")
+                     .assign(candidate=c.label) for c in a[1:] if c.twin_of is None], ignore_index=True)
+    return out.assign(ratio=out["b"] / out["a"], all="all queries")
 
 
 def query_table(summ: "pd.DataFrame", rel: "pd.DataFrame", p: Params) -> "pd.DataFrame":
@@ -429,13 +485,16 @@ def _relative_text(r: Any) -> str:
 
 
 def geomean(ex: "pd.DataFrame", p: Params) -> "pd.DataFrame":
-    """Per candidate × repeat: the geometric mean of the queries' seconds (repeats where a
-    query timed out are left out), then each candidate against the baseline."""
+    """Per candidate × repeat (round): the geometric mean of the queries' seconds (repeats
+    where a query timed out are left out), then each candidate against the baseline (paired by
+    round when the executions were)."""
     import numpy as np
     per_repeat = (ex[~ex["timed_out"]].groupby(["arm", "repeat"])
                   .agg(n=("seconds", "size"), geomean_s=("seconds", lambda s: float(np.exp(np.log(s).mean()))))
                   .reset_index())
     per_repeat = per_repeat[per_repeat["n"] == len(p.queries)].assign(all="all queries")
+    if dbstudies.experiment.is_paired(ex):  # a round's geometric means were measured in pairs
+        per_repeat["pair"] = per_repeat["repeat"]
     return dbstudies.experiment.compare_arms(per_repeat, arms(p), by=["all"], value="geomean_s",
                                              higher_is_better=False, threshold=p.draw_threshold)
 

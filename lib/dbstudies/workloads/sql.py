@@ -49,13 +49,68 @@ def with_timeout(sql: str, seconds: float, family: str) -> list[str]:
     return [f"SET STATEMENT max_statement_time={seconds:g} FOR {sql}"]
 
 
-class Session:
-    """A connection to `database` on `server` (anything with `connect()` and a `flavour`)."""
+SIZE = re.compile(r"(\d+)([KMGT])", re.I)
 
-    def __init__(self, server: Any, database: str):
+
+def set_session(settings: dict[str, Any]) -> list[str]:
+    """The SET SESSION statements that give a session `settings` (my.cnf spelling: dashes or
+    underscores, sizes with a K/M/G/T suffix, booleans, strings such as optimizer_switch's).
+
+    >>> set_session({"optimizer-use-condition-selectivity": 1, "join_buffer_size": "1M",
+    ...              "optimizer_switch": "index_merge=off", "big_tables": True})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['SET SESSION optimizer_use_condition_selectivity = 1', 'SET SESSION join_buffer_size = 1048576',
+     "SET SESSION optimizer_switch = 'index_merge=off'", 'SET SESSION big_tables = ON']
+    """
+    return [f"SET SESSION {_name(k)} = {_literal(v)}" for k, v in settings.items()]
+
+
+def _name(key: str) -> str:
+    name = key.strip().replace("-", "_")
+    return name[len("loose_"):] if name.startswith("loose_") else name
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    text = str(value).strip()
+    if isinstance(value, (int, float)) or re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return text
+    size = SIZE.fullmatch(text)
+    if size:
+        return str(int(size[1]) * 1024 ** ("KMGT".index(size[2].upper()) + 1))
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def session_problems(server: Any, settings: dict[str, Any]) -> list[str]:
+    """Which of `settings` a session of `server` cannot take (a global-only or read-only
+    variable, a value it refuses), each with the server's own words; [] when all apply."""
+    import mysql.connector
+    problems = []
+    conn = server.connect()
+    try:
+        cursor = conn.cursor()
+        for (key, value), statement in zip(settings.items(), set_session(settings)):
+            try:
+                cursor.execute(statement)
+            except mysql.connector.Error as e:
+                problems.append(f"{key} = {value}: {e.msg}")
+        cursor.close()
+    finally:
+        conn.close()
+    return problems
+
+
+class Session:
+    """A connection to `database` on `server` (anything with `connect()` and a `flavour`),
+    with `settings` given to this session only (`set_session`)."""
+
+    def __init__(self, server: Any, database: str, settings: dict[str, Any] | None = None):
         self.family = server.flavour.family
         self.conn = server.connect(database=database)
         self.cursor = self.conn.cursor()
+        for statement in set_session(dict(settings or {})):
+            self.cursor.execute(statement)
 
     def __enter__(self) -> "Session":
         return self
