@@ -125,3 +125,7 @@ def test_the_paired_design_pairs_long_write_steps_by_round(tmp_path):
     rel = cs.relative(runs, p, "tps")
     assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
+    # the planner predicts the verdict tables from the same run summaries
+    from dbstudies import planner
+    noise = planner.cell_noise(cs, [run], 0)  # median TPS
+    assert noise[["workload", "threads", "df"]].values.tolist() == [["oltp_write_only", 4, 1]]

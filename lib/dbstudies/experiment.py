@@ -7,8 +7,11 @@ server with the arm's intent and settings (neither sticks to the next start), wa
 discarded), then measure every cell in a seeded random order. Each finished step is
 flushed to the run directory at once, so a failure keeps everything measured so far.
 
-**The paired design** (`design = "paired"`, the sysbench studies' default) measures every
-arm on a server of its own, all running for the whole measurement. A *round* measures every
+**The paired design** (`design = "paired"`, the default of the thread-pool, versions and
+DBT3 studies) measures every arm on a server of its own, all running for the whole
+measurement — or, in a study whose steps give their arm's settings to each session
+(`SHARED_SERVER`: DBT3's optimizer candidates), the arms of one flavour on one shared server
+(`server_key`), a setting no session can take refused before the data is loaded. A *round* measures every
 cell once on every arm, the arms of one cell back to back (a *pair*), in an order balanced
 across rounds (each arm in each position equally often) and cells shuffled per round; every
 `restart_every` rounds all servers are restarted and warmed up. Host noise seconds apart is
@@ -21,7 +24,7 @@ busy host is measured again whole.
 Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`,
 and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-times the
 queries whose join orders differ with each other candidate's order forced). They are measured
-after the plan, in blocks of their own — every arm, `repeats` times, interleaved as above.
+after the plan in the same design — every arm, `repeats` times, interleaved as above.
 The defaults below drive sysbench: load the tables once per server, warm up with
 read-only OLTP (our TPC-C-/LinkBench-like workloads alone: with themselves), and measure one
 workload × client threads cell per step.

@@ -8,10 +8,16 @@ A study is a module `dbstudies.studies.<name>` that declares:
 - `arms(p)`: the configurations compared, baseline first (each an `Arm`);
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
   client threads from `SysbenchParams.cells`);
-- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)` and `block_seconds(p)`
-  (the defaults in `experiment` load and drive sysbench), and `follow_up(p, run)`: cells
-  chosen from what the plan measured, measured after it in blocks of their own;
-- its analysis: tables, conclusion.
+- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)` and
+  `warmup_seconds(p)` (the defaults in `experiment` load and drive sysbench), and
+  `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
+- its analysis: tables, conclusion; optionally `paired_tables(run)`: the tables `dbstudies
+  plan` predicts, as (words, observations, cell columns, value) — default: sysbench QPS and
+  p99 per workload × threads.
+
+A study with its own `step` is measured in blocks, unless its `Params.SHARED_SERVER` says
+that its steps give their arm's settings to each session (`ctx.session`): then the paired
+design runs the arms of one flavour on one server (`experiment.server_key`).
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.

@@ -38,7 +38,7 @@ def analyse(run: Run) -> None:
                                   "busy": g["host_busy"].sum(), "other_pct": g["host_other_pct"].median()})
             with pd.option_context("display.width", 200, "display.max_rows", 200):
                 print(table.round(1).unstack("arm").to_string())
-        higher = value in ("qps", "tps")
+        higher = value in ("qps", "tps", "median_tps")
         rel = experiment.compare_arms(frame, arms, by=by, value=value, higher_is_better=higher)
         sd = stats.pooled_sd_log(x for _, x in g[value])
         print(f"{words}: pooled CV {sd * 100:.1f} %, median cell CV "

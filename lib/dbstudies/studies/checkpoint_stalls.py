@@ -55,21 +55,27 @@ class Params(S.SysbenchParams):
 # the measured fact this study is built around (issue 9): a 16M redo log at 64 threads with
 # innodb_flush_log_at_trx_commit=0 keeps checkpoint age near 100 % and costs throughput
 _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
-# blocks until a paired A/A on this study shows that an idle server flushing beside the
-# measured one does not disturb it (long write steps: issue 20)
-_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False, design="blocks",
+# paired: a paired A/A here (quick, 5 rounds + the twin) showed no disturbance from the idle
+# server — its flushing is waited out after each write step (3–12 s), the position within a
+# pair moved TPS by ≤ 2.6 % (SD of a pair 0.07–0.10), the A/A verdict a draw (README
+# "Statistics")
+_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False, design="paired",
                server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
                settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10, nodes=1_000_000,
                budget=None, restart_every=1)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=4, repeats=2),
+    # 7 paired rounds: ≈ 11 % MDE on median TPS predicted from the A/A run's pairs
     "quick": dict(_COMMON, workloads=["oltp_write_only"], threads=[64], tables=4,
-                  table_size=100_000, warmup=10, duration=60, repeats=5),
-    # the sources' long runs: read-only warm-up, then ≥ 30 minutes of read/write
-    "full": dict(_COMMON, workloads=["oltp_read_write", "oltp_write_only"], threads=[16, 64],
-                 tables=16, table_size=1_000_000, warmup=300, duration=1800, repeats=3,
-                 settings={"innodb_flush_log_at_trx_commit": 0, "innodb_buffer_pool_size": "8G"}),
+                  table_size=100_000, warmup=10, duration=60, repeats=7),
+    # the sources' read/write runs, in paired rounds that fit ≈ 4 hours: 3-minute steps (each
+    # sees several checkpoints: a 16M redo log fills in seconds, 1G in ≈ 2 min at 64 threads
+    # here), 14 rounds — ≈ 10 % predicted from the quick runs' pairs (`dbstudies plan`); the
+    # sources' 30-minute steps: `-p duration 1800 -p design blocks` (≈ 12 h at 3 repeats)
+    "full": dict(_COMMON, workloads=["oltp_read_write", "oltp_write_only"], threads=[64],
+                 tables=16, table_size=1_000_000, warmup=60, duration=180, repeats=14,
+                 settings={"innodb_flush_log_at_trx_commit": 0, "innodb_buffer_pool_size": "6G"}),
 }
 
 
@@ -131,6 +137,17 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     column, higher, _ = METRICS[metric]
     return dbstudies.analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
                                               column, higher, control=control)
+
+
+def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+    """What `dbstudies plan` predicts (planner): the verdict tables, from the run summaries of
+    the measured steps (none when the run measured none)."""
+    steps = dbstudies.experiment.measured(run)
+    table = steps if steps.empty else dbstudies.timeseries.run_summaries(
+        series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
+    if "stall_seconds" in table:
+        table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
+    return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
