@@ -401,7 +401,7 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
     return fig
 
 
-RATIO_TICKS = (0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0)
+RATIO_TICKS = (0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 
 
 def signed_pct(v: float, _: object = None) -> str:
@@ -419,7 +419,7 @@ def spaced_ratio_ticks(low: float, high: float, most: int = 10) -> list[float]:
     so that neighbours are at least 1/`most` of the log range apart (labels never overlap).
 
     >>> spaced_ratio_ticks(0.2, 3.0)
-    [0.25, 0.5, 0.67, 1, 1.5, 2.0]
+    [0.25, 0.5, 0.67, 1, 1.5, 2.0, 3.0]
     >>> spaced_ratio_ticks(0.9, 1.12)
     [0.9, 1, 1.1]
     """
