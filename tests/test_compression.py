@@ -189,3 +189,19 @@ def test_a_server_without_the_algorithm_is_refused_before_a_load(lz4_server):
         compression.check_available(s, compression.parse("page:lz4"))
     with pytest.raises(servers.ServerError, match=r"has no snappy compression \(Innodb_have_snappy is OFF\)"):
         compression.check_available(s, compression.parse("page:snappy"))
+
+
+@pytest.mark.server
+def test_the_paired_design_runs_each_format_on_a_server_of_its_own(tmp_path):
+    """design paired (not the default here): every candidate's step — load, cold restart, run
+    — on its own server, the candidates of a round back to back, verdicts from the pairs."""
+    from dbstudies import stats
+    p = study.resolve("smoke", design="paired", candidates=["none", "page:zlib"], duration=2)
+    run = study.open_run(p, root=tmp_path)
+    study.measure(p, run, progress=False)
+    steps = study.measured(run)
+    assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
+    assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
+    runs = study.runs(study.series(run, steps), steps, run)
+    rel = study.relative(runs, p, "tps")
+    assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]

@@ -251,6 +251,7 @@ def _servers(action: str, name: str | None) -> int:
 
 def _sweep_commands(args: argparse.Namespace) -> int:
     import os
+    import signal
     import subprocess
 
     from . import sweep
@@ -265,6 +266,9 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     s = sweep.Sweep(study.load(args.study).name, jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
+    # Ctrl-C (SIGINT) ends the sweep even when it was started with SIGINT ignored, as a
+    # background job of a non-interactive shell is (bash does that): `kill -INT` must work
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         s.run_on(args.scheduler) if args.scheduler else s.run_here()
     except KeyboardInterrupt:

@@ -15,9 +15,9 @@ A study is a module `dbstudies.studies.<name>` that declares:
   plan` predicts, as (words, observations, cell columns, value) — default: sysbench QPS and
   p99 per workload × threads.
 
-A study with its own `step` is measured in blocks, unless its `Params.SHARED_SERVER` says
-that its steps give their arm's settings to each session (`ctx.session`): then the paired
-design runs the arms of one flavour on one server (`experiment.server_key`).
+In the paired design a study's own `step` measures each arm of a pair on that arm's server;
+when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session
+(`ctx.session`), the arms of one flavour share one server (`experiment.server_key`).
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
@@ -319,10 +319,7 @@ class Study:
         from . import experiment
         arms = self.arms(p)
         problems = remote_problems(arms, p)
-        if experiment.design(p) == "paired" and hasattr(self.module, "step") and not p.SHARED_SERVER:
-            problems.append(f"design: {self.name} measures its steps its own way, so its arms "
-                            "cannot be paired step by step; use blocks")
-        elif getattr(p, "budget", None) and p.budget * 60 < 2 * experiment.round_seconds(self, p):
+        if getattr(p, "budget", None) and p.budget * 60 < 2 * experiment.round_seconds(self, p):
             problems.append(f"budget: {p.budget:g} min cannot hold the two "
                             f"{'rounds' if experiment.design(p) == 'paired' else 'repeats'} a "
                             f"verdict needs (≈ {experiment.round_seconds(self, p) / 60:.1f} min each)")

@@ -214,13 +214,13 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     _append(run, FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
                             "algorithm": f["algorithm"] or ""} for f in formats])
     _record_counters(run, n, "load", before, loaded)
-    server.cold_restart(ctx.arm.settings, intent=ctx.arm.intent)
+    server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
     _footprint(run, server, n, "load")
     start = _counters(server)
     ctx.progress(f"running {workload} from a cold buffer pool")
     dbstudies.experiment.sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
     _record_counters(run, n, "run", start, _counters(server))
-    server.restart(ctx.arm.settings, intent=ctx.arm.intent)
+    server.restart(ctx.start_settings(), intent=ctx.arm.intent)
     _footprint(run, server, n, "run")
     server.query(f"DROP DATABASE `{DB}`")
 
@@ -342,6 +342,13 @@ def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × threads × candidate: n, and the median, min and max over repeats of
     every per-step figure; `never_steady` counts runs that did not settle."""
     return dbstudies.analysis.over_repeats(run_table, SUMMARISED)
+
+
+def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+    """What `dbstudies plan` predicts (planner): the verdict tables, per measured step."""
+    steps = dbstudies.experiment.measured(run)
+    table = steps if steps.empty else runs(series(run, steps), steps, run)
+    return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
