@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dbstudies import experiment
 from dbstudies.experiment import STEPS
-from dbstudies.study import load
+from dbstudies.study import arms_of, load
 
 tp = load("thread_pool")
 PC, POOL, TWIN = tp.PER_CONNECTION, tp.POOL, tp.PER_CONNECTION + " (A/A)"
@@ -47,7 +48,7 @@ def test_summary_has_medians_spread_and_cv_per_configuration():
 
 def test_relative_finds_the_effect_and_only_it():
     steps = synthetic_steps()
-    p = tp.resolve("quick", aa_control=True)
+    p = experiment.resolve(tp, "quick", aa_control=True)
     rel = tp.relative(steps, p)
     assert set(rel["candidate"]) == {POOL} and len(rel) == 8  # the twin is not a candidate
     better = rel[rel.verdict == "better"]
@@ -66,13 +67,13 @@ def test_relative_finds_the_effect_and_only_it():
 def test_without_the_control_there_is_no_aa_table():
     steps = synthetic_steps()
     steps = steps[steps.arm != TWIN]
-    assert tp.relative(steps, tp.resolve("quick"), control=True).empty
+    assert tp.relative(steps, experiment.resolve(tp, "quick"), control=True).empty
 
 
 def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     steps = synthetic_steps(busy={3, 4})
     steps["remeasured"] = (steps["step"] == 5) * 3
-    p = tp.resolve("quick", aa_control=True)
+    p = experiment.resolve(tp, "quick", aa_control=True)
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
               "aa": tp.relative(steps, p, control=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
@@ -88,7 +89,7 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
 
 def test_conclusion_says_when_no_verdict_is_possible():
     steps = synthetic_steps(repeats=1)
-    p = tp.resolve("quick", repeats=1)
+    p = experiment.resolve(tp, "quick", repeats=1)
     tables = {"qps": tp.relative(steps, p)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "no verdict is possible by construction" in text and "8 draw" in text
@@ -97,15 +98,15 @@ def test_conclusion_says_when_no_verdict_is_possible():
 def test_a_noisy_aa_is_reported_as_such():
     steps = synthetic_steps(cv=0.001)
     steps.loc[steps.arm == TWIN, "qps"] *= 1.5  # a drifting machine: the twin looks faster
-    p = tp.resolve("quick", aa_control=True)
+    p = experiment.resolve(tp, "quick", aa_control=True)
     text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, control=True)}, p, 2)
     assert "**not all draw**" in text
 
 
 def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts():
     vs = load("versions")
-    p = vs.resolve("quick")
-    labels = [a.label for a in vs.arms(p)]
+    p = experiment.resolve(vs, "quick")
+    labels = [a.label for a in arms_of(vs, p)]
     assert labels[0] == "mariadb-10.11" and sorted(labels) == sorted(vs.FOUR)
     gains = {"mariadb-10.5": 1.0, "mariadb-11.8": 1.0, "mysql-9.7": 0.7}
     rng = np.random.default_rng(3)
@@ -134,10 +135,10 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
 
 
 def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells():
-    p = tp.resolve("quick", flavours=["mariadb-10.11", "mysql-9.7"])
-    labels = [a.label for a in tp.arms(p)]
+    p = experiment.resolve(tp, "quick", flavours=["mariadb-10.11", "mysql-9.7"])
+    labels = [a.label for a in arms_of(tp, p)]
     base, pool, mysql = (f"mariadb-10.11 · {PC}", f"mariadb-10.11 · {POOL}", f"mysql-9.7 · {PC}")
-    assert labels == [base, pool, mysql] and tp.arms(p)[2].flavour == "mysql-9.7"
+    assert labels == [base, pool, mysql] and arms_of(tp, p)[2].flavour == "mysql-9.7"
     assert tp.not_available(p) == [(f"mysql-9.7 · {POOL}", "mysql-9.7")]
     gains = {base: 1.0, pool: 1.0, mysql: 0.7}
     rng = np.random.default_rng(5)
@@ -168,4 +169,4 @@ def test_flavours_are_checked():
                          "schedulers: none of mysql-9.7 has a thread pool"),
                         ({"flavours": ["mariadb-10.11", "mariadb-10.11"]}, "need distinct flavours")]:
         with pytest.raises(tp.P.ParamError, match=message):
-            tp.resolve("smoke", **kw)
+            experiment.resolve(tp, "smoke", **kw)

@@ -5,16 +5,17 @@ import json
 
 import pytest
 
+from dbstudies import experiment, ownership
 from dbstudies.params import ParamError
 from dbstudies.results import INTERVALS, STATUS, Run
-from dbstudies.study import load
+from dbstudies.study import arms_of, load
 
 cs = load("checkpoint_stalls")
 
 
 def problems(**overrides):
     with pytest.raises(ParamError) as e:
-        cs.resolve("smoke", **overrides)
+        experiment.resolve(cs, "smoke", **overrides)
     return e.value.problems
 
 
@@ -41,9 +42,9 @@ def test_an_intent_a_flavour_cannot_say_is_a_parameter_error():
 
 
 def test_arms_split_intent_from_plain_settings():
-    p = cs.resolve("smoke", configs={"a": {"redo_log": "64M", "innodb_io_capacity": 400},
+    p = experiment.resolve(cs, "smoke", configs={"a": {"redo_log": "64M", "innodb_io_capacity": 400},
                                      "b": {"redo_log": "1G", "innodb_adaptive_flushing": "OFF"}})
-    a, b = cs.arms(p)
+    a, b = arms_of(cs, p)
     assert (a.label, dict(a.settings), a.intent.redo_log) == ("a", {"innodb_io_capacity": 400}, "64M")
     assert b.intent.asdict() == {"redo_log": "1G"} and b.settings == {"innodb_adaptive_flushing": "OFF"}
 
@@ -65,7 +66,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     assert used["redo 1G"]["innodb_flush_log_at_trx_commit"] == "0"  # the common settings
     # every step stored whole: nothing left streaming
     assert not list((run.path / "tables").glob("*/stream-*.jsonl"))
-    steps = cs.measured(run)
+    steps = experiment.measured(run)
     series = cs.series(run, steps)
     assert len(series) == len(run.table(INTERVALS)[lambda d: d.step > 0]) and len(steps) == 4
     probes = ["checkpoint_age_pct", "redo_bytes_per_s", "dirty_pages", "pages_flushed_per_s",
@@ -74,7 +75,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     assert (series["redo_bytes_per_s"] > 0).all() and (series["server_write_bytes_per_s"] >= 0).all()
     age = series.groupby("arm")["checkpoint_age_pct"].median()
     assert age["redo 16M"] > 3 * age["redo 1G"]  # a small log runs near its maximum age
-    runs = cs.runs(series, steps, cs.resolve("smoke"))
+    runs = cs.runs(series, steps, experiment.resolve(cs, "smoke"))
     assert len(runs) == 4 and (runs["kb_per_txn"] > 0).all() and (runs["median_tps"] > 0).all()
     assert set(runs["stall_seconds"]) <= set(range(5))
     status = run.table(STATUS)
@@ -114,10 +115,10 @@ def test_the_paired_design_pairs_long_write_steps_by_round(tmp_path):
     """design paired: every configuration on a server of its own, the steps of a round back to
     back (the idle one's flushing waited out, `settle_s`), the verdicts from per-round ratios."""
     from dbstudies import stats
-    p = cs.resolve("smoke", design="paired", duration=2)
-    run = cs.open_run(p, root=tmp_path)
-    cs.measure(p, run, progress=False)
-    steps = cs.measured(run)
+    p = experiment.resolve(cs, "smoke", design="paired", duration=2)
+    run = ownership.open_run(cs, p, root=tmp_path)
+    experiment.measure(cs, p, run, progress=False)
+    steps = experiment.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert steps["settle_s"].notna().all()  # write steps: each one's server settled after it
     runs = cs.runs(cs.series(run, steps), steps, p)

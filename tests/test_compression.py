@@ -5,13 +5,14 @@ data that would fit in memory), and the smoke run's tables and report."""
 import json
 
 import pytest
-
 from conftest import processes_mentioning
-from dbstudies import servers
+
+from dbstudies import experiment, ownership, servers
 from dbstudies.params import ParamError
-from dbstudies.results import Run, storage_facts
+from dbstudies.provenance import storage_facts
+from dbstudies.results import Run
 from dbstudies.servers import compression
-from dbstudies.study import load
+from dbstudies.study import arms_of, load
 from dbstudies.workloads import linkbench
 from dbstudies.workloads.sysbench import Sysbench, SysbenchError
 
@@ -21,7 +22,7 @@ CANDIDATES = ["none", "page:zlib", "page:lz4", "row:8", "row:4"]
 
 def problems(**overrides):
     with pytest.raises(ParamError) as e:
-        study.resolve("smoke", **overrides)
+        experiment.resolve(study, "smoke", **overrides)
     return e.value.problems
 
 
@@ -57,7 +58,7 @@ def test_baseline_warmup_and_io_bound_scale_are_checked():
     assert "buffer_pool: a size of at least 5M" in found
     assert "payload_compressibility: must be in [0, 1]" in found
     # the quick profile's scale is ≥ 4× its pool; a bigger pool makes it fit in memory: refused
-    assert study.resolve("quick").nodes == 500_000
+    assert experiment.resolve(study, "quick").nodes == 500_000
     found = "\n".join(problems(buffer_pool="1G", min_data_ratio=4))
     assert "linkbench: its data would be ≈ 6 MiB, only 0.0× the 1G buffer pool" in found
     assert "innodb_doublewrite" in study.Params.RESERVED
@@ -65,9 +66,9 @@ def test_baseline_warmup_and_io_bound_scale_are_checked():
 
 
 def test_arms_start_every_candidate_io_bound_with_its_algorithm():
-    p = study.resolve("smoke", candidates=["none", "page:lz4", "row:8"], doublewrite=False)
+    p = experiment.resolve(study, "smoke", candidates=["none", "page:lz4", "row:8"], doublewrite=False)
     flavour = servers.load_flavour(p.flavour)
-    said = {a.label: {**flavour.settings_for(a.intent), **a.settings} for a in study.arms(p)}
+    said = {a.label: {**flavour.settings_for(a.intent), **a.settings} for a in arms_of(study, p)}
     for s in said.values():
         assert s["innodb_buffer_pool_size"] == "8M" and s["innodb_flush_method"] == "O_DIRECT"
         assert s["innodb_doublewrite"] == "OFF" and s["innodb_buffer_pool_load_at_startup"] == "OFF"
@@ -152,7 +153,7 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     proc, run_dir = smoke_run("compression.ipynb")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
-    steps = study.measured(run)
+    steps = experiment.measured(run)
     assert len(steps) == 6 and set(steps["arm"]) == {"none", "page:zlib", "row:8"}
     loads = run.table(study.LOADS).merge(steps[["step", "arm"]], on="step")
     assert (loads["rows"] > 10_000).all() and (loads["seconds"] > 0).all()
@@ -196,10 +197,10 @@ def test_the_paired_design_runs_each_format_on_a_server_of_its_own(tmp_path):
     """design paired (not the default here): every candidate's step — load, cold restart, run
     — on its own server, the candidates of a round back to back, verdicts from the pairs."""
     from dbstudies import stats
-    p = study.resolve("smoke", design="paired", candidates=["none", "page:zlib"], duration=2)
-    run = study.open_run(p, root=tmp_path)
-    study.measure(p, run, progress=False)
-    steps = study.measured(run)
+    p = experiment.resolve(study, "smoke", design="paired", candidates=["none", "page:zlib"], duration=2)
+    run = ownership.open_run(study, p, root=tmp_path)
+    experiment.measure(study, p, run, progress=False)
+    steps = experiment.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
     runs = study.runs(study.series(run, steps), steps, run)

@@ -4,17 +4,19 @@ import dataclasses
 
 import pytest
 
-import dbstudies
+from dbstudies import experiment, ownership, tpch
+from dbstudies.analysis import queries as qa
 from dbstudies.params import ParamError
 from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.study import arms_of, load
+from dbstudies.workloads import sql
 
 d3 = load("dbt3_plans")
 
 
 def test_bad_parameters_are_refused_together():
     with pytest.raises(ParamError) as e:
-        d3.resolve("smoke", queries=[0, 23], engine="Heap", timeout=0, scale_factor=-1,
+        experiment.resolve(d3, "smoke", queries=[0, 23], engine="Heap", timeout=0, scale_factor=-1,
                    candidates={"a": {"optimizer_use_condition_selectivity": 9}})
     text = "\n".join(e.value.problems)
     for part in ("queries: distinct query numbers 1…22", "engine: one of InnoDB, MyISAM, Aria",
@@ -32,10 +34,11 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     ex = d3.executions(run)
     assert len(ex) == 16 and not ex["timed_out"].any() and (ex["seconds"] > 0).all()
     assert set(ex["query"]) == {3, 5, 7, 13} and (ex["handler_reads"] > 0).all()
-    assert (ex["order_of"] == d3.OWN_PLAN).all()
+    assert (ex["order_of"] == qa.OWN_PLAN).all()
     # the forced-order phase: every query whose orders differ (Q3 does at SF 0.01 on 10.11,
     # selectivity 1 vs 4), on both candidates, with its own plan and the other's forced
-    differ = [int(q[1:]) for q in d3.plan_diff(run, d3.resolve("smoke"))
+    smoke = experiment.resolve(d3, "smoke")
+    differ = [int(q[1:]) for q in qa.plan_diff(run.table(d3.PLANS), arms_of(d3, smoke), smoke.queries)
               .query("differs")["query"]]
     assert differ, "no join order differs: the smoke run no longer exercises the forced phase"
     tried = run.table(d3.FORCED)
@@ -44,12 +47,12 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     assert tried["forced"].all() and (tried["plan_in_effect"] != tried["own_order"]).all()
     fx = d3.executions(run, "forced")
     assert len(fx) == 2 * 2 * 2 * len(differ)  # repeats × candidates × (own, forced) × queries
-    assert set(fx["order_of"]) == {d3.OWN_PLAN, "selectivity 1", "selectivity 4 (default)"}
+    assert set(fx["order_of"]) == {qa.OWN_PLAN, "selectivity 1", "selectivity 4 (default)"}
     warm = run.table(d3.QUERIES)
     # every cell once per block, unmeasured: 4 queries × 4 blocks, then 2 variants × 4 blocks
     assert (warm["phase"] == "warmup").sum() == 16 + len(fx)
     plans = run.table(d3.PLANS)
-    assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in d3.arms(d3.resolve("smoke"))
+    assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in arms_of(d3, experiment.resolve(d3, "smoke"))
                                                       for q in (3, 5, 7, 13)}
     # paired design: both candidates on one shared server (loaded once), the candidate's
     # setting given to its sessions, never to the server's start
@@ -63,7 +66,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
         assert sorted(pair["arm"]) == ["selectivity 1", "selectivity 4 (default)"]
         assert pair["query"].nunique() == 1 and pair["step"].diff().dropna().eq(1).all()
     assert ex["pair"].nunique() == 8 and (fx["pair"] > ex["pair"].max()).all()
-    rel = d3.relative(ex, d3.resolve("smoke"))
+    rel = qa.relative(ex, arms_of(d3, smoke), smoke)
     assert rel["n_baseline"].eq(2).all() and "sd_diff" in rel  # paired: 2 rounds per query
     html = (run.path / "report.html").read_text()
     assert html.count("<img") == 5 and "Traceback" not in html
@@ -80,29 +83,32 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
 
 @pytest.mark.server
 def test_a_setting_no_session_can_take_is_refused_before_the_load(tmp_path):
-    p = d3.resolve("smoke", candidates={"a": {}, "b": {"innodb_buffer_pool_size": "64M"}})
-    run = d3.open_run(p, root=tmp_path)
+    p = experiment.resolve(d3, "smoke", candidates={"a": {}, "b": {"innodb_buffer_pool_size": "64M"}})
+    run = ownership.open_run(d3, p, root=tmp_path)
     with pytest.raises(ParamError, match="b: innodb_buffer_pool_size = 64M: .*GLOBAL.*design blocks"):
-        d3.measure(p, run, progress=False)
+        experiment.measure(d3, p, run, progress=False)
     assert run.table(d3.LOADS).empty and run.table(d3.QUERIES).empty
 
 
 @pytest.mark.server
 @pytest.mark.parametrize("design", ["paired", "blocks"])
 def test_a_timeout_is_censored_never_a_number(tmp_path, design):
-    p = d3.resolve("smoke", queries=[13], timeout=0.001, repeats=2, design=design)
-    run = d3.open_run(p, root=tmp_path)
-    d3.measure(p, run, progress=False)
+    p = experiment.resolve(d3, "smoke", queries=[13], timeout=0.001, repeats=2, design=design)
+    run = ownership.open_run(d3, p, root=tmp_path)
+    experiment.measure(d3, p, run, progress=False)
     ex = d3.executions(run)
     assert ex["timed_out"].all() and ex["seconds"].isna().all()
-    summ = d3.summary(ex)
-    rel = d3.relative(ex, p)
+    summ = qa.summary(ex)
+    arms = arms_of(d3, p)
+    rel = qa.relative(ex, arms, p)
     assert rel["verdict"].tolist() == ["timeout (censored: not tested)"]
-    table = d3.query_table(summ, rel, p)
+    table = qa.query_table(summ, rel, arms, p)
     assert table.iloc[0].tolist()[:3] == ["Q13", ">0.001", ">0.001"]
-    geo = d3.geomean(ex, p)
+    geo = qa.geomean(ex, arms, p)
     assert geo.empty  # no repeat without a timeout: nothing to compare
-    text = d3.conclusion(rel, geo, d3.plan_diff(run, p), p, d3.forced(run, p), d3.answers_line(run, p))
+    fo = qa.forced(run.table(d3.FORCED), d3.executions(run, "forced"), p)
+    text = qa.conclusion(rel, geo, qa.plan_diff(run.table(d3.PLANS), arms, p.queries), arms, p, fo,
+                         d3.answers_line(run, p))
     assert "1 timeout (censored: not tested)" in text
     assert "Answers: 0 of 0 checked executions" in text  # a timed-out execution has no rows to check
     # a scale factor without reference answers: said, not silently skipped
@@ -118,11 +124,11 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
     import pandas as pd
 
     from dbstudies.experiment import Context
-    p = d3.resolve("smoke", queries=[3, 21, 6])
-    a, b = d3.arms(p)
-    run = d3.open_run(p, root=tmp_path)
-    with dbstudies.workloads.sql.Session(tpch_server, "tpch") as s:
-        real = {q: dbstudies.workloads.sql.join_order(s.explain(dbstudies.tpch.queries()[q])) for q in (3, 21, 6)}
+    p = experiment.resolve(d3, "smoke", queries=[3, 21, 6])
+    a, b = arms_of(d3, p)
+    run = ownership.open_run(d3, p, root=tmp_path)
+    with sql.Session(tpch_server, "tpch") as s:
+        real = {q: sql.join_order(s.explain(tpch.queries()[q])) for q in (3, 21, 6)}
     rows = []
     for q, order in real.items():
         rows += [dict(t, arm=a.label, query=q) for t in order]

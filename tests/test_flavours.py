@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import processes_mentioning
+
 from dbstudies import servers, tpch
-from dbstudies.workloads import sql
 from dbstudies.servers import rootfs
+from dbstudies.workloads import sql
 
 pytestmark = pytest.mark.server
 CLI = [sys.executable, "-m", "dbstudies"]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import results, runner
+from dbstudies import experiment, ownership, results
 from dbstudies.results import INTERVALS, Run
 from dbstudies.study import load
 
@@ -28,7 +28,7 @@ def dead_pid():
 
 
 def make_run(root, status="running", owner_pid=None, **overrides):
-    run = runner.create_run("thread_pool", tp.resolve("smoke", **overrides), root, "cli")
+    run = ownership.create_run("thread_pool", experiment.resolve(tp, "smoke", **overrides), root, "cli")
     if owner_pid is not None:
         run.update(owner={**run.metadata["owner"], "pid": owner_pid})
     if status != "running":
@@ -163,7 +163,7 @@ def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_pat
 
 def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):
     a = run_with_steps(tmp_path / "runs", 1.0, seed=1)
-    other = runner.create_run("versions", load("versions").resolve("smoke"), tmp_path / "runs", "cli")
+    other = ownership.create_run("versions", experiment.resolve(load("versions"), "smoke"), tmp_path / "runs", "cli")
     p = cli("compare", str(a.path), str(other.path))
     assert p.returncode == 2 and "runs of different studies cannot be compared" in p.stderr
     empty = make_run(tmp_path / "runs", "failed")

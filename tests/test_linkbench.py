@@ -6,11 +6,10 @@ import zlib
 
 import numpy as np
 import pytest
-
 from conftest import prepared
+
 from dbstudies import workloads
-from dbstudies.workloads import sysbench
-from dbstudies.workloads import linkbench
+from dbstudies.workloads import linkbench, sysbench
 
 
 def test_generators_zipf_power_law_lognormal_and_compressibility():

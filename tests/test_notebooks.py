@@ -7,8 +7,8 @@ import sys
 
 import nbformat
 import pytest
-
 from conftest import FIXTURES, SMOKE_RUNS
+
 from dbstudies import paths
 from dbstudies import study as registry
 from dbstudies.params import fields
@@ -64,6 +64,27 @@ def test_notebook_smoke_run_has_no_errors_and_its_checked_cells_match(name, smok
     checked = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
                for c in code if c.source.startswith(CHECK)]
     assert checked == EXPECTED[name]
+
+
+NBVAL = paths.REPO / "tests" / "nbval"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_nbval_notebook_is_the_study_notebook_on_its_fixture_run(name):
+    """tests/nbval/<study>.ipynb (`pytest --nbval-lax` executes it on a committed fixture run)
+    holds the study notebook's cells as they are, plus one injected parameters cell naming
+    the fixture; its checked cells have stored outputs to compare with. A notebook changed
+    without `tests/nbval/build.py` being run again fails here."""
+    nb = nbformat.read(NBVAL / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    injected = [c for c in code if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "run_dir = '../fixtures/runs/" in injected[0].source
+    run_dir = injected[0].source.split("run_dir = '", 1)[1].split("'", 1)[0]
+    assert (NBVAL / run_dir / "metadata.json").exists()
+    assert [c.source for c in code if c not in injected] == [c.source for c in code_cells(name)]
+    checked = [c for c in code if "nbval-check-output" in c.metadata.get("tags", [])]
+    assert len(checked) >= 4 and all(c.outputs for c in checked)
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
 
 
 def test_dbstudies_kernel_runs_this_venvs_python():

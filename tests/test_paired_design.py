@@ -4,14 +4,14 @@ import math
 import time
 
 import numpy as np
-import scipy.stats
 import pandas as pd
 import pytest
+import scipy.stats
 
 from dbstudies import analysis, experiment, planner, report, stats
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
-from dbstudies.study import Arm, load
+from dbstudies.study import Arm, arms_of, load
 
 tp = load("thread_pool")
 
@@ -37,8 +37,8 @@ def test_paired_plan_balances_positions_and_shuffles_cells(k):
 
 
 def test_a_paired_run_keeps_every_server_up_so_memory_is_checked_first():
-    p = tp.resolve("quick")
-    arms = tp.arms(p)
+    p = experiment.resolve(tp, "quick")
+    arms = arms_of(tp, p)
     needed = experiment.memory_needed(arms, p)
     assert [k for k, _ in needed] == [a.label for a in arms]  # one server per arm
     assert all(b == 2 * 2**30 + experiment.SERVER_OVERHEAD + 256 * experiment.PER_CONNECTION
@@ -47,22 +47,22 @@ def test_a_paired_run_keeps_every_server_up_so_memory_is_checked_first():
     (msg,) = experiment.memory_problems(arms, p, available=5 * 2**30)
     assert msg.startswith("memory: the 2 servers this paired design keeps up at once would hold 5.5 GiB")
     assert "design blocks" in msg
-    blocks = tp.resolve("quick", design="blocks")  # blocks: one server per flavour
-    assert len(experiment.memory_needed(tp.arms(blocks), blocks)) == 1
+    blocks = experiment.resolve(tp, "quick", design="blocks")  # blocks: one server per flavour
+    assert len(experiment.memory_needed(arms_of(tp, blocks), blocks)) == 1
     with pytest.raises(ParamError, match="memory: the 3 servers this paired design"):
-        tp.resolve("full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
+        experiment.resolve(tp, "full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
 
 
 def test_what_the_paired_design_refuses_before_anything_starts():
     with pytest.raises(ParamError, match=r"design: one of paired, blocks, got 'pairs'"):
-        tp.resolve("smoke", design="pairs")
+        experiment.resolve(tp, "smoke", design="pairs")
     with pytest.raises(ParamError, match="restart_every: must be ≥ 1"):
-        tp.resolve("smoke", restart_every=0)
+        experiment.resolve(tp, "smoke", restart_every=0)
     with pytest.raises(ParamError, match=r"budget: 1 min cannot hold the two rounds a verdict needs"):
-        tp.resolve("quick", budget=1)
+        experiment.resolve(tp, "quick", budget=1)
     with pytest.raises(ParamError, match="budget: minutes > 0"):
-        tp.resolve("quick", budget=-5)
-    p = tp.resolve("quick", budget=30)
+        experiment.resolve(tp, "quick", budget=-5)
+    p = experiment.resolve(tp, "quick", budget=30)
     assert experiment.estimated_seconds(tp, p) == 1800 and experiment.rounds(p) == experiment.MAX_ROUNDS
 
 
@@ -111,7 +111,7 @@ def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
     # a difference of two steps: 2 × 0.08²; each cell's estimate within chi²(29)'s 99.9 % range
     low, high = (scipy.stats.chi2.ppf(q, 29) / 29 * 2 * 0.08 ** 2 for q in (0.0005, 0.9995))
     assert noise["s2"].between(low, high).all()
-    p = tp.resolve("quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
+    p = experiment.resolve(tp, "quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
     r = planner.predict(tp, p, noise)
     assert (r["rounds"], r["comparisons"]) == (16, 3)
     expected = stats.paired_mde(math.sqrt(float(noise["s2"].median())), 16, 3) * 100
@@ -133,13 +133,13 @@ def test_the_planner_says_when_it_has_no_noise_to_predict_from(tmp_path):
 def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
     run = fake_paired_run(tmp_path, sd_own=0.05, rounds=12, shift=math.log(1.2))
     steps = experiment.measured(run)
-    assert experiment.is_paired(steps)
+    assert analysis.is_paired(steps)
     arms = [Arm("base"), Arm("cand")]
-    rel = experiment.compare_arms(steps, arms, by=["workload", "threads"], value="qps")
+    rel = analysis.compare_arms(steps, arms, by=["workload", "threads"], value="qps")
     assert stats.is_paired(rel) and (rel["verdict"] == "better").all()
     assert rel["ratio"].between(1.1, 1.3).all()
     # the same steps as independent repeats: the shared round noise (0.15) swamps +20 %
-    unpaired = experiment.compare_arms(steps.drop(columns="pair"), arms, by=["workload", "threads"],
+    unpaired = analysis.compare_arms(steps.drop(columns="pair"), arms, by=["workload", "threads"],
                                        value="qps")
     assert not stats.is_paired(unpaired) and (unpaired["mde_pct"] > rel["mde_pct"]).all()
     pairs = analysis.pair_ratios(steps, arms)
@@ -152,7 +152,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
     arms = [Arm("base"), Arm("base (A/A)", twin_of="base")]
     d = analysis.aa_differences(steps, arms)
     assert d.shape == (16, 4)
-    p = tp.resolve("smoke")
+    p = experiment.resolve(tp, "smoke")
     cal = analysis.calibration(steps, arms, p)
     assert cal["shift_pct"].tolist() == [0.0, 10.0, 20.0] and (cal["comparisons"] == 4).all()
     fpr, power10, power20 = cal["tables_any_verdict"][0], cal["cells_better"][1], cal["cells_better"][2]
@@ -164,7 +164,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
 
 
 def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
-    p = tp.resolve("quick", budget=30)
+    p = experiment.resolve(tp, "quick", budget=30)
     loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
     left = loop.deadline - time.monotonic()
     assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
@@ -173,7 +173,7 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     loop.deadline = time.monotonic() + 8 * 60
     assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
-    assert experiment._Loop(tp, tp.resolve("quick"), loop.run).deadline is None  # repeats instead
+    assert experiment._Loop(tp, experiment.resolve(tp, "quick"), loop.run).deadline is None  # repeats instead
     assert planner.planned_rounds(tp, p) == int(30 * 60 // experiment.round_seconds(tp, p))
 
 
@@ -182,7 +182,7 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
     whose pairs differ by a known SD gets that noise, the prediction the paired MDE."""
     d3 = load("dbt3_plans")
     run = Run.create("dbt3_plans", {}, root=tmp_path)
-    labels = [a.label for a in d3.arms(d3.resolve("smoke"))]
+    labels = [a.label for a in arms_of(d3, experiment.resolve(d3, "smoke"))]
     run.update(design="paired", arms=[{"label": x} for x in labels])
     rng = np.random.default_rng(3)
     rows, step = [], 0
@@ -202,5 +202,5 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
     assert list(noise.columns) == ["query", "s2", "df"] and (noise["df"] == 19).all()
     for q, sd in ((3, 0.02), (5, 0.2)):  # a difference of two executions: 2 sd², within chi²(19)
         assert scipy.stats.chi2.ppf(0.0005, 19) / 19 < s2[q] / (2 * sd ** 2) < scipy.stats.chi2.ppf(0.9995, 19) / 19
-    r = planner.predict(d3, d3.resolve("smoke", queries=[3, 5]), noise)
+    r = planner.predict(d3, experiment.resolve(d3, "smoke", queries=[3, 5]), noise)
     assert (r["rounds"], r["comparisons"]) == (2, 2) and r["min"] < r["max"]

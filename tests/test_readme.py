@@ -5,9 +5,9 @@ import shlex
 import subprocess
 
 import pytest
-
 from conftest import REPO
-from dbstudies import cli
+
+from dbstudies import cli, experiment
 from dbstudies.params import fields
 from dbstudies.study import load
 
@@ -65,7 +65,7 @@ def test_cli_examples_are_valid():
         argv = shlex.split(line.split("#")[0])
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
-        load(args.study).resolve(args.profile, **dict(args.parameter))
+        experiment.resolve(load(args.study), args.profile, **dict(args.parameter))
 
 
 def test_environment_yml_is_fully_pinned_and_read_by_setup():

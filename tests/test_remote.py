@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
-from dbstudies import servers
+
+from dbstudies import experiment, servers
 from dbstudies.params import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -42,20 +42,20 @@ def remote(flavour, tmp_path_factory):
 def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
     toml, _ = remote
     with pytest.raises(ParamError) as e:
-        load("thread_pool").resolve("smoke", flavour=str(toml), flavours=[str(toml)])
+        experiment.resolve(load("thread_pool"), "smoke", flavour=str(toml), flavours=[str(toml)])
     text = "\n".join(e.value.problems)
     assert "pool-of-threads: needs a server start with thread_pool" in text
     assert "test-remote is a remote server dbstudies does not restart or reconfigure" in text
     with pytest.raises(ParamError, match="needs a server start with innodb_flush_log_at_trx_commit"):
-        load("checkpoint_stalls").resolve("smoke", flavour=str(toml), configs={"as is": {}})
+        experiment.resolve(load("checkpoint_stalls"), "smoke", flavour=str(toml), configs={"as is": {}})
     with pytest.raises(ParamError, match="cold: cold executions restart test-remote"):
-        load("dbt3_plans").resolve("smoke", flavour=str(toml), candidates={"as is": {}}, cold=True)
+        experiment.resolve(load("dbt3_plans"), "smoke", flavour=str(toml), candidates={"as is": {}}, cold=True)
     wrong = toml.with_name("test-remote.toml").read_text().replace(ENV, ENV + "_UNSET")
     bad = toml.parent / "bad" / "test-remote.toml"
     bad.parent.mkdir(exist_ok=True)
     bad.write_text(wrong)
     with pytest.raises(ParamError, match=f"the environment variable {ENV}_UNSET .* is not set"):
-        load("checkpoint_stalls").resolve("smoke", flavour=str(bad), configs={"as is": {}}, settings={})
+        experiment.resolve(load("checkpoint_stalls"), "smoke", flavour=str(bad), configs={"as is": {}}, settings={})
 
 
 @pytest.mark.server
@@ -106,3 +106,21 @@ def test_the_password_comes_from_the_environment_or_an_option_file(tmp_path, mon
                     'host = "h"\nport = 1\npassword_env = "A"\noption_file = "B"\n')
     with pytest.raises(ValueError, match="password_env or option_file, not both"):
         servers.load_flavour(str(toml))
+
+
+def test_a_private_and_a_remote_server_offer_the_same_calls():
+    """`servers.Target`: what the measurement loop calls, implemented by both classes with
+    the same parameters (a remote one refuses what it cannot do at run time)."""
+    import inspect
+
+    from dbstudies.servers.factory import Target
+    from dbstudies.servers.instance import Server
+    from dbstudies.servers.remote import RemoteServer
+    calls = [n for n, v in vars(Target).items() if callable(v) and not n.startswith("_")]
+    assert {"start", "stop", "restart", "cold_restart", "query", "connect"} <= set(calls)
+    for name in calls:
+        wanted = [p for p in inspect.signature(getattr(Target, name)).parameters if p != "self"]
+        for cls in (Server, RemoteServer):
+            have = inspect.signature(getattr(cls, name)).parameters
+            assert set(wanted) <= set(have) or any(p.kind == p.VAR_KEYWORD for p in have.values()), \
+                (cls.__name__, name, wanted, list(have))

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from dbstudies import errors, results, runner
+from dbstudies import errors, ownership, results
 from dbstudies.results import INTERVALS, Run, Table
-
 
 
 @dataclass(frozen=True)
@@ -90,31 +89,31 @@ def test_empty_table_has_declared_columns(run):
 
 def test_the_owner_marks_failed_and_interrupted(tmp_path):
     p = Params()
-    failed = runner.create_run("s", p, tmp_path, "notebook")
+    failed = ownership.create_run("s", p, tmp_path, "notebook")
     with pytest.raises(RuntimeError):
-        with runner.guard(failed):
+        with ownership.guard(failed):
             raise RuntimeError("server exploded")
     assert failed.status == "failed" and "server exploded" in failed.metadata["error"]
-    stopped = runner.create_run("s", p, tmp_path, "notebook")
+    stopped = ownership.create_run("s", p, tmp_path, "notebook")
     with pytest.raises(KeyboardInterrupt):
-        with runner.guard(stopped):
+        with ownership.guard(stopped):
             raise KeyboardInterrupt
     assert stopped.status == "interrupted" and stopped.metadata["finished_at"]
-    runner.notebook_done(stopped)
+    ownership.finish(stopped)
     assert stopped.status == "interrupted"  # settled once, never rewritten
 
 
 def test_only_the_owner_writes_the_status(tmp_path):
     """A kernel measuring a CLI-owned run leaves the status to the CLI."""
-    theirs = runner.create_run("s", Params(), tmp_path, "cli")
+    theirs = ownership.create_run("s", Params(), tmp_path, "cli")
     theirs.update(owner={**theirs.metadata["owner"], "pid": os.getppid()})
     with pytest.raises(RuntimeError):
-        with runner.guard(theirs):
+        with ownership.guard(theirs):
             raise RuntimeError("boom")
-    runner.notebook_done(theirs)
-    assert theirs.status == "running" and not runner.owns(theirs)
-    mine = runner.create_run("s", Params(), tmp_path, "notebook")
-    runner.notebook_done(mine)
+    ownership.finish(theirs)
+    assert theirs.status == "running" and not ownership.owns(theirs)
+    mine = ownership.create_run("s", Params(), tmp_path, "notebook")
+    ownership.finish(mine)
     assert mine.status == "complete" and mine.metadata["parameters"] == {"a": 1}
 
 

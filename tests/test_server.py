@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import processes_mentioning
+
 from dbstudies import servers
 
 pytestmark = pytest.mark.server
@@ -79,7 +79,7 @@ def test_context_manager_stops_server_on_exception(flavour, tmp_path):
     with pytest.raises(ZeroDivisionError):
         with servers.Server(flavour, tmp_path / "s") as s:
             s.start()
-            1 / 0
+            raise ZeroDivisionError("the block fails")
     assert processes_mentioning(str(tmp_path / "s")) == []
 
 

@@ -8,9 +8,9 @@ import threading
 import time
 
 import pytest
-
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
-from dbstudies import experiment, servers
+
+from dbstudies import experiment, ownership, servers
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -22,46 +22,58 @@ CLI = [sys.executable, "-m", "dbstudies"]
 
 def steps_on_disk(run):
     """Measured steps flushed so far (not warm-ups, not attempts discarded as busy)."""
-    return len(tp.measured(run)) if (run.path / "tables" / "steps").exists() else 0
+    return len(experiment.measured(run)) if (run.path / "tables" / "steps").exists() else 0
 
 
 def streamed(run, seconds):
-    """The stream file of the step being measured once it holds `seconds` intervals."""
+    """The stream file of the step being measured once it holds `seconds` intervals (a
+    stream compacted away between the listing and the read is not it)."""
     for path in (run.path / "tables" / "intervals").glob("stream-*.jsonl"):
-        if len(path.read_text().splitlines()) >= seconds:
-            return path
+        try:
+            if len(path.read_text().splitlines()) >= seconds:
+                return path
+        except FileNotFoundError:
+            continue
     return None
 
 
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
     """…and the seconds the killed step had streamed (its intervals and status samples).
     Paired design: two servers up; the one measuring is killed mid-step."""
-    p = tp.resolve("smoke", duration=5, repeats=3, warmup=0)
-    run = tp.open_run(p, root=tmp_path)
+    p = experiment.resolve(tp, "smoke", duration=8, repeats=3, warmup=0)
+    run = ownership.open_run(tp, p, root=tmp_path)
     marker = str(run.path / "server")
     killed = {}
 
     def killer():
-        wait_for(lambda: steps_on_disk(run) >= 2, 120, "two finished steps")
-        stream = wait_for(lambda: streamed(run, 2), 30, "2 s streamed by a step")
-        step = int(stream.stem.split("-", 1)[1])
-        arm = next(r["arm"] for r in run.metadata["plan"] if r["step"] == step)
-        (pid,) = processes_mentioning(f"{marker}/{experiment.slug(arm)}/")
-        killed.update(stream=stream, step=step, pid=pid)
-        os.kill(pid, signal.SIGKILL)
+        try:  # every wait is on a state the run writes atomically (progress.json, streams)
+            wait_for(lambda: (run.progress() or {}).get("done", 0) >= 2, 120, "two finished steps")
+            stream = wait_for(lambda: streamed(run, 2), 60, "2 s streamed by a step")
+            step = int(stream.stem.split("-", 1)[1])
+            arm = next(r["arm"] for r in run.metadata["plan"] if r["step"] == step)
+            (pid,) = processes_mentioning(f"{marker}/{experiment.slug(arm)}/")
+            killed.update(stream=stream, step=step, pid=pid, at=time.monotonic())
+            os.kill(pid, signal.SIGKILL)
+        except BaseException as e:  # noqa: BLE001 - said by the test, not lost in a thread
+            killed["error"] = e
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
-    t0 = time.monotonic()
-    with pytest.raises(servers.ServerDied, match="died during sysbench run") as e:
-        tp.measure(p, run, progress=False)
-    assert time.monotonic() - t0 < 60
-    assert "exit code -9" in str(e.value)
+    try:
+        experiment.measure(tp, p, run, progress=False)
+        error = None
+    except servers.ServerDied as e:
+        error = e
+    t.join(5)
+    assert "error" not in killed, f"the killer thread failed: {killed.get('error')!r}"
+    assert error is not None and "died during sysbench run" in str(error), error
+    assert time.monotonic() - killed["at"] < 60  # the loop noticed the death at once
+    assert "exit code -9" in str(error)
     t.join(5)
     assert killed["pid"]
     meta = run.metadata
     assert meta["status"] == "failed" and "ServerDied" in meta["error"]
-    kept = tp.measured(run)
+    kept = experiment.measured(run)
     assert len(kept) >= 2 and kept["step"].tolist() == list(range(1, len(kept) + 1))
     assert (kept.groupby("pair").size() == 2).all()  # whole pairs only
     assert (kept["qps"] > 0).all()
@@ -87,7 +99,7 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     p = subprocess.run([*CLI, "report", str(run.path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == str(run.path / "report.html")
-    assert len(tp.measured(run)) == len(kept) and run.status == "failed"  # nothing measured
+    assert len(experiment.measured(run)) == len(kept) and run.status == "failed"  # nothing measured
     check_partial_report(run, "failed", "ServerDied")
 
 
@@ -96,7 +108,7 @@ def check_partial_report(run, status, error):
     html = (run.path / "report.html").read_text()
     assert f"<b>Run {status}</b>: {error}" in html
     assert f"ended {status}; nothing is measured again: the sections below analyse the " \
-           f"{len(tp.measured(run))} measured step(s)" in html
+           f"{len(experiment.measured(run))} measured step(s)" in html
     assert html.count("<img") >= 3 and "Summary per configuration" in html
     assert "peak median" in html  # the conclusion of what finished
     assert "Traceback" not in html and str(run.path) not in html and "/tmp/" not in html
@@ -104,14 +116,14 @@ def check_partial_report(run, status, error):
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(experiment, "_busy", lambda host: True)  # every step sees a busy host
-    p = tp.resolve("smoke", threads=[1], duration=1, warmup=0, repeats=1)
-    run = tp.open_run(p, root=tmp_path)
-    tp.measure(p, run, progress=False)
+    p = experiment.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
+    run = ownership.open_run(tp, p, root=tmp_path)
+    experiment.measure(tp, p, run, progress=False)
     raw = run.table("steps")
     assert sorted(raw["phase"]) == ["busy"] * 4 + ["measure"] * 2  # 2 steps × 2 retries
     assert (raw[raw.phase == "busy"]["step"] < 0).all()
     assert set(raw[raw.phase == "busy"]["arm"]) == set(tp.SCHEDULERS)
-    steps = tp.measured(run)
+    steps = experiment.measured(run)
     assert steps["step"].tolist() == [1, 2] and (steps["remeasured"] == 2).all()
     assert steps["host_busy"].all()  # still busy after the last retry: flagged, not dropped
     assert set(run.table("histograms")["step"]) == set(raw["step"])  # each attempt kept whole
@@ -133,18 +145,18 @@ def test_flavours_not_provisioned_are_provisioned_first_and_the_progress_says_so
 
 
 def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
-    p = tp.resolve("smoke")
-    run = tp.open_run(p, root=tmp_path)
+    p = experiment.resolve(tp, "smoke")
+    run = ownership.open_run(tp, p, root=tmp_path)
     (run.path / "tables").mkdir()
     with pytest.raises(RuntimeError, match="append-only"):
-        tp.measure(p, run, progress=False)
+        experiment.measure(tp, p, run, progress=False)
 
 
 def test_an_ended_run_is_analysed_not_measured(tmp_path, capsys):
-    p = tp.resolve("smoke")
-    run = tp.open_run(p, root=tmp_path)
+    p = experiment.resolve(tp, "smoke")
+    run = ownership.open_run(tp, p, root=tmp_path)
     run.finish("interrupted", "interrupted by SIGTERM")
-    tp.measure(p, run, progress=False)
+    experiment.measure(tp, p, run, progress=False)
     assert "ended interrupted; nothing is measured again" in capsys.readouterr().out
     assert sorted(x.name for x in run.path.iterdir()) == ["metadata.json"]  # no server, no table
 
@@ -231,7 +243,7 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
     assert "dbstudies: interrupted (SIGINT)" in out and "analysing the steps that finished" in out
     assert f"dbstudies: report {run_dir / 'report.html'}" in out and "Traceback" not in out
     assert run.status == "interrupted" and run.metadata["error"] == "interrupted by SIGINT"
-    assert len(tp.measured(run)) >= 1
+    assert len(experiment.measured(run)) >= 1
     assert (run_dir / "notebook-interrupted.ipynb").exists()  # the measuring notebook, kept
     check_partial_report(run, "interrupted", "interrupted by SIGINT")
 
@@ -265,7 +277,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert (m.groupby(["threads", "position"])["arm"].nunique() == 2).all()
     assert m["settle_s"].isna().all()  # point selects write nothing: no server to wait for
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
-    steps = tp.measured(run)
+    steps = experiment.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
     assert (steps["seconds"].round() == 5).all()
     intervals = run.table("intervals")

@@ -7,8 +7,8 @@ import os
 import signal
 
 import pytest
-
 from conftest import processes_mentioning, wait_for
+
 from dbstudies import sweep
 from dbstudies.params import ParamError
 from dbstudies.results import Run
@@ -138,7 +138,6 @@ def test_a_worker_killed_mid_run_abandons_its_run_and_the_sweep_goes_on(cluster,
 def test_ctrl_c_of_a_sweep_here_ends_the_running_run_cleanly_and_starts_no_more(tmp_path):
     import subprocess
     import sys
-    import time
 
     from conftest import REPO
     grid = tmp_path / "grid.yaml"
@@ -150,7 +149,9 @@ def test_ctrl_c_of_a_sweep_here_ends_the_running_run_cleanly_and_starts_no_more(
     run_dir = wait_for(lambda: next(iter((tmp_path / "runs" / "thread_pool").glob("*/sweep.json")), None),
                        120, "the first run").parent
     wait_for(lambda: processes_mentioning(str(run_dir)), 60, "its server")
-    time.sleep(2)
+    # a step under way (its first streamed second), not some seconds of sleep
+    wait_for(lambda: (Run.open(run_dir).progress() or {}).get("now", "").startswith("r1 "), 120,
+             "a step under way")
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=300)
     assert p.returncode == 130, out
@@ -167,9 +168,8 @@ def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):
     import subprocess
     import sys
 
-    from distributed import Client
-
     from conftest import REPO
+    from distributed import Client
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -2,8 +2,8 @@
 import pytest
 
 from dbstudies import probes
-from dbstudies.workloads import sysbench
 from dbstudies.probes import Sampler
+from dbstudies.workloads import sysbench
 
 pytestmark = pytest.mark.server
 

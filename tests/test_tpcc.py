@@ -8,8 +8,9 @@ import threading
 import time
 
 import pytest
-
 from conftest import prepared
+
+from dbstudies import experiment, ownership
 from dbstudies.workloads import tpcc
 
 MIX = {"new_order": 0.45, "payment": 0.43, "order_status": 0.04, "delivery": 0.04, "stock_level": 0.04}
@@ -114,10 +115,10 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     from dbstudies.experiment import STEPS
     from dbstudies.study import load
     tp = load("thread_pool")
-    p = tp.resolve("smoke", workloads=["tpcc"], threads=[2], repeats=1)
-    run = tp.open_run(p, root=tmp_path)
-    tp.measure(p, run, progress=False)
-    steps = tp.measured(run)
+    p = experiment.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1)
+    run = ownership.open_run(tp, p, root=tmp_path)
+    experiment.measure(tp, p, run, progress=False)
+    steps = experiment.measured(run)
     assert set(steps["workload"]) == {"tpcc"} and len(steps) == 2
     assert set(run.table(STEPS).query("phase == 'warmup'")["workload"]) == {"tpcc"}
     types = analysis.transaction_types(run, steps)

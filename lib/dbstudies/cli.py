@@ -162,14 +162,14 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _runs(study_name: str | None, runs_dir: Path) -> int:
     """One line per run, oldest first."""
-    from . import results, runner
+    from . import ownership, results
     if study_name is not None:
         study.load(study_name)  # an unknown study is an error, not an empty list
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in results.list_runs(study_name, runs_dir):
-        meta, status = run.metadata, runner.check_abandoned(run)
+        meta, status = run.metadata, ownership.check_abandoned(run)
         print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
-              f"{results.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
+              f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
     return 0
 
 
@@ -192,10 +192,10 @@ def _changed(meta: dict) -> str:
 
 
 def _clean(runs_dir: Path) -> int:
-    from . import results, runner
+    from . import ownership, results
     freed = 0
     for run in results.list_runs(None, runs_dir):
-        for path, size in runner.clean(run):
+        for path, size in ownership.clean(run):
             print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
             freed += size
     print(f"dbstudies: freed {freed / 2**20:.1f} MiB")
@@ -228,15 +228,15 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
 
 def _servers(action: str, name: str | None) -> int:
     from . import servers
-    from .errors import ParamError
+    from .errors import ConfigError, ParamError
     if action == "provision":
         if not name:
             raise ParamError(["servers provision: name a flavour"])
         try:
             flavour = servers.load_flavour(name)
-        except ValueError as e:
+        except ConfigError as e:
             raise ParamError([str(e)]) from None
-        flavour.check_installed()
+        servers.check_installed(flavour)
         flavour.provision(say=lambda m: print(f"dbstudies: {m}", flush=True))
         return 0
     print(f"{'flavour':<15} {'source':<22} {'version':<28} {'disk':>9}")
@@ -263,7 +263,7 @@ def _sweep_commands(args: argparse.Namespace) -> int:
         return subprocess.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
                                cwd=paths.REPO)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
-    s = sweep.Sweep(study.load(args.study).name, jobs, args.runs_dir, args.sweeps_dir,
+    s = sweep.Sweep(study.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
     # Ctrl-C (SIGINT) ends the sweep even when it was started with SIGINT ignored, as a
@@ -279,10 +279,10 @@ def _sweep_commands(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    """Studies and their parameters (quick profile's values), without importing pandas."""
+    """Studies and their parameters (quick profile's values)."""
     for name in study.names():
         s = study.load(name)
-        print(f"{name}: {s.title}")
+        print(f"{name}: {study.title(s)}")
         for field in fields(s.Params):
             print(f"  {field} (quick: {s.PROFILES['quick'][field]!r})")
     return 0

@@ -19,6 +19,11 @@ class ParamError(DbStudiesError, ValueError):
         super().__init__("invalid parameters:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class ConfigError(DbStudiesError, ValueError):
+    """A flavour file (env/servers/*.toml) or another configuration file is unknown or
+    malformed."""
+
+
 class ProcError(DbStudiesError, RuntimeError):
     """A command failed (non-zero exit, timeout or signal)."""
 

@@ -1,4 +1,4 @@
-"""The measurement loop every study shares, and the analysis of what it measured.
+"""The measurement loop every study shares: servers, rounds or blocks, steps, what they record.
 
 The unit of replication is a *block*: one arm (configuration) on a fresh server start.
 For each repeat, every arm gets one block, in an order shuffled per repeat, so
@@ -37,19 +37,21 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, probes, runner, servers, stats, workloads
-from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
+from . import errors, probes, servers, workloads
+from . import params as P
+from .ownership import guard
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
-from .workloads.sysbench import Sysbench, SysbenchResult, version as sysbench_version
-
-if TYPE_CHECKING:
-    from .study import Arm, Study, StudyParams
+from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
+from .study import Arm, StudyModule, StudyParams, arms_of, cells_of, hook, remote_problems, study_name
+from .workloads import sql
+from .workloads.sysbench import Sysbench, SysbenchResult
+from .workloads.sysbench import version as sysbench_version
 
 RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
 STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
@@ -86,7 +88,7 @@ STEPS = Table("steps", 3, {
 
 # ---------------------------------------------------------------- plan
 
-def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int, *,
+def plan(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int, *,
          first_step: int = 1) -> pd.DataFrame:
     """The measured steps in execution order: repeat → arm (shuffled per repeat) → cell
     (shuffled per block), numbered from `first_step`. Seeded, so a run can be replayed."""
@@ -101,7 +103,7 @@ def plan(arms: list["Arm"], cells: list[dict[str, Any]], repeats: int, seed: int
     return df
 
 
-def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, seed: int, *,
+def paired_plan(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed: int, *,
                 first_step: int = 1, first_pair: int = 1) -> pd.DataFrame:
     """The measured steps of a paired design in execution order: round → cell (shuffled per
     round) → the arms of that cell back to back, one `pair`. Each cell's arm orders are the
@@ -130,28 +132,47 @@ def paired_plan(arms: list["Arm"], cells: list[dict[str, Any]], rounds: int, see
     return df
 
 
+def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> StudyParams:
+    """The study's validated parameters: the profile's values, with non-None overrides
+    applied (each problem a line of one `ParamError`, before anything starts); on a remote
+    target no arm may need a restart or a config change; a time budget must hold two rounds;
+    the servers kept up at once must fit this machine's memory."""
+    p = P.resolve(study.Params, study.PROFILES, profile, overrides)
+    arms = arms_of(study, p)
+    problems = remote_problems(arms, p)
+    if getattr(p, "budget", None) and p.budget * 60 < 2 * round_seconds(study, p):
+        problems.append(f"budget: {p.budget:g} min cannot hold the two "
+                        f"{'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs "
+                        f"(≈ {round_seconds(study, p) / 60:.1f} min each)")
+    if not problems:
+        problems += memory_problems(arms, p)
+    if problems:
+        raise P.ParamError(problems)
+    return p
+
+
 def design(p: Any) -> str:
     """The study's design: "paired" or "blocks" (studies without the parameter: blocks)."""
     return getattr(p, "design", "blocks")
 
 
-def rounds(p: "StudyParams") -> int:
+def rounds(p: StudyParams) -> int:
     """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
     return MAX_ROUNDS if getattr(p, "budget", None) else p.repeats
 
 
-def study_plan(study: "Study", p: "StudyParams") -> pd.DataFrame:
+def study_plan(study: StudyModule, p: StudyParams) -> pd.DataFrame:
     """The study's measured steps in execution order, in its design."""
-    arms, cells = study.arms(p), study.cells(p)
+    arms, cells = arms_of(study, p), cells_of(study, p)
     if design(p) == "paired":
         return paired_plan(arms, cells, rounds(p), p.seed)
     return plan(arms, cells, rounds(p), p.seed)
 
 
-def round_seconds(study: "Study", p: "StudyParams") -> float:
+def round_seconds(study: StudyModule, p: StudyParams) -> float:
     """A rough wall-clock estimate of one round (paired: every server's restart and every
     arm's warm-up when due, every cell on every arm) or one repeat of blocks."""
-    arms = study.arms(p)
+    arms = arms_of(study, p)
     block = _hook(study, "block_seconds")(p)
     if design(p) == "paired":
         warmup = _hook(study, "warmup_seconds")(p)
@@ -161,13 +182,13 @@ def round_seconds(study: "Study", p: "StudyParams") -> float:
     return len(arms) * (RESTART_SECONDS + block)
 
 
-def rounds_in(study: "Study", p: "StudyParams", seconds: float) -> int:
+def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
     """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
     two a verdict needs: what a time budget buys."""
     return max(2, int(seconds // round_seconds(study, p)))
 
 
-def estimated_seconds(study: "Study", p: "StudyParams") -> float:
+def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
     """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
     if getattr(p, "budget", None):
         return p.budget * 60
@@ -176,7 +197,7 @@ def estimated_seconds(study: "Study", p: "StudyParams") -> float:
 
 # ---------------------------------------------------------------- memory
 
-def server_key(arm: "Arm", p: "StudyParams") -> str:
+def server_key(arm: Arm, p: StudyParams) -> str:
     """The server `arm` is measured on. Blocks: one per flavour (restarted per block with the
     arm's settings). Paired: one per arm, all up at once — except in a study whose steps
     give their arm's settings to each session (`SHARED_SERVER`, DBT3's optimizer
@@ -198,23 +219,23 @@ def server_key(arm: "Arm", p: "StudyParams") -> str:
     return arm.label
 
 
-def session_settings(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
+def session_settings(arm: Arm, p: StudyParams) -> dict[str, Any]:
     """The settings `arm`'s steps give each session: its own on a shared server, none where
     its server starts with them."""
     return dict(arm.settings) if server_key(arm, p).endswith(" (shared)") else {}
 
 
-def servers_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, "Arm"]]:
+def servers_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, Arm]]:
     """(server key, the arm it starts with) of every server a run keeps up at once
     (`server_key`): one per arm (or per flavour, shared) in the paired design, one per
     flavour in blocks."""
-    first: dict[str, "Arm"] = {}
+    first: dict[str, Arm] = {}
     for a in arms:
         first.setdefault(server_key(a, p), a)
     return list(first.items())
 
 
-def memory_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, int]]:
+def memory_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, int]]:
     """(server key, bytes) each server may hold: its buffer pool (the largest any arm it
     runs asks for), `SERVER_OVERHEAD`, and `PER_CONNECTION` per client thread. Remote
     servers need none of this machine's memory."""
@@ -231,11 +252,10 @@ def memory_needed(arms: list["Arm"], p: "StudyParams") -> list[tuple[str, int]]:
 
 
 def _size(value: Any) -> int:
-    from .params import size_bytes
-    return size_bytes(value) or 128 * 2**20  # the servers' own default pool
+    return P.size_bytes(value) or 128 * 2**20  # the servers' own default pool
 
 
-def memory_problems(arms: list["Arm"], p: "StudyParams", available: int | None = None) -> list[str]:
+def memory_problems(arms: list[Arm], p: StudyParams, available: int | None = None) -> list[str]:
     """A parameter problem when the servers a run keeps up at once would not fit in
     `MEMORY_SHARE` of this machine's available memory (psutil): never a swapping machine."""
     import psutil
@@ -277,7 +297,7 @@ class Context:
         return {} if self.session else dict(self.arm.settings if self.arm else {})
 
 
-def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True) -> None:
+def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = True) -> None:
     """Run the whole plan, flushing every step to `run`. Servers are always stopped and
     their datadirs removed; on an error the run keeps what was measured (and, if this
     process owns the run, is marked failed or interrupted).
@@ -293,17 +313,17 @@ def measure(study: "Study", p: "StudyParams", run: Run, *, progress: bool = True
     if (run.path / "tables").exists():
         raise errors.StoreError(f"run {run.path.name} already holds measurements; runs are "
                                 "append-only: start a new run")
-    arms = study.arms(p)
+    arms = arms_of(study, p)
     steps = study_plan(study, p)
     budget = getattr(p, "budget", None)
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
                arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
                arm_servers={a.label: server_key(a, p) for a in arms})
-    with runner.guard(run), _Loop(study, p, run) as loop:
+    with guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         paired, by_label = design(p) == "paired", {a.label: a for a in arms}
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
-        more = getattr(study.module, "follow_up", lambda p, run: [])(p, run)
+        more = hook(study, "follow_up", lambda p, run: [])(p, run)
         if more:
             first = int(steps["step"].max()) + 1
             follow = (paired_plan(arms, more, p.repeats, p.seed + 1, first_step=first,
@@ -331,7 +351,7 @@ def provision(names: list[str], run: Run, total: int) -> None:
 class _Loop:
     """The servers (created, started and prepared on first use), blocks or rounds, steps."""
 
-    def __init__(self, study: "Study", p: "StudyParams", run: Run):
+    def __init__(self, study: StudyModule, p: StudyParams, run: Run):
         self.study, self.p, self.run = study, p, run
         self.stack = contextlib.ExitStack()
         self.contexts: dict[str, Context] = {}
@@ -352,7 +372,7 @@ class _Loop:
             self.run.update(sysbench=self.sysbench_meta,
                             server_events={f: c.server.events for f, c in self.contexts.items()})
 
-    def context(self, key: str, flavour_name: str, arms: list["Arm"] = ()) -> Context:
+    def context(self, key: str, flavour_name: str, arms: list[Arm] = ()) -> Context:
         """The server called `key` (`server_key`); on a shared server, every one of its `arms`
         must be able to set its settings per session — checked before the data is loaded."""
         if key not in self.contexts:
@@ -361,7 +381,7 @@ class _Loop:
                 where = log_dir = self.run.path / "server" / slug(key)
             else:
                 where, log_dir = self.run.path / "server" / flavour.name, self.run.path / "server"
-            server = flavour.instance(where, log_dir=log_dir, settings=dict(self.p.settings),
+            server = servers.instance(flavour, where, log_dir=log_dir, settings=dict(self.p.settings),
                                       cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)
@@ -377,23 +397,23 @@ class _Loop:
             _hook(self.study, "prepare")(ctx)
         return self.contexts[key]
 
-    def check_sessions(self, server: servers.Server, arms: list["Arm"]) -> None:
+    def check_sessions(self, server: servers.Server, arms: list[Arm]) -> None:
         """Arms sharing `server` set their settings per session: a setting a session cannot
         take (a global or read-only variable) is a parameter error, before any load."""
         problems = [f"{a.label}: {m}" for a in arms
-                    for m in workloads.sql.session_problems(server, session_settings(a, self.p))]
+                    for m in sql.session_problems(server, session_settings(a, self.p))]
         if problems:
             raise errors.ParamError([
                 f"{m} — in the paired design the arms of one flavour share a server and switch "
                 "settings per session; a setting no session can take needs `design blocks`"
                 for m in problems])
 
-    def use(self, ctx: Context, arm: "Arm", repeat: int) -> Context:
+    def use(self, ctx: Context, arm: Arm, repeat: int) -> Context:
         """`ctx` about to measure `arm`: its arm, round and session settings."""
         ctx.arm, ctx.repeat, ctx.session = arm, int(repeat), session_settings(arm, self.p)
         return ctx
 
-    def restart(self, ctx: Context, arm: "Arm", repeat: int, *, also: list["Arm"] = ()) -> None:
+    def restart(self, ctx: Context, arm: Arm, repeat: int, *, also: list[Arm] = ()) -> None:
         """Restart `ctx`'s server with `arm`'s start settings (a shared server: with none), and
         warm it up for `arm` and each of `also` (the other arms sharing it); each arm's server
         is recorded once."""
@@ -416,13 +436,13 @@ class _Loop:
             return False
         return time.monotonic() + float(np.mean(durations)) > self.deadline
 
-    def blocks(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool, *,
+    def blocks(self, steps: pd.DataFrame, arms: dict[str, Arm], progress: bool, *,
                before: int = 0) -> None:
         """Measure `steps` block by block; `before`: steps measured by earlier phases (the
         progress counts on from them)."""
         total = before + len(steps)
         bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
-                   desc=self.study.name + (" (follow-up)" if before else ""))
+                   desc=study_name(self.study) + (" (follow-up)" if before else ""))
         step = _hook(self.study, "step")
         done, durations, current, started = before, [], None, time.monotonic()
         self.run.set_progress(done, total, "starting the server")
@@ -453,7 +473,7 @@ class _Loop:
         finally:
             bar.close()
 
-    def rounds(self, steps: pd.DataFrame, arms: dict[str, "Arm"], progress: bool, *,
+    def rounds(self, steps: pd.DataFrame, arms: dict[str, Arm], progress: bool, *,
                before: int = 0) -> None:
         """Measure a paired plan round by round: every `restart_every` rounds each server is
         restarted and warmed up (for every arm it serves), then each pair's steps run back to
@@ -462,7 +482,7 @@ class _Loop:
         total = before + (len(steps) if self.deadline is None else per_round * rounds_in(
             self.study, self.p, self.deadline - time.monotonic()))
         bar = tqdm(total=total - before, disable=not progress, unit="step", mininterval=2,
-                   desc=self.study.name + (" (follow-up)" if before else ""))
+                   desc=study_name(self.study) + (" (follow-up)" if before else ""))
         self.run.set_progress(before, total, "starting the servers")
         keys = {label: server_key(arm, self.p) for label, arm in arms.items()}
         served = {k: [a for a in arms.values() if keys[a.label] == k] for k in dict.fromkeys(keys.values())}
@@ -494,7 +514,7 @@ class _Loop:
         finally:
             bar.close()
 
-    def pair(self, contexts: dict[str, Context], arms: dict[str, "Arm"],
+    def pair(self, contexts: dict[str, Context], arms: dict[str, Arm],
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
         """One cell on every arm, back to back. A study with its own `step` measures each as
         it does in blocks. Sysbench steps: after a step that wrote, its server settles before
@@ -508,7 +528,7 @@ class _Loop:
             ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
             return ctx
 
-        own_step = getattr(self.study.module, "step", None)
+        own_step = hook(self.study, "step")
         if own_step is not None:
             for i, cell in enumerate(cells):
                 own_step(begin(i, cell), cell)
@@ -558,7 +578,7 @@ def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
     run.set_progress(done, total, f"{now} · {text}")
 
 
-def _arm_record(arm: "Arm", p: "StudyParams") -> dict[str, Any]:
+def _arm_record(arm: Arm, p: StudyParams) -> dict[str, Any]:
     flavour = arm.flavour or p.flavour
     said = servers.load_flavour(flavour).settings_for(arm.intent) if arm.intent else {}
     return {"label": arm.label, "intent": arm.intent.asdict() if arm.intent else {},
@@ -578,8 +598,8 @@ def record_server(run: Run, server: servers.Server, label: str, *,
     run.update(servers=meta)
 
 
-def _hook(study: "Study", name: str) -> Callable[..., Any]:
-    return getattr(study.module, name, None) or DEFAULT_HOOKS[name]
+def _hook(study: StudyModule, name: str) -> Callable[..., Any]:
+    return hook(study, name, DEFAULT_HOOKS[name])
 
 
 # ---------------------------------------------------------------- sysbench steps (default hooks)
@@ -734,7 +754,7 @@ DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
 }
 
 
-# ---------------------------------------------------------------- analysis
+# ---------------------------------------------------------------- what was measured
 
 def measured(run: Run) -> pd.DataFrame:
     """The measured steps (warm-ups and discarded busy attempts dropped), each with
@@ -744,56 +764,3 @@ def measured(run: Run) -> pd.DataFrame:
     retried = steps[steps["phase"] == "busy"].groupby(keys).size().rename("remeasured")
     out = steps[steps["phase"] == "measure"].merge(retried.reset_index(), on=keys, how="left")
     return out.assign(remeasured=out["remeasured"].fillna(0).astype("int64"))
-
-
-def summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.DataFrame:
-    """Per group: for each metric (prefix → column) n, median, min, max, IQR, CV and the
-    median's CI; then median CPU of server and client, how many steps ran on a busy host
-    (after their retries) and how many busy attempts were discarded and measured again."""
-    out = None
-    for prefix, column in metrics.items():
-        s = stats.summarize(steps, by, column)
-        s = s.rename(columns={c: f"{prefix}_{c}" for c in s.columns if c not in by})
-        out = s if out is None else out.merge(s.drop(columns=f"{prefix}_n"), on=by)
-    if "remeasured" not in steps:
-        steps = steps.assign(remeasured=0)
-    extra = steps.groupby(by).agg(cpu_server_pct=("cpu_server_pct", "median"),
-                                  cpu_client_pct=("cpu_client_pct", "median"),
-                                  busy_steps=("host_busy", "sum"),
-                                  remeasured=("remeasured", "sum")).reset_index()
-    return out.merge(extra, on=by)
-
-
-def is_paired(steps: pd.DataFrame) -> bool:
-    """Whether measured steps come from the paired design (every step in a pair): runs of
-    the block design, old ones included, are analysed as they always were."""
-    return "pair" in steps and len(steps) > 0 and bool((steps["pair"].fillna(0) > 0).all())
-
-
-def design_table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
-    """A comparison table of the design the steps (or executions) were measured in: pairs per
-    round (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
-    if is_paired(steps):
-        return stats.paired_table(steps, pair="repeat", **kw)
-    return stats.compare_table(steps, **kw)
-
-
-def compare_arms(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
-                 higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
-    """Every arm but the baseline (arms[0]) and the A/A twin against the baseline, per
-    group of `by`, in one Holm family (paired per round when the steps were)."""
-    candidates = [a.label for a in arms[1:] if a.twin_of is None]
-    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=candidates,
-                  value=value, higher_is_better=higher_is_better, threshold=threshold)
-
-
-def aa_table(steps: pd.DataFrame, arms: list["Arm"], *, by: list[str], value: str,
-             higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
-    """The A/A control: the baseline's twin against the baseline (its own Holm family).
-    Empty when the run has no twin. Every verdict should be a draw; one that is not shows
-    how often this design calls noise a difference."""
-    twins = [a.label for a in arms if a.twin_of is not None]
-    if not twins:
-        return pd.DataFrame()
-    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
-                  value=value, higher_is_better=higher_is_better, threshold=threshold)

@@ -14,8 +14,8 @@ import types
 import typing
 from typing import Any, Mapping
 
-from .errors import ParamError, ServerError
-from .servers import load_flavour, parse_cpus
+from .errors import ConfigError, ParamError, ServerError
+from .servers import check_installed, load_flavour, parse_cpus
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -161,8 +161,8 @@ def check_cpus(name: str, spec: str | None) -> list[str]:
 def check_flavour(name: str, flavour: str) -> list[str]:
     """A known server flavour whose binaries are installed."""
     try:
-        load_flavour(flavour).check_installed()
-    except (ValueError, ServerError) as e:
+        check_installed(load_flavour(flavour))
+    except (ConfigError, ServerError) as e:
         return [f"{name}: {e}"]
     return []
 

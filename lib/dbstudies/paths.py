@@ -1,6 +1,7 @@
 """Where the repository's folders are (the package is installed editable from lib/)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -21,3 +22,13 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes allocated below `path` (what `du` counts)."""
+    total = 0
+    for f in Path(path).rglob("*"):
+        with contextlib.suppress(OSError):
+            if not f.is_symlink():
+                total += f.stat().st_blocks * 512
+    return total

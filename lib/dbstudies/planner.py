@@ -23,9 +23,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import analysis, experiment, paths, runner, stats
+from . import analysis, experiment, ownership, paths, stats
 from .results import Run, list_runs
-from .study import StudyParams, load
+from .study import StudyModule, StudyParams, arms_of, cells_of, hook, load, study_name
 
 PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used
@@ -42,9 +42,9 @@ def sysbench_tables(run: Run) -> list[Observations]:
             for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency"))]
 
 
-def paired_tables(study: Any, run: Run) -> list[Observations]:
+def paired_tables(study: StudyModule, run: Run) -> list[Observations]:
     """The tables `dbstudies plan` predicts for `study`, with `run`'s observations."""
-    return getattr(study.module, "paired_tables", sysbench_tables)(run)
+    return hook(study, "paired_tables", sysbench_tables)(run)
 
 
 def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
@@ -55,14 +55,14 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
         meta = run.metadata
         if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
             continue
-        if all(experiment.is_paired(frame) for _, frame, _, _ in paired_tables(s, run)):
+        if all(analysis.is_paired(frame) for _, frame, _, _ in paired_tables(s, run)):
             out.append(run)
         if len(out) == RECENT:
             break
     return out
 
 
-def cell_noise(study: Any, runs: list[Run], table: int = 0) -> pd.DataFrame:
+def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFrame:
     """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p99, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
     baseline, every run) and its degrees of freedom."""
@@ -82,20 +82,20 @@ def cell_noise(study: Any, runs: list[Run], table: int = 0) -> pd.DataFrame:
     return both.assign(s2=both["ss"] / both["df"]).reset_index()[[*by, "s2", "df"]]
 
 
-def planned_rounds(study: Any, p: StudyParams) -> int:
+def planned_rounds(study: StudyModule, p: StudyParams) -> int:
     """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
     if getattr(p, "budget", None):
         return experiment.rounds_in(study, p, p.budget * 60)
     return p.repeats
 
 
-def predict(study: Any, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]:
+def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]:
     """The MDE (%) of the median cell, the smallest and the largest, of a table over the
     study's cells × candidates at `p`'s rounds, from per-cell noise (its columns before
     s2 and df name the cell)."""
     by = [c for c in noise.columns if c not in ("s2", "df")]
-    cells = pd.DataFrame(study.cells(p))
-    cands = len([a for a in study.arms(p)[1:] if a.twin_of is None])
+    cells = pd.DataFrame(cells_of(study, p))
+    cands = len([a for a in arms_of(study, p)[1:] if a.twin_of is None])
     m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
     s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
     known = dict(zip(map(tuple, noise[by].to_numpy()), s2))
@@ -108,15 +108,15 @@ def predict(study: Any, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]
             "rounds": n, "comparisons": m}
 
 
-def pilot(study: Any, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
+def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
     budget), as an ordinary run under `root`."""
-    p = study.resolve(profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
-                                  "aa_control": False, "design": "paired"})
-    run = runner.create_run(study.name, p, root, "notebook")
+    p = experiment.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
+                                              "aa_control": False, "design": "paired"})
+    run = ownership.create_run(study_name(study), p, root, "notebook")
     run.update(pilot=True)
-    study.measure(p, run)
-    runner.notebook_done(run)
+    experiment.measure(study, p, run)
+    ownership.finish(run)
     return run
 
 
@@ -125,8 +125,8 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     """What `dbstudies plan` prints: the design, the expected wall time, and per table the
     expected MDE with where its noise comes from."""
     study = load(name)
-    p = study.resolve(profile, **overrides)
-    arms, cells = study.arms(p), study.cells(p)
+    p = experiment.resolve(study, profile, **overrides)
+    arms, cells = arms_of(study, p), cells_of(study, p)
     design = experiment.design(p)
     n = planned_rounds(study, p)
     lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "

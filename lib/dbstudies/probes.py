@@ -2,10 +2,9 @@
 
 Every second the `Sampler` reads SHOW GLOBAL STATUS (InnoDB checkpoint age and LSNs, dirty
 and flushed pages, redo written, …) and then each *probe* — a function returning
-{variable: value}: CPU seconds of server and client (/proc/<pid>/stat), how busy the host is
-apart from us (/proc/stat: busy and steal time), bytes the server read and wrote
-(/proc/<pid>/io), and bytes the datadir's device read and wrote (/proc/diskstats). A study
-adds its own probes with `Sampler(probes=[…])`.
+{variable: value}: CPU seconds of server and client, how busy the host is apart from us
+(busy and steal time), bytes the server read and wrote (/proc/<pid>/io), and bytes the
+datadir's device read and wrote (psutil reads the rest).
 
 Sample k is taken at t0 + k·interval, t0 being the moment sysbench was started, so sample k
 closes the same second as sysbench's k-th report interval. Rows are long (tidy): one per
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pandas as pd
+import psutil
 
 DEFAULT_STATUS = (
     "Questions", "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit",
@@ -57,26 +57,21 @@ HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
 # a step is flagged as measured on a busy host when, on average over the step, other
 # processes used more than this share of the machine (or the hypervisor stole more)
 BUSY_OTHER_PCT, BUSY_STEAL_PCT = 10.0, 5.0
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 COLUMNS = ["second", "offset_s", "variable", "value"]
 
 
-def host_cpu_seconds(stat: str | None = None) -> dict[str, float]:
-    """All CPUs' time from /proc/stat's `cpu` line, in seconds: total, busy (neither idle
-    nor iowait nor steal) and steal (taken by the hypervisor for other guests).
+def host_cpu_seconds(times: Any = None) -> dict[str, float]:
+    """All CPUs' time (`psutil.cpu_times()`), in seconds: total, busy (neither idle nor
+    iowait nor steal) and steal (taken by the hypervisor for other guests).
 
-    >>> host_cpu_seconds("cpu  100 0 50 800 20 0 10 20 0 0") == (
-    ...     {HOST_TOTAL: 1000 / _CLK_TCK, HOST_BUSY: 160 / _CLK_TCK, HOST_STEAL: 20 / _CLK_TCK})
+    >>> from types import SimpleNamespace as T
+    >>> host_cpu_seconds(T(user=1.0, nice=0.0, system=0.5, idle=8.0, iowait=0.25, irq=0.0,
+    ...                    softirq=0.25, steal=0.0)) == {HOST_TOTAL: 10.0, HOST_BUSY: 1.75, HOST_STEAL: 0.0}
     True
     """
-    if stat is None:
-        with open("/proc/stat") as f:
-            stat = f.readline()
-    v = [int(x) for x in stat.split()[1:9]]  # user nice system idle iowait irq softirq steal
-    user, nice, system, idle, iowait, irq, softirq, steal = v + [0] * (8 - len(v))
-    total = user + nice + system + idle + iowait + irq + softirq + steal
-    busy = user + nice + system + irq + softirq
-    return {HOST_TOTAL: total / _CLK_TCK, HOST_BUSY: busy / _CLK_TCK, HOST_STEAL: steal / _CLK_TCK}
+    t = psutil.cpu_times() if times is None else times
+    busy = t.user + t.nice + t.system + t.irq + t.softirq
+    return {HOST_TOTAL: busy + t.idle + t.iowait + t.steal, HOST_BUSY: busy, HOST_STEAL: t.steal}
 
 
 def cpu_seconds(pid: int | None) -> float | None:
@@ -84,17 +79,17 @@ def cpu_seconds(pid: int | None) -> float | None:
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+        t = psutil.Process(pid).cpu_times()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-    return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime (fields 14, 15)
+    return t.user + t.system
 
 
 def process_io(pid: int | None) -> dict[str, float]:
     """Bytes a process (all its threads) made the storage read and write: /proc/<pid>/io
     read_bytes and write_bytes − cancelled_write_bytes (truncated before reaching the disk);
-    empty when the process is gone or not ours to read.
+    empty when the process is gone or not ours to read. Read here, not through psutil,
+    whose `io_counters()` has no cancelled_write_bytes.
 
     >>> process_io(os.getpid())[SERVER_WRITE] >= 0
     True
@@ -114,21 +109,15 @@ def device_of(path: str | Path) -> str | None:
     return sysfs.resolve().name if sysfs.exists() else None
 
 
-def disk_io(device: str | None, stats: str | None = None) -> dict[str, float]:
-    """Bytes the device has read and written since boot (/proc/diskstats sectors × 512).
-
-    >>> disk_io("vda", "  254  0 vda 10 0 2048 5 20 0 4096 9 0 1 1")
-    {'disk_read_bytes': 1048576.0, 'disk_write_bytes': 2097152.0}
-    """
+def disk_io(device: str | None) -> dict[str, float]:
+    """Bytes the device has read and written since boot (`psutil.disk_io_counters`, which
+    counts /proc/diskstats sectors × 512); empty for no device or one it does not list."""
     if device is None:
         return {}
-    if stats is None:
-        stats = Path("/proc/diskstats").read_text()
-    for line in stats.splitlines():
-        f = line.split()
-        if len(f) > 9 and f[2] == device:
-            return {DISK_READ: int(f[5]) * 512.0, DISK_WRITE: int(f[9]) * 512.0}
-    return {}
+    counters = psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
+    if device not in counters:
+        return {}
+    return {DISK_READ: float(counters[device].read_bytes), DISK_WRITE: float(counters[device].write_bytes)}
 
 
 def default_probes(server: Any, client_pid: int | None) -> list[Probe]:
@@ -146,10 +135,8 @@ class Sampler:
     """Samples one server while a sysbench run goes on (a sysbench.Observer)."""
 
     def __init__(self, server: Any, interval: float = 1.0, variables=DEFAULT_STATUS,
-                 on_rows: Callable[[pd.DataFrame], None] | None = None,
-                 probes: list[Probe] = ()):
+                 on_rows: Callable[[pd.DataFrame], None] | None = None):
         self.server = server
-        self.probes = list(probes)  # the study's own, after the default ones
         self.on_rows = on_rows  # each second's rows as they are taken (streamed to disk)
         self.interval = interval
         self.variables = tuple(variables)
@@ -164,7 +151,7 @@ class Sampler:
         self._conn = self.server.connect()
         names = ",".join(f"'{v}'" for v in self.variables)
         self._sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
-        self._probes = default_probes(self.server, client_pid) + self.probes
+        self._probes = default_probes(self.server, client_pid)
         self._thread = threading.Thread(target=self._loop, args=(t0,), daemon=True,
                                         name="dbstudies-sampler")
         self._thread.start()

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -13,6 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
+
+import psutil
 
 from . import errors
 
@@ -68,17 +71,36 @@ def find_processes(marker: str) -> list[int]:
     """PIDs of live (non-zombie) processes, other than this one, whose command line
     contains `marker` — e.g. a run directory, to find a server that outlived its run."""
     out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker in cmd and state != "Z":
-            out.append(int(d.name))
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmd = " ".join(p.info["cmdline"] or ())
+        if p.pid != os.getpid() and marker in cmd and p.info["status"] != psutil.STATUS_ZOMBIE:
+            out.append(p.pid)
     return out
+
+
+def alive(pid: int) -> bool:
+    """Whether a process `pid` exists (a zombie counts as gone)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def kill_pids(pids: Sequence[int], grace: float = 30.0) -> None:
+    """SIGTERM to processes that are not our children (a server a dead run left behind),
+    then SIGKILL to those still alive after `grace` seconds; waits until they are gone."""
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(pid))
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    psutil.wait_procs(alive, timeout=grace)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from . import paths
 from .errors import DbStudiesError
 from .results import Run
+from .study import against_profile
 
 
 def _e(value: Any) -> str:
@@ -50,7 +51,6 @@ def _servers(meta: dict[str, Any]) -> str:
 
 def _parameters(meta: dict[str, Any]) -> str:
     """name | value | profile value | changed? — the profile's values from the study."""
-    from .study import against_profile
     params = meta.get("parameters", {})
     rows = []
     for name, value, default in against_profile(meta) or [(k, v, v) for k, v in params.items()]:
@@ -231,6 +231,7 @@ def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
     """Show a comparison: its layout table and what the table can detect (stats.reachability);
     `empty`: what to say instead when there is nothing to compare."""
     from IPython.display import Markdown, display
+
     from .stats import reachability
     if rel.empty and empty:
         display(Markdown(empty))

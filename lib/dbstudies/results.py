@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import importlib.metadata
 import json
 import os
-import platform
 import secrets
 import shutil
 from pathlib import Path
@@ -26,7 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import errors, paths, proc
+from . import errors, paths
+from .provenance import git_state, host_facts, package_versions
+from .provenance import now as _now
 from .schema import Table  # noqa: F401 - the run store's tables are declared with it
 
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
@@ -223,14 +223,6 @@ def list_runs(study: str | None = None, root: Path = paths.RUNS_DIR,
     return out
 
 
-def disk_usage(path: Path) -> int:
-    """Bytes allocated below `path` (what `du` counts)."""
-    total = 0
-    for f in Path(path).rglob("*"):
-        with contextlib.suppress(OSError):
-            if not f.is_symlink():
-                total += f.stat().st_blocks * 512
-    return total
 
 
 def export_tables(run: Run, out: Path, fmt: str) -> list[Path]:
@@ -256,85 +248,3 @@ def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path:
         shutil.rmtree(dest)
     shutil.copytree(run.path / "figures", dest)
     return dest
-
-
-# ---------------------------------------------------------------- provenance
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def git_state(repo: Path = paths.REPO) -> dict[str, Any]:
-    """The checkout's commit and whether tracked files differ from it."""
-    try:
-        commit = proc.run(["git", "-C", repo, "rev-parse", "HEAD"], timeout=30).stdout.strip()
-        dirty = proc.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
-                         timeout=30).stdout.strip() != ""
-    except proc.ProcError:
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": dirty}
-
-
-def package_versions() -> dict[str, str]:
-    names = ["dbstudies", "numpy", "pandas", "pyarrow", "scipy", "matplotlib", "seaborn",
-             "mysql-connector-python", "papermill", "nbconvert", "ipykernel"]
-    out = {"python": platform.python_version()}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def host_facts(where: Path) -> dict[str, Any]:
-    """CPU model, cores, memory, kernel and the filesystem a run's files live on."""
-    model = None
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
-    mem_kib = None
-    with contextlib.suppress(OSError, StopIteration), open("/proc/meminfo") as f:
-        mem_kib = int(next(ln for ln in f if ln.startswith("MemTotal")).split()[1])
-    try:
-        fs = proc.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "--target", where], timeout=30).stdout.strip()
-    except proc.ProcError:
-        fs = None
-    return {"hostname": platform.node(), "cpu_model": model, "cpus": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(mem_kib / 2**20, 1) if mem_kib else None,
-            "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
-            "storage": storage_facts(where)}
-
-
-def storage_facts(where: Path) -> dict[str, Any]:
-    """The storage `where` is on: filesystem and its mount options, block device, whether
-    the kernel calls it rotational, its model and size (empty fields where unknown; a
-    virtual disk may call itself rotational whatever is behind it)."""
-    out: dict[str, Any] = {"filesystem": None, "mount_options": None, "device": None,
-                           "rotational": None, "model": None, "size_gib": None}
-    with contextlib.suppress(proc.ProcError):
-        line = proc.run(["findmnt", "-n", "-o", "FSTYPE,OPTIONS", "--target", where],
-                        timeout=30).stdout.split()
-        out["filesystem"], out["mount_options"] = (line + [None, None])[:2]
-    with contextlib.suppress(OSError):
-        dev = os.stat(where).st_dev
-        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
-        disk = block if (block / "queue").exists() else block.parent  # a partition's disk
-        out["device"] = block.name
-
-        def read(name: str) -> str | None:
-            with contextlib.suppress(OSError):
-                return (disk / name).read_text().strip()
-            return None
-        rotational, size = read("queue/rotational"), read("size")
-        out["rotational"] = None if rotational is None else rotational == "1"
-        out["model"] = read("device/model")
-        out["size_gib"] = round(int(size) * 512 / 2**30, 1) if size else None
-    return out
-
-
-def _os_release() -> str | None:
-    with contextlib.suppress(OSError), open("/etc/os-release") as f:
-        for line in f:
-            if line.startswith("PRETTY_NAME="):
-                return line.split("=", 1)[1].strip().strip('"')
-    return None

@@ -1,16 +1,9 @@
-"""The one owner of a run's status, from creation to complete / failed / interrupted.
+"""`dbstudies run` and `dbstudies report`: a study's notebook executed through papermill.
 
-A run is owned by the process that created it, recorded in its metadata (`owner`):
-
-- `dbstudies run` (this module's `execute`) creates the run, executes the study's notebook
-  through papermill in a kernel, and sets the final status from what happened: complete,
-  failed (with the error) or interrupted (SIGINT or SIGTERM). It also reaps any server the
-  kernel left behind and renders the report.
-- A notebook run from JupyterLab (or plain papermill) creates its own run: the kernel owns
-  it; `guard` marks it failed or interrupted when measuring raises, and the notebook's last
-  cell (`Study.finish` → `notebook_done`) marks it complete.
-
-Only the owner writes the status, so a kernel that measures a CLI-owned run never does.
+`execute` creates the run (owned by this process, `ownership`), executes the study's
+notebook in a kernel, and sets the final status from what happened: complete, failed (with
+the error) or interrupted (SIGINT or SIGTERM). It also reaps any server the kernel left
+behind and renders the report; `analyse` re-executes a notebook on an ended run.
 """
 from __future__ import annotations
 
@@ -18,126 +11,18 @@ import contextlib
 import gc
 import logging
 import os
-import shutil
 import signal
-import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import paths, proc
+from . import experiment, paths
 from .errors import ParamError, StoreError
+from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, settle
 from .params import as_dict
-from .results import Run, disk_usage, export_figures
-
-EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
-
-
-# ---------------------------------------------------------------- ownership
-
-def create_run(study: str, p: Any, root: str | os.PathLike, kind: str) -> Run:
-    """A new run directory owned by this process (`kind`: cli or notebook)."""
-    run = Run.create(study, as_dict(p), root=Path(root))
-    run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()})
-    return run
-
-
-def open_run(study: str, p: Any, run_dir: str | os.PathLike | None = None,
-             root: str | os.PathLike | None = None) -> Run:
-    """The CLI's run (`run_dir`: owned by the CLI), or a new one owned by this notebook."""
-    if run_dir:
-        return Run.open(run_dir)
-    return create_run(study, p, root or paths.RUNS_DIR, "notebook")
-
-
-def owns(run: Run) -> bool:
-    owner = run.metadata.get("owner") or {}
-    return owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname()
-
-
-def _settle(run: Run, status: str, error: str | None = None) -> None:
-    """Record how the run ended, once; a complete run's figures go to figures/<study>/."""
-    if run.status != "running":
-        return
-    run.finish(status, error)
-    if status == "complete" and (run.path / "figures").exists() \
-            and run.path.is_relative_to(paths.RUNS_DIR):
-        export_figures(run)
-
-
-@contextlib.contextmanager
-def guard(run: Run) -> Iterator[Run]:
-    """Mark a run this process owns failed (with the error) or interrupted if the block
-    raises; a run owned by someone else is left to its owner."""
-    try:
-        yield run
-    except KeyboardInterrupt:
-        if owns(run):
-            _settle(run, "interrupted", "interrupted (KeyboardInterrupt)")
-        raise
-    except BaseException as e:
-        if owns(run):
-            _settle(run, "failed", f"{type(e).__name__}: {e}")
-        raise
-
-
-def notebook_done(run: Run) -> None:
-    """A notebook reached its end: complete the run if the notebook owns it."""
-    if owns(run):
-        _settle(run, "complete")
-        print(f"Run complete: {run.path}\n`dbstudies report {run.path}` writes its executed "
-              "notebook and report.html there.")
-
-
-# ---------------------------------------------------------------- abandoned runs, clean-up
-
-def owner_alive(run: Run) -> bool | None:
-    """Whether the process that owns the run still exists (None: unknown, e.g. another host)."""
-    owner = run.metadata.get("owner") or {}
-    if not owner.get("pid") or owner.get("host") != socket.gethostname():
-        return None
-    try:
-        os.kill(owner["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def check_abandoned(run: Run) -> str:
-    """The run's status, after marking a running run whose owner is gone `abandoned`."""
-    if run.status == "running" and owner_alive(run) is False:
-        run.finish("abandoned", f"its owner (pid {run.metadata['owner']['pid']}) is gone; "
-                                "`dbstudies clean` removes what it left behind")
-    return run.status
-
-
-def leftovers(run: Run) -> list[Path]:
-    """What a run that did not end cleanly can leave behind: server datadirs in the run
-    directory and the servers' private socket directories (/tmp/dbs-…)."""
-    found = sorted(p for p in (run.path / "server").glob("*/datadir") if p.is_dir())
-    for server in run.metadata.get("servers", []):
-        sockdir = Path(server.get("socket") or "/nonexistent").parent
-        if sockdir.name.startswith("dbs-") and sockdir.is_dir() and sockdir not in found:
-            found.append(sockdir)
-    return found
-
-
-def clean(run: Run) -> list[tuple[Path, int]]:
-    """Stop any server of an abandoned, failed or interrupted run and remove its leftovers:
-    [(path, bytes freed)]. A running run (owner alive) or a complete run is never touched."""
-    if check_abandoned(run) in ("running", "complete"):
-        return []
-    reap_servers(run)
-    removed = []
-    for path in leftovers(run):
-        size = disk_usage(path)
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append((path, size))
-    return removed
-
+from .report import conclusion_text, render
+from .results import Run
+from .study import load
 
 # ---------------------------------------------------------------- dbstudies run
 
@@ -167,32 +52,31 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     the conclusion. A run that fails or is interrupted still gets a report: the notebook is
     executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
-    from .study import load
     overrides = parameters(pairs)
     study = load(name)
-    p = study.resolve(profile, **overrides)  # raw text: each is parsed for its type
+    p = experiment.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
     try:
-        run = create_run(study.name, p, runs_dir, "cli")
+        run = create_run(name, p, runs_dir, "cli")
     except OSError as e:
         raise StoreError(f"cannot create a run directory under {runs_dir}: "
                          f"{e.strerror or e}") from None
-    minutes = study.estimated_seconds(p) / 60
-    print(f"dbstudies: {study.name} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
+    minutes = experiment.estimated_seconds(study, p) / 60
+    print(f"dbstudies: {name} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
           flush=True)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
     code = 0
     try:
-        _notebook(run, study.name, run.path / "notebook.ipynb",
+        _notebook(run, name, run.path / "notebook.ipynb",
                   {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
-        _settle(run, "complete")
+        settle(run, "complete")
     except KeyboardInterrupt as e:
         signame = getattr(e, "signame", "SIGINT")
-        _settle(run, "interrupted", f"interrupted by {signame}")
+        settle(run, "interrupted", f"interrupted by {signame}")
         print(f"dbstudies: interrupted ({signame})", file=sys.stderr, flush=True)
         code = EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
-        _settle(run, "failed", _error_line(e))
+        settle(run, "failed", _error_line(e))
         print(f"dbstudies: the study failed: {_error_line(e)}", file=sys.stderr, flush=True)
         code = EXIT_FAILED
     finally:
@@ -211,7 +95,6 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
     """Write the report (analysing an ended run's steps first when it did not complete),
     then print the conclusion, the report's path and the status. Returns 0, or the exit
     code of an interruption while analysing."""
-    from .report import conclusion_text, render
     try:
         if run.status != "complete":
             print(f"dbstudies: analysing the steps that finished (Ctrl-C skips; `dbstudies report "
@@ -241,7 +124,6 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     meta = run.metadata
     if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
-    from .study import load
     load(meta["study"])  # an unknown study: a clear error
     out, partial = run.path / "notebook.ipynb", run.path / f"notebook-{run.status}.ipynb"
     if out.exists() and not partial.exists() and run.status != "complete":
@@ -300,6 +182,7 @@ def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
         yield
         return
     import threading
+
     from tqdm import tqdm
     stop = threading.Event()
 
@@ -328,24 +211,6 @@ def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(5)
-
-
-def reap_servers(run: Run, timeout: float = 30) -> None:
-    """Make sure no server of this run survives: SIGTERM, then SIGKILL on a deadline."""
-    pids = proc.find_processes(str(run.path / "server"))
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if Path(f"/proc/{p}").exists()]
-        time.sleep(0.1)
-    for pid in pids:
-        _signal(pid, signal.SIGKILL)
-
-
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
 
 
 def default_kernel() -> str:

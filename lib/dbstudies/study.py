@@ -21,13 +21,14 @@ when its `Params.SHARED_SERVER` says that its steps give their arm's settings to
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
-This module stays light: `dbstudies list` imports it and the study modules, never pandas
-or scipy.
+A study is a plain module: nothing forwards to it; the library's functions take it as their
+first argument. This module stays light: `dbstudies list` imports it and the study modules,
+never pandas or scipy.
 
     study = load("thread_pool")
-    p = study.resolve("smoke", threads=[1, 8])
-    run = study.open_run(p)
-    study.measure(p, run)
+    p = experiment.resolve(study, "smoke", threads=[1, 8])
+    run = ownership.open_run(study, p)
+    experiment.measure(study, p, run)
 """
 from __future__ import annotations
 
@@ -36,16 +37,10 @@ import importlib
 import os
 import shutil
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Protocol
 
 from . import params as P
 from . import servers
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from .results import Run
 
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
@@ -293,77 +288,44 @@ def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
     return [base, twin, *arms[1:]]
 
 
-class Study:
-    """A study module seen through the contract; other attributes come from the module."""
+class StudyModule(Protocol):
+    """What a study module declares (the contract the loop, the planner and the runner read).
 
-    def __init__(self, module: ModuleType):
-        self.module = module
-        self.name = module.__name__.rsplit(".", 1)[-1]
-        self.Params = module.Params
-        self.PROFILES = module.PROFILES
+    Optional hooks, looked up with `hook(study, name)`: `cells(p)` (default: the parameters'
+    own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
+    `warmup_seconds(p)`, `follow_up(p, run)` and `paired_tables(run)`."""
+    __name__: str
+    __doc__: str | None
+    Params: type[StudyParams]
+    PROFILES: Mapping[str, Mapping[str, Any]]
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.module, name)
+    def arms(self, p: Any) -> list[Arm]: ...
 
-    def __repr__(self) -> str:
-        return f"Study({self.name!r})"
 
-    @property
-    def title(self) -> str:
-        return (self.module.__doc__ or self.name).strip().splitlines()[0]
+def study_name(study: StudyModule) -> str:
+    """The study's registry name (its module's last component)."""
+    return study.__name__.rsplit(".", 1)[-1]
 
-    def resolve(self, profile: str = "quick", **overrides: Any) -> StudyParams:
-        """Validated parameters: the profile's values, with non-None overrides applied; on
-        a remote target, no arm may need a restart or a config change (`remote_problems`)."""
-        p = P.resolve(self.Params, self.PROFILES, profile, overrides)
-        from . import experiment
-        arms = self.arms(p)
-        problems = remote_problems(arms, p)
-        if getattr(p, "budget", None) and p.budget * 60 < 2 * experiment.round_seconds(self, p):
-            problems.append(f"budget: {p.budget:g} min cannot hold the two "
-                            f"{'rounds' if experiment.design(p) == 'paired' else 'repeats'} a "
-                            f"verdict needs (≈ {experiment.round_seconds(self, p) / 60:.1f} min each)")
-        if not problems:
-            problems += experiment.memory_problems(arms, p)
-        if problems:
-            raise P.ParamError(problems)
-        return p
 
-    def arms(self, p: StudyParams) -> list[Arm]:
-        """The arms measured, A/A twin included when `p.aa_control`."""
-        return with_control(self.module.arms(p), p.aa_control)
+def title(study: StudyModule) -> str:
+    """The first line of the study module's docstring."""
+    return (study.__doc__ or study_name(study)).strip().splitlines()[0]
 
-    def cells(self, p: StudyParams) -> list[dict[str, Any]]:
-        """The module's `cells(p)`, else the parameters' own (sysbench: workload × threads)."""
-        cells = getattr(self.module, "cells", None)
-        return cells(p) if cells else p.cells()
 
-    def plan(self, p: StudyParams) -> "pd.DataFrame":
-        from . import experiment
-        return experiment.study_plan(self, p)
+def hook(study: StudyModule, what: str, default: Any = None) -> Any:
+    """The study's optional hook `what`, else `default`."""
+    return getattr(study, what, None) or default
 
-    def estimated_seconds(self, p: StudyParams) -> float:
-        from . import experiment
-        return experiment.estimated_seconds(self, p)
 
-    def open_run(self, p: StudyParams, run_dir: str | os.PathLike | None = None,
-                 root: str | os.PathLike | None = None) -> "Run":
-        """The run to record into: the CLI's (`run_dir`), or a new one (JupyterLab)."""
-        from . import runner
-        return runner.open_run(self.name, p, run_dir, root)
+def arms_of(study: StudyModule, p: StudyParams) -> list[Arm]:
+    """The arms measured: the study's, A/A twin included when `p.aa_control`."""
+    return with_control(study.arms(p), p.aa_control)
 
-    def measure(self, p: StudyParams, run: "Run", *, progress: bool = True) -> None:
-        from . import experiment
-        experiment.measure(self, p, run, progress=progress)
 
-    def measured(self, run: "Run") -> "pd.DataFrame":
-        from . import experiment
-        return experiment.measured(run)
-
-    def finish(self, run: "Run") -> None:
-        """The notebook's last call: complete the run if this notebook owns it."""
-        from . import runner
-        runner.notebook_done(run)
+def cells_of(study: StudyModule, p: StudyParams) -> list[dict[str, Any]]:
+    """The study's `cells(p)`, else the parameters' own (sysbench: workload × threads)."""
+    own = hook(study, "cells")
+    return own(p) if own else p.cells()
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -381,8 +343,9 @@ def names() -> list[str]:
     return list(REGISTRY)
 
 
-def load(name: str) -> Study:
-    """The study called `name` (imports its module now)."""
-    if name not in REGISTRY:
-        raise P.ParamError([f"study: unknown study {name!r}; known: {', '.join(REGISTRY)}"])
-    return Study(importlib.import_module(REGISTRY[name]))
+def load(study: str) -> StudyModule:
+    """The study module called `study` (imported now, by name: the registry is the only
+    place that names the study modules, and nothing below imports them)."""
+    if study not in REGISTRY:
+        raise P.ParamError([f"study: unknown study {study!r}; known: {', '.join(REGISTRY)}"])
+    return importlib.import_module(REGISTRY[study])

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import paths, proc
+from . import experiment, paths, proc
 from .errors import ParamError, StoreError
+from .study import load
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
 MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
@@ -85,7 +86,6 @@ def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
     ...     "grid": {"threads": [[1], [4]]}})]
     [{'duration': 2, 'threads': [1]}, {'duration': 2, 'threads': [4]}]
     """
-    from .study import load
     unknown = sorted(set(grid) - {"profile", "parameters", "grid"})
     if unknown:
         raise ParamError([f"grid file: unknown keys {unknown} (profile, parameters, grid)"])
@@ -99,9 +99,9 @@ def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
     jobs, problems = [], []
     for profile in profiles:
         for values in itertools.product(*axes.values()):
-            job = Job(s.name, profile, {**fixed, **dict(zip(axes, values))})
+            job = Job(study, profile, {**fixed, **dict(zip(axes, values))})
             try:
-                s.resolve(profile, **job.parameters)
+                experiment.resolve(s, profile, **job.parameters)
             except ParamError as e:
                 problems += [f"{job.label}: {m}" for m in e.problems]
             jobs.append(job)

@@ -20,16 +20,16 @@ import time
 import numpy as np
 import pandas as pd
 
-from dbstudies import experiment, paths, planner, runner, stats
+from dbstudies import analysis, experiment, ownership, paths, planner, stats
 from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.study import arms_of, load, study_name
 
 
 def analyse(run: Run) -> None:
     study = load(run.study)
-    p = study.resolve(run.metadata["parameters"]["profile"],
+    p = experiment.resolve(study, run.metadata["parameters"]["profile"],
                       **{k: v for k, v in run.metadata["parameters"].items() if k != "profile"})
-    arms = study.arms(p)
+    arms = arms_of(study, p)
     for words, frame, by, value in planner.paired_tables(study, run):
         frame = frame.dropna(subset=[value])  # DBT3: timed-out executions have no seconds
         g = frame.groupby([*by, "arm"])
@@ -39,12 +39,12 @@ def analyse(run: Run) -> None:
             with pd.option_context("display.width", 200, "display.max_rows", 200):
                 print(table.round(1).unstack("arm").to_string())
         higher = value in ("qps", "tps", "median_tps")
-        rel = experiment.compare_arms(frame, arms, by=by, value=value, higher_is_better=higher)
+        rel = analysis.compare_arms(frame, arms, by=by, value=value, higher_is_better=higher)
         sd = stats.pooled_sd_log(x for _, x in g[value])
         print(f"{words}: pooled CV {sd * 100:.1f} %, median cell CV "
               f"{g[value].agg(stats.cv).median() * 100:.1f} %; {stats.reachability(rel)[0]}; "
               f"verdicts {rel['verdict'].value_counts().to_dict()}")
-        if experiment.is_paired(frame):  # the same steps as if unpaired, for the before/after
+        if analysis.is_paired(frame):  # the same steps as if unpaired, for the before/after
             d = pd.concat([stats.pair_up(frame, by=by, factor="arm", baseline=arms[0].label,
                                          candidate=a.label, value=value, pair="repeat")
                            for a in arms[1:]])
@@ -85,11 +85,11 @@ def main() -> None:
     if args.analyse:
         return analyse(Run.open(args.analyse))
     study = load(args.study)
-    p = study.resolve(args.profile, **dict(args.parameter))
-    run = runner.create_run(study.name, p, args.runs_dir, "notebook")
+    p = experiment.resolve(study, args.profile, **dict(args.parameter))
+    run = ownership.create_run(study_name(study), p, args.runs_dir, "notebook")
     t0 = time.monotonic()
-    study.measure(p, run)
-    runner.notebook_done(run)
+    experiment.measure(study, p, run)
+    ownership.finish(run)
     print(f"{run.path}: {(time.monotonic() - t0) / 60:.1f} min")
     analyse(run)
 

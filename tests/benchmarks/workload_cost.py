@@ -22,8 +22,8 @@ import time
 
 from dbstudies import servers
 from dbstudies.probes import CPU_CLIENT, CPU_SERVER, Sampler
-from dbstudies.workloads.sysbench import Sysbench
 from dbstudies.workloads import family
+from dbstudies.workloads.sysbench import Sysbench
 
 TABLES = {"oltp": ["sbtest%"], "tpcc": ["warehouse", "district", "customer", "history", "orders",
                                        "new_orders", "order_line", "item", "stock"],

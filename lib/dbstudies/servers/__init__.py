@@ -5,21 +5,42 @@
     launch.py    the argv prefix (host | bwrap) and the real server PID below it
     cnf.py       my.cnf fragments, rendering, and each family's dialect for an `Intent`
     instance.py  Server: a private instance (init, start, restart, cold restart, stop)
+    remote.py    RemoteServer: a server somewhere else, used as it is
+    factory.py   which of the two runs a flavour (`instance`, `check_installed`)
+    compression.py  compressed-table formats: what each candidate asks of a server
 
 Everything a study needs is importable from here (`servers.Server`, `servers.Intent` …).
 """
 from __future__ import annotations
 
-from .cnf import (BASE_INTENT, Intent, Unavailable, norm_key, read_cnf, render_cnf,
-                  table_options)
-from .flavour import (Flavour, bad_values, disk_use, known_options, list_flavours, load_flavour,
-                      package_version, unknown_settings)
-from .instance import (CONNECTION_HEADROOM, DEFAULT_MAX_CONNECTIONS, FORBIDDEN_PORTS, PortInUse,
-                       Server, ServerDied, check_port, configured, free_port, parse_cpus)
 from ..errors import ServerError
+from .cnf import BASE_INTENT, Intent, Unavailable, norm_key, read_cnf, render_cnf, table_options
+from .factory import check_installed, instance
+from .flavour import (
+                  Flavour,
+                  bad_values,
+                  disk_use,
+                  known_options,
+                  list_flavours,
+                  load_flavour,
+                  package_version,
+                  unknown_settings,
+)
+from .instance import (
+                  CONNECTION_HEADROOM,
+                  DEFAULT_MAX_CONNECTIONS,
+                  FORBIDDEN_PORTS,
+                  PortInUse,
+                  Server,
+                  ServerDied,
+                  check_port,
+                  configured,
+                  free_port,
+                  parse_cpus,
+)
 
 __all__ = ["BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
-           "check_port", "configured", "disk_use", "free_port", "known_options", "list_flavours",
+           "check_installed", "check_port", "configured", "disk_use", "free_port", "instance", "known_options", "list_flavours",
            "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
            "render_cnf", "table_options", "unknown_settings"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .. import paths
-from ..errors import ServerError
+from ..errors import ConfigError, ServerError
 from . import cnf, launch, rootfs
 from .cnf import Intent, norm_key
 
@@ -46,19 +46,10 @@ class Flavour:
         return self.source == "remote"
 
     def check_installed(self) -> None:
-        """The host's binaries are there (system), or the rootfs is provisioned or can be,
-        or the remote server answers."""
+        """The host's binaries are there (system), or the rootfs is provisioned or can be.
+        A remote flavour is checked by asking it (`servers.check_installed`)."""
         if self.remote:
-            from .remote import RemoteServer
-            try:
-                RemoteServer(self, Path(".")).query("SELECT 1")
-            except ServerError:
-                raise
-            except Exception as e:  # noqa: BLE001 - unreachable, refused: never the password
-                raise ServerError(f"remote flavour {self.name}: {self.host}:{self.port} does not "
-                                  f"answer as {self.client_user} ({type(e).__name__}: "
-                                  f"{getattr(e, 'msg', '') or 'no connection'})") from None
-            return
+            raise ServerError(f"flavour {self.name} is remote: `servers.check_installed` asks it")
         if self.source == "rootfs":
             if not rootfs.is_provisioned(self) and rootfs.missing_tools():
                 raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
@@ -110,15 +101,6 @@ class Flavour:
     def provisioned(self) -> bool:
         """Runnable without building anything first (always, for the host's binaries)."""
         return self.source != "rootfs" or rootfs.is_provisioned(self)
-
-    def instance(self, workdir: Path, **kw: Any) -> Any:
-        """A server of this flavour: a private `Server` in `workdir`, or for a remote
-        flavour the `RemoteServer` it names (which ignores what only a private one uses)."""
-        if self.remote:
-            from .remote import RemoteServer
-            return RemoteServer(self, workdir, **kw)
-        from .instance import Server
-        return Server(self, workdir, **kw)
 
     def provision(self, say=print) -> None:
         """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
@@ -292,7 +274,6 @@ def disk_use(flavour: Flavour) -> int:
     """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries."""
     if flavour.source != "rootfs":
         return 0
-    from . import rootfs
     return rootfs.disk_usage(flavour)
 
 
@@ -305,22 +286,22 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
     path ending in .toml (a remote target kept outside the repository)."""
     path = Path(name) if str(name).endswith(".toml") else Path(servers_dir) / f"{name}.toml"
     if not path.exists():
-        raise ValueError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
+        raise ConfigError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
     data = tomllib.loads(path.read_text())
     unknown = set(data) - set(_FLAVOUR_TYPES)
     needed = {"host", "port"} if data.get("source") == "remote" else {"server", "install_db"}
     missing = {"name", "family", "description", "source", *needed} - set(data)
     if unknown or missing:
-        raise ValueError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+        raise ConfigError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     for key, value in data.items():
         if not isinstance(value, _FLAVOUR_TYPES[key]):
-            raise ValueError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
+            raise ConfigError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
     if data["name"] != path.stem or data["source"] not in _SOURCES:
-        raise ValueError(f"{path}: name must be {path.stem!r} and source one of {sorted(_SOURCES)}")
+        raise ConfigError(f"{path}: name must be {path.stem!r} and source one of {sorted(_SOURCES)}")
     if data.get("password_env") and data.get("option_file"):
-        raise ValueError(f"{path}: a password comes from password_env or option_file, not both")
+        raise ConfigError(f"{path}: a password comes from password_env or option_file, not both")
     if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
-        raise ValueError(f"{path}: a rootfs flavour needs a suite and its packages")
+        raise ConfigError(f"{path}: a rootfs flavour needs a suite and its packages")
     for key in ("apt", "packages", "install_db", "cnf"):
         if key in data:
             data[key] = tuple(data[key])

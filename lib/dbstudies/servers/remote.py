@@ -56,6 +56,19 @@ def password(flavour: Flavour) -> str:
     return ""
 
 
+def check_reachable(flavour: Flavour) -> None:
+    """The remote server answers `SELECT 1` as its client user (a `ServerError` saying why
+    not — never its password)."""
+    try:
+        RemoteServer(flavour, Path(".")).query("SELECT 1")
+    except ServerError:
+        raise
+    except Exception as e:  # noqa: BLE001 - unreachable, refused: never the password
+        raise ServerError(f"remote flavour {flavour.name}: {flavour.host}:{flavour.port} does not "
+                          f"answer as {flavour.client_user} ({type(e).__name__}: "
+                          f"{getattr(e, 'msg', '') or 'no connection'})") from None
+
+
 def _asks(settings: Mapping[str, Any] | None, intent: Intent | None) -> bool:
     return bool(settings) or bool(intent and intent.asdict())
 

@@ -156,9 +156,8 @@ def extract(flavour: "Flavour", tar: Path, root: Path = ROOTFS_DIR,
 
 def disk_usage(flavour: "Flavour", root: Path = ROOTFS_DIR) -> int:
     """Bytes the flavour's tarball and tree take."""
-    from ..results import disk_usage as du
     total = 0
     for p in (tarball(flavour, root), tree(flavour, root)):
         if p.exists():
-            total += du(p) if p.is_dir() else p.stat().st_size
+            total += paths.disk_usage(p) if p.is_dir() else p.stat().st_size
     return total

@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import dbstudies
-
+from .. import analysis, experiment, timeseries
 from .. import study as S
 
 if TYPE_CHECKING:
@@ -106,25 +105,25 @@ SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "median_tps_median", "p01_
 
 def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
     """Per measured step × second: throughput, p99, checkpoint age and the other probes."""
-    out = dbstudies.timeseries.per_second(run, steps)
+    out = timeseries.per_second(run, steps)
     return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"})
 
 
 def stall_flags(series_: "pd.DataFrame", p: Params) -> "pd.Series":
     """Whether each second of `series_` belongs to a stall of its step."""
-    return dbstudies.timeseries.stall_flags(series_, p.stall_fraction)
+    return timeseries.stall_flags(series_, p.stall_fraction)
 
 
 def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", p: Params) -> "pd.DataFrame":
     """One row per measured step: the summary of its series (steady state, stalls …)."""
-    out = dbstudies.timeseries.run_summaries(series_, steps, fraction=p.stall_fraction)
+    out = timeseries.run_summaries(series_, steps, fraction=p.stall_fraction)
     return out.assign(stall_seconds_1=out["stall_seconds"] + 1) if not out.empty else out
 
 
 def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × threads × configuration: median, min and max over repeats of the
     run summaries."""
-    return dbstudies.analysis.over_repeats(run_table, [
+    return analysis.over_repeats(run_table, [
         "median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "latency_max_ms", "worst_p99_ms",
         "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
         "checkpoint_age_pct"])
@@ -135,15 +134,15 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     """Every configuration against the baseline per workload × threads (one Holm family);
     with `control`, the A/A table (the baseline against its twin)."""
     column, higher, _ = METRICS[metric]
-    return dbstudies.analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
+    return analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
                                               column, higher, control=control)
 
 
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, from the run summaries of
     the measured steps (none when the run measured none)."""
-    steps = dbstudies.experiment.measured(run)
-    table = steps if steps.empty else dbstudies.timeseries.run_summaries(
+    steps = experiment.measured(run)
+    table = steps if steps.empty else timeseries.run_summaries(
         series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
     if "stall_seconds" in table:
         table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
@@ -152,7 +151,7 @@ def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
     """Threads down, configurations (and workloads) across, each cell `+4.1% [−1.0, +9.3] better`."""
-    return dbstudies.analysis.layout(rel)
+    return analysis.layout(rel)
 
 
 def _steadiness(r: Any) -> str:
@@ -175,9 +174,9 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                  f"checkpoint age {r.checkpoint_age_pct_median:.0f} %, "
                  f"{r.kb_per_txn_median:.1f} KB written per transaction, " + _steadiness(r)
                  for r in g.itertuples()]
-        lines.append(f"- **{w}, {dbstudies.analysis.threads(t)}** (medians over repeats): "
+        lines.append(f"- **{w}, {analysis.threads(t)}** (medians over repeats): "
                      + "; ".join(parts) + ".")
-    lines += dbstudies.analysis.listed_comparisons(
+    lines += analysis.listed_comparisons(
         tables, {metric: words for metric, (_, _, words) in METRICS.items()}, base)
-    lines += dbstudies.analysis.aa_line(tables.get("aa"), base)
+    lines += analysis.aa_line(tables.get("aa"), base)
     return "\n".join(lines)

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import dbstudies
-
+from .. import analysis, servers
 from .. import params as P
 from .. import study as S
 
@@ -67,16 +66,16 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def scheduler_intent(scheduler: str, server_cpus: int) -> "dbstudies.servers.Intent":
+def scheduler_intent(scheduler: str, server_cpus: int) -> "servers.Intent":
     """What a scheduler asks of the server; the pool gets one group per server CPU."""
     if scheduler == POOL:
-        return dbstudies.servers.Intent(thread_pool=True, thread_pool_size=server_cpus)
-    return dbstudies.servers.Intent(thread_pool=False)
+        return servers.Intent(thread_pool=True, thread_pool_size=server_cpus)
+    return servers.Intent(thread_pool=False)
 
 
 def _lacks_pool(flavour: str) -> str | None:
     """Why `flavour` cannot run the pool (its dialect says), or None when it can."""
-    return dbstudies.servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
+    return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
 
 
 def _label(p: Params, flavour: str, scheduler: str) -> str:
@@ -102,7 +101,7 @@ def not_available(p: Params) -> list[tuple[str, str]]:
 
 def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × scheduler × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
-    return dbstudies.analysis.summary(steps)
+    return analysis.summary(steps)
 
 
 def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
@@ -110,16 +109,16 @@ def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
     """Every arm against the baseline per workload × threads (one Holm family), with a
     "not available on <flavour>" row per cell for a pool the flavour lacks; with `control`,
     the A/A table instead (the baseline against its twin)."""
-    rel = dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+    rel = analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
                                       control=control)
     if control or rel.empty:
         return rel
-    return dbstudies.analysis.with_unavailable(rel, not_available(p))
+    return analysis.with_unavailable(rel, not_available(p))
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
     """Threads down, workloads across, each cell `+4.1% [−1.0, +9.3] better`."""
-    return dbstudies.analysis.layout(rel)
+    return analysis.layout(rel)
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
@@ -128,10 +127,10 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     `tables`: "qps", "p99" (pool vs per-connection) and, with the A/A control, "aa";
     `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
     return "\n".join([
-        *dbstudies.analysis.peak_lines(summ),
-        *dbstudies.analysis.comparison_lines(tables, f"{POOL} vs {PER_CONNECTION}"
+        *analysis.peak_lines(summ),
+        *analysis.comparison_lines(tables, f"{POOL} vs {PER_CONNECTION}"
                                              if len(p.flavours) == 1 else
                                              f"each server × scheduler vs {arms(p)[0].label}"),
-        *dbstudies.analysis.aa_line(tables.get("aa"), arms(p)[0].label),
-        *dbstudies.analysis.calibration_line(calibration),
-        *dbstudies.analysis.host_lines(summ, p, host_cpus)])
+        *analysis.aa_line(tables.get("aa"), arms(p)[0].label),
+        *analysis.calibration_line(calibration),
+        *analysis.host_lines(summ, p, host_cpus)])

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import dbstudies
-
+from .. import analysis
 from .. import study as S
 
 if TYPE_CHECKING:
@@ -61,20 +60,20 @@ def arms(p: Params) -> list[S.Arm]:
 
 def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
     """Per workload × version × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
-    return dbstudies.analysis.summary(steps)
+    return analysis.summary(steps)
 
 
 def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
              control: bool = False) -> "pd.DataFrame":
     """Every version against the baseline per workload × threads, all in one Holm family;
     with `control`, the A/A table (the baseline against its twin)."""
-    return dbstudies.analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+    return analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
                                        control=control)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
     """Threads down, versions across, each cell `+4.1% [−1.0, +9.3] better`."""
-    return dbstudies.analysis.layout(rel)
+    return analysis.layout(rel)
 
 
 def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
@@ -82,7 +81,7 @@ def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
     each cell `median (min–max)`."""
     cell = summ.apply(lambda r: f"{r.qps_median:,.0f} ({r.qps_min:,.0f}–{r.qps_max:,.0f})", axis=1)
     many_w = summ["workload"].nunique() > 1
-    return dbstudies.analysis.wide(summ, cell, summ["arm"] + (" · " + summ["workload"] if many_w else ""))
+    return analysis.wide(summ, cell, summ["arm"] + (" · " + summ["workload"] if many_w else ""))
 
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
@@ -90,8 +89,8 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     versions = ", ".join(a.label for a in arms(p)[1:])
     return "\n".join([
-        *dbstudies.analysis.peak_lines(summ),
-        *dbstudies.analysis.comparison_lines(tables, f"{versions} vs {p.flavour}"),
-        *dbstudies.analysis.aa_line(tables.get("aa"), p.flavour),
-        *dbstudies.analysis.calibration_line(calibration),
-        *dbstudies.analysis.host_lines(summ, p, host_cpus)])
+        *analysis.peak_lines(summ),
+        *analysis.comparison_lines(tables, f"{versions} vs {p.flavour}"),
+        *analysis.aa_line(tables.get("aa"), p.flavour),
+        *analysis.calibration_line(calibration),
+        *analysis.host_lines(summ, p, host_cpus)])

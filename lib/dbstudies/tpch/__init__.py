@@ -293,3 +293,31 @@ def check(n: int, rows: Iterable[tuple], reference: tuple[list[str], list[list[s
             if len(problems) >= 3:
                 break
     return problems
+
+
+@functools.cache
+def reference(sf: float) -> dict[int, tuple[list[str], list[list[str]]]] | None:
+    """DuckDB's reference answers at `sf` (read once), None at a scale factor that has none."""
+    try:
+        return answers(sf)
+    except WorkloadError:
+        return None
+
+
+def answers_line(executions: Any, sf: float) -> str:
+    """What the check of the results found, for a conclusion: every execution's `answer`
+    ("ok", the problems, or "" when not checked) against DuckDB's reference answers, or why
+    they were not checked."""
+    if reference(sf) is None:
+        return (f"Answers not checked: DuckDB has reference answers for scale factors "
+                f"{', '.join(f'{a:g}' for a in ANSWER_SCALES)} only, not {sf:g}.")
+    checked = executions[executions["answer"] != ""]
+    wrong = checked[checked["answer"] != "ok"]
+    line = (f"Answers: {len(checked) - len(wrong)} of {len(checked)} checked executions match "
+            f"DuckDB's reference answers at SF {sf:g}")
+    if wrong.empty:
+        return line + "."
+    first = wrong.iloc[0]
+    where = ", ".join(sorted({f"Q{r.query} on {r.arm}" + (f" (order of {r.order_of})" if r.order_of else "")
+                              for r in wrong.itertuples()}))
+    return f"{line}; **{len(wrong)} differ** ({where}), e.g. {first['answer']}."

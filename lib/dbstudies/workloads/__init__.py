@@ -14,7 +14,6 @@ also print per-transaction-type counts per second and latency histograms per typ
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +53,3 @@ def options(workload: str, scale: dict[str, Any]) -> list[str]:
     names = ("tables", "table_size") if workload in OLTP else OURS[workload]
     return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
 
-
-def __getattr__(name: str) -> Any:
-    """The driver modules load on first use (`dbstudies.workloads.sql`, `.sysbench`, …)."""
-    if name in ("sql", "sysbench", "tpcc", "linkbench"):
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

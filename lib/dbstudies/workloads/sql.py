@@ -15,7 +15,9 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from ..errors import WorkloadError
 
 # the error a server raises when a statement exceeds its time limit
 TIMEOUT_ERRORS = {1969: "mariadb max_statement_time", 3024: "mysql max_execution_time"}
@@ -211,11 +213,11 @@ def join_order(plan: dict[str, Any]) -> list[dict[str, Any]]:
                             "key": table.get("key"),
                             "rows": table.get("rows", table.get("rows_examined_per_scan")),
                             "filtered": table.get("filtered")})
-                for key, value in table.items():  # subqueries materialised under this table
+                for value in table.values():  # subqueries materialised under this table
                     if isinstance(value, (dict, list)):
                         walk(value, select_id)
                 return
-            for key, value in node.items():
+            for value in node.values():
                 walk(value, select_id)
         elif isinstance(node, list):
             for item in node:
@@ -257,7 +259,7 @@ def order_signature(order: list[dict[str, Any]]) -> str:
 
 # ---------------------------------------------------------------- forcing a join order
 
-class OrderNotForced(RuntimeError):
+class OrderNotForced(WorkloadError):
     """EXPLAIN shows another join order than the one STRAIGHT_JOIN was to force."""
 
 
@@ -366,3 +368,78 @@ def verify_order(plan: dict[str, Any], order: list[str]) -> None:
         raise OrderNotForced(f"the server joins {' '.join(got)}, not the forced {' '.join(wanted)} "
                              "(a STRAIGHT_JOIN it ignored? inside a merged derived table it is; "
                              "see DESIGN §5)")
+
+
+def query_blocks(order: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """A plan's query blocks (`join_order` rows) with two or more real tables (not
+    <derived…>/<subquery…>), each its tables in join order.
+
+    >>> query_blocks([{"select_id": 1, "table": "a"}, {"select_id": 1, "table": "<derived2>"},
+    ...               {"select_id": 1, "table": "b"}, {"select_id": 2, "table": "c"}])
+    {1: ['a', 'b']}
+    """
+    blocks: dict[int, list[str]] = {}
+    for t in order:
+        if not str(t["table"]).startswith("<"):
+            blocks.setdefault(int(t["select_id"]), []).append(str(t["table"]))
+    return {sid: tables for sid, tables in blocks.items() if len(tables) >= 2}
+
+
+@dataclass(frozen=True)
+class Forcing:
+    """What forcing another plan's join order into a query gave: the SQL to execute (None
+    when the order could not be forced, `reason` saying why) and the order EXPLAIN showed."""
+    sql: str | None
+    reason: str
+    in_effect: str
+
+
+def force_plan(text: str, own: list[dict[str, Any]], wanted: list[dict[str, Any]],
+               explain: Callable[[str], dict[str, Any]]) -> Forcing:
+    """Rewrite `text` so that the server joins as the plan `wanted` does (`join_order` rows),
+    where it now joins as `own`: every query block of `wanted` with two or more tables is
+    forced (so that blocks which already agree keep their order under the STRAIGHT_JOIN the
+    outer SELECT gets; one that cannot be forced is left as it is unless it differs), then
+    `explain` (EXPLAIN FORMAT=JSON on the server) must show every forced block in the wanted
+    order."""
+    blocks, mine = query_blocks(wanted), query_blocks(own)
+    differing = [tables for sid, tables in blocks.items() if mine.get(sid) != tables]
+    forced, done, in_effect = text, [], ""
+    try:
+        for tables in blocks.values():
+            try:
+                forced = force_order(forced, tables)
+                done.append(tables)
+            except OrderNotForced:
+                if tables in differing:
+                    raise
+        plan = explain(forced)
+        in_effect = order_signature(join_order(plan))
+        for tables in done:
+            verify_order(plan, tables)
+    except OrderNotForced as e:
+        return Forcing(None, str(e), in_effect)
+    return Forcing(forced, "", in_effect)
+
+
+def plan_rows(plans: Any, label: str, query: int) -> list[dict[str, Any]]:
+    """One candidate's recorded plan of one query (a table of `join_order` rows with `arm`
+    and `query` columns), in join order."""
+    part = plans[(plans["arm"] == label) & (plans["query"] == query)]
+    return part.sort_values(["select_id", "position"]).to_dict("records")
+
+
+def distinct_orders(plans: Any, labels: list[str], queries: list[int]) -> list[dict[str, Any]]:
+    """For every query whose candidates (`labels`, in order) chose different join orders in
+    `plans`: one {"query", "order_of"} per distinct order, named by the first candidate that
+    chose it — the cells of a forced-order phase."""
+    out = []
+    for q in queries:
+        by_order: dict[str, str] = {}
+        for label in labels:
+            own = plan_rows(plans, label, q)
+            if own:
+                by_order.setdefault(order_signature(own), label)
+        if len(by_order) > 1:
+            out += [{"query": q, "order_of": label} for label in by_order.values()]
+    return out

@@ -16,7 +16,6 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, Callable, Protocol
 
 import pandas as pd

@@ -1,35 +1,98 @@
-"""The analysis every sysbench scaling study ends with: a summary per configuration, the
-comparison tables (each arm against the baseline arm, one Holm family per table; the A/A
-table apart), the "relative results" layout of our sources, and the sentences of the
-conclusion that do not depend on the study. Studies call these with their own arms and
-words (`studies/thread_pool.py`, `studies/versions.py`).
+"""The analysis studies share, above the measurement loop (`experiment`) and below the report.
+
+- Comparison tables of any study in the design its steps were measured in (`design_table`:
+  pairs per round, else independent repeats; `compare_arms`, `aa_table`), per-group step
+  summaries (`step_summary`).
+- What every sysbench scaling study ends with: a summary per configuration, the comparison
+  tables (each arm against the baseline arm, one Holm family per table; the A/A table apart),
+  the "relative results" layout of our sources, the paired ratios behind each verdict, the
+  calibration on real A/A pairs, and the sentences of the conclusion that do not depend on
+  the study. Studies call these with their own arms and words (`studies/thread_pool.py`,
+  `studies/versions.py`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from . import experiment, probes, stats
-
-if TYPE_CHECKING:
-    from .results import Run
-    from .study import Arm
+from .. import experiment, probes, stats
+from ..errors import StoreError
+from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
+from ..study import Arm
+from ..workloads import TYPES as ORDER
 
 BY = ["workload", "threads"]                                      # one cell of a table
 METRICS = {"qps": ("qps", True), "p99": ("latency_p99_ms", False)}  # column, higher is better
 
 
+# ---------------------------------------------------------------- comparison tables of any study
+
+def step_summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) -> pd.DataFrame:
+    """Per group: for each metric (prefix → column) n, median, min, max, IQR, CV and the
+    median's CI; then median CPU of server and client, how many steps ran on a busy host
+    (after their retries) and how many busy attempts were discarded and measured again."""
+    out = None
+    for prefix, column in metrics.items():
+        s = stats.summarize(steps, by, column)
+        s = s.rename(columns={c: f"{prefix}_{c}" for c in s.columns if c not in by})
+        out = s if out is None else out.merge(s.drop(columns=f"{prefix}_n"), on=by)
+    if "remeasured" not in steps:
+        steps = steps.assign(remeasured=0)
+    extra = steps.groupby(by).agg(cpu_server_pct=("cpu_server_pct", "median"),
+                                  cpu_client_pct=("cpu_client_pct", "median"),
+                                  busy_steps=("host_busy", "sum"),
+                                  remeasured=("remeasured", "sum")).reset_index()
+    return out.merge(extra, on=by)
+
+
+def is_paired(steps: pd.DataFrame) -> bool:
+    """Whether measured steps come from the paired design (every step in a pair): runs of
+    the block design, old ones included, are analysed as they always were."""
+    return "pair" in steps and len(steps) > 0 and bool((steps["pair"].fillna(0) > 0).all())
+
+
+def design_table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
+    """A comparison table of the design the steps (or executions) were measured in: pairs per
+    round (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
+    if is_paired(steps):
+        return stats.paired_table(steps, pair="repeat", **kw)
+    return stats.compare_table(steps, **kw)
+
+
+def compare_arms(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,
+                 higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """Every arm but the baseline (arms[0]) and the A/A twin against the baseline, per
+    group of `by`, in one Holm family (paired per round when the steps were)."""
+    candidates = [a.label for a in arms[1:] if a.twin_of is None]
+    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=candidates,
+                  value=value, higher_is_better=higher_is_better, threshold=threshold)
+
+
+def aa_table(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,
+             higher_is_better: bool = True, threshold: float = stats.THRESHOLD) -> pd.DataFrame:
+    """The A/A control: the baseline's twin against the baseline (its own Holm family).
+    Empty when the run has no twin. Every verdict should be a draw; one that is not shows
+    how often this design calls noise a difference."""
+    twins = [a.label for a in arms if a.twin_of is not None]
+    if not twins:
+        return pd.DataFrame()
+    return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
+                  value=value, higher_is_better=higher_is_better, threshold=threshold)
+
+
+# ---------------------------------------------------------------- sysbench scaling studies
+
 def summary(steps: pd.DataFrame) -> pd.DataFrame:
     """Per workload × arm × threads: QPS and p99 (median, min, max, CV, CI), CPU, busy steps."""
-    return experiment.summary(steps, ["workload", "arm", "threads"],
-                              {k: col for k, (col, _) in METRICS.items()})
+    return step_summary(steps, ["workload", "arm", "threads"],
+                        {k: col for k, (col, _) in METRICS.items()})
 
 
-def pair_ratios(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") -> pd.DataFrame:
+def pair_ratios(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
     """Every round's ratio candidate / baseline per workload × threads (paired steps; the
     A/A twin left to its own table), for `plots.pair_ratios`; empty for blocks."""
-    if not experiment.is_paired(steps):
+    if not is_paired(steps):
         return pd.DataFrame()
     column, _ = METRICS[metric]
     out = [stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=a.label,
@@ -39,12 +102,12 @@ def pair_ratios(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") -> 
     return out.assign(ratio=out["b"] / out["a"])
 
 
-def relative(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps", *,
+def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,
              control: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
     with `control`, the A/A table instead (the baseline against its twin)."""
     column, higher = METRICS[metric]
-    compare = experiment.aa_table if control else experiment.compare_arms
+    compare = aa_table if control else compare_arms
     return compare(steps, arms, by=BY, value=column, higher_is_better=higher,
                    threshold=p.draw_threshold)
 
@@ -64,12 +127,12 @@ def over_repeats(run_table: pd.DataFrame, columns: list[str],
     return out.reset_index()
 
 
-def versus_baseline(run_table: pd.DataFrame, arms: list["Arm"], p: Any, column: str,
+def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: str,
                     higher_is_better: bool, *, control: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) on one per-run `column`, per workload ×
     threads, one Holm family; with `control`, the A/A table (the baseline against its twin).
     `arms` include the A/A twin when `p.aa_control` (`study.with_control`)."""
-    compare = experiment.aa_table if control else experiment.compare_arms
+    compare = aa_table if control else compare_arms
     return compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
                    threshold=p.draw_threshold)
 
@@ -194,13 +257,13 @@ NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed bet
                    "difference. Prefer one run with both configurations as arms.")
 
 
-def host_of(run: "Run") -> str:
+def host_of(run: Run) -> str:
     """The host that measured a run: its name and CPU model (from its metadata)."""
     h = run.metadata.get("host") or {}
     return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)"
 
 
-def different_hosts(run_a: "Run", run_b: "Run") -> str | None:
+def different_hosts(run_a: Run, run_b: Run) -> str | None:
     """The warning a comparison of runs measured on different hosts carries, or None."""
     a, b = host_of(run_a), host_of(run_b)
     if a == b:
@@ -209,12 +272,11 @@ def different_hosts(run_a: "Run", run_b: "Run") -> str | None:
             "difference between the hosts is confounded with the difference measured.")
 
 
-def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
+def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
                  threshold: float | None = None) -> pd.DataFrame:
     """Run B against run A (the baseline), per arm × workload × threads present in both,
     with the rule of every study (one Holm family over the table). Both runs must be of the
     same study. `threshold`: the draw threshold (default: run A's `draw_threshold`)."""
-    from .errors import StoreError
     meta_a, meta_b = run_a.metadata, run_b.metadata
     if meta_a.get("study") != meta_b.get("study"):
         raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
@@ -243,13 +305,11 @@ def compare_runs(run_a: "Run", run_b: "Run", metric: str = "qps", *,
 
 # ---------------------------------------------------------------- our workloads' transaction types
 
-def transaction_types(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
+def transaction_types(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
     """Per workload × arm × threads × transaction type of our workloads (tpcc), over the
     measured `steps`: transactions per second and share of all (medians over repeats),
     business rollbacks and retries after deadlocks or lock-wait timeouts (sums), latency
     p50 and p99 (medians over repeats). Empty when no measured step ran one of ours."""
-    from .results import TYPES
-    from .workloads import TYPES as ORDER
     t = run.table(TYPES).merge(steps[["step", "workload", "arm", "threads", "seconds"]], on="step")
     if t.empty:
         return pd.DataFrame()
@@ -265,11 +325,10 @@ def transaction_types(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
                            ignore_index=True)
 
 
-def new_orders_per_minute(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
+def new_orders_per_minute(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
     """TPC-C-like New-Order transactions per minute per measured step (rolled-back ones
     included, as tpmC counts them), summarised per workload × arm × threads: nopm_median,
     _min, _max. A tpmC-like figure from a sysbench run: not a TPC-C result."""
-    from .results import TYPES
     t = run.table(TYPES)
     t = t[t["type"] == "new_order"].merge(steps[["step", "workload", "arm", "threads", "seconds"]], on="step")
     if t.empty:
@@ -279,12 +338,11 @@ def new_orders_per_minute(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
             .add_prefix("nopm_").reset_index())
 
 
-def tpcc_per_second(run: "Run", steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tpcc_per_second(run: Run, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The TPC-C-like steps at their largest client thread count, second by second, for
     `plots.timeline`: per step × second sysbench's transactions per second and p99 with
     New-Order per minute (`nopm`: that second's New-Orders × 60, tpmC-like, not a TPC-C
     result); and per step its median transactions per second. Empty without such steps."""
-    from .results import INTERVALS, TYPE_INTERVALS
     tp = steps[steps["workload"] == "tpcc"]
     if tp.empty:
         return pd.DataFrame(), pd.DataFrame()
@@ -299,12 +357,12 @@ def tpcc_per_second(run: "Run", steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
 
 # ---------------------------------------------------------------- calibration on real A/A pairs
 
-def aa_differences(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") -> pd.DataFrame:
+def aa_differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
     """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
     the log ratio twin / baseline of that round (rounds missing a cell left out). Empty
     without a twin or pairs."""
     twins = [a.label for a in arms if a.twin_of is not None]
-    if not twins or not experiment.is_paired(steps):
+    if not twins or not is_paired(steps):
         return pd.DataFrame()
     column, higher = METRICS[metric]
     d = stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=twins[0],
@@ -313,7 +371,7 @@ def aa_differences(steps: pd.DataFrame, arms: list["Arm"], metric: str = "qps") 
     return (d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d").dropna())
 
 
-def calibration(steps: pd.DataFrame, arms: list["Arm"], p: Any, metric: str = "qps",
+def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps",
                 comparisons: int | None = None) -> pd.DataFrame:
     """The verdict rule judged on this run's own A/A pairs (`stats.calibration`): the
     false-positive rate per table and the power for +10 % and +20 %, with a Holm family the

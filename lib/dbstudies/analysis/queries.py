@@ -1,0 +1,245 @@
+"""The analysis of timed queries with a timeout, their plans and forced join orders (the DBT3
+study's tables; any study that times SQL statements per candidate can use them).
+
+Executions are rows with `query`, `arm`, `repeat`, `seconds` (NaN when it timed out),
+`timed_out`, `order_of` (whose join order was forced; `OWN_PLAN` for the candidate's own)
+and, in the paired design, `pair`. `p` is the study's parameters: `queries`, `timeout`,
+`draw_threshold`. Arms are the run's (`study.arms_of`); the A/A twin is left to its own
+table.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..study import Arm
+from ..workloads import sql
+from . import compare_arms, is_paired, verdicts
+
+OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
+
+
+def _compared(arms: list[Arm]) -> list[Arm]:
+    return [a for a in arms if a.twin_of is None]
+
+
+def summary(ex: pd.DataFrame) -> pd.DataFrame:
+    """Per query × candidate: n, timeouts, median, min and max seconds (of those that finished)."""
+    g = ex.groupby(["query", "arm"], sort=False)
+    out = g.agg(n=("seconds", "size"), timeouts=("timed_out", "sum"), median_s=("seconds", "median"),
+                min_s=("seconds", "min"), max_s=("seconds", "max"),
+                handler_reads=("handler_reads", "median")).reset_index()
+    return out.sort_values(["query"], kind="stable", ignore_index=True)
+
+
+def censored(ex: pd.DataFrame, by: list[str], factor: str, baseline: str, candidates: list[str],
+             p: Any) -> pd.DataFrame:
+    """`stats.censored_table` in the design the executions were measured in."""
+    return stats.censored_table(ex, by=by, factor=factor, baseline=baseline, candidates=candidates,
+                                timeout=p.timeout, paired=is_paired(ex), threshold=p.draw_threshold)
+
+
+def relative(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
+    """Every candidate against the baseline per query (seconds, lower is better), one Holm
+    family over the table. A query with a timeout on either side is not tested (its times
+    are censored): its verdict says so."""
+    a = _compared(arms)
+    return censored(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:]], p)
+
+
+def pair_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
+    """Every round's time ratio candidate / baseline per query (paired executions; timed-out
+    ones left out), for `plots.pair_ratios`; empty for blocks."""
+    if not is_paired(ex):
+        return pd.DataFrame()
+    a = _compared(arms)
+    done = ex[~ex["timed_out"]]
+    out = pd.concat([stats.pair_up(done, by=["query"], factor="arm", baseline=a[0].label,
+                                   candidate=c.label, value="seconds", pair="repeat")
+                     .assign(candidate=c.label) for c in a[1:]], ignore_index=True)
+    return out.assign(ratio=out["b"] / out["a"], all="all queries")
+
+
+def geomean(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
+    """Per candidate × repeat (round): the geometric mean of the queries' seconds (repeats
+    where a query timed out are left out), then each candidate against the baseline (paired by
+    round when the executions were)."""
+    per_repeat = (ex[~ex["timed_out"]].groupby(["arm", "repeat"])
+                  .agg(n=("seconds", "size"), geomean_s=("seconds", lambda s: float(np.exp(np.log(s).mean()))))
+                  .reset_index())
+    per_repeat = per_repeat[per_repeat["n"] == len(p.queries)].assign(all="all queries")
+    if is_paired(ex):  # a round's geometric means were measured in pairs
+        per_repeat["pair"] = per_repeat["repeat"]
+    return compare_arms(per_repeat, _compared(arms), by=["all"], value="geomean_s",
+                        higher_is_better=False, threshold=p.draw_threshold)
+
+
+def plan_diff(plans: pd.DataFrame, arms: list[Arm], queries: list[int]) -> pd.DataFrame:
+    """Per query: each candidate's join order (`sql.join_order` rows of its plan, query block
+    by block) and whether they differ."""
+    rows = []
+    for q in queries:
+        row: dict[str, Any] = {"query": f"Q{q}"}
+        for a in _compared(arms):
+            part = plans[(plans["query"] == q) & (plans["arm"] == a.label)]
+            row[a.label] = sql.order_signature(part.to_dict("records")) if not part.empty else ""
+        row["differs"] = len({v for k, v in row.items() if k != "query"}) > 1
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def forced(tried: pd.DataFrame, fx: pd.DataFrame, p: Any) -> pd.DataFrame:
+    """The forced-order phase, one row per STRAIGHT_JOIN rewrite `tried` (candidate × query ×
+    the candidate whose order it forces): whether the order was in effect, and the timings of
+    the phase's executions `fx` — own plan, forced, and the other candidate's own plan (medians
+    and ">timeout") — with forced vs own plan and forced vs theirs compared as the queries are
+    (each comparison kind one Holm family)."""
+    tried = tried.drop_duplicates(["arm", "query", "order_of"])
+    if tried.empty:
+        return pd.DataFrame()
+    vs_own = censored(fx, ["arm", "query"], "order_of", OWN_PLAN, sorted(set(tried["order_of"])), p)
+    pairs = []
+    for t in tried[tried["forced"]].itertuples():
+        pairs.append(fx[(fx["arm"] == t.arm) & (fx["query"] == t.query) & (fx["order_of"] == t.order_of)]
+                     .assign(side="forced"))
+        pairs.append(fx[(fx["arm"] == t.order_of) & (fx["query"] == t.query) & (fx["order_of"] == OWN_PLAN)]
+                     .assign(arm=t.arm, order_of=t.order_of, side="theirs"))
+    both = pd.concat(pairs, ignore_index=True) if pairs else fx.assign(side="")
+    vs_theirs = censored(both, ["arm", "query", "order_of"], "side", "theirs", ["forced"], p)
+    rows = [{"query": t.query, "candidate": t.arm, "order_of": t.order_of,
+             "wanted_order": t.wanted_order, "own_order": t.own_order, "forced": t.forced,
+             "reason": t.reason, "own": seconds_of(fx, t.arm, t.query, OWN_PLAN),
+             "forced_s": seconds_of(fx, t.arm, t.query, t.order_of),
+             "theirs": seconds_of(fx, t.order_of, t.query, OWN_PLAN),
+             "vs_own": first_row(vs_own, arm=t.arm, query=t.query, candidate=t.order_of),
+             "vs_theirs": first_row(vs_theirs, arm=t.arm, query=t.query, order_of=t.order_of)}
+            for t in tried.itertuples()]
+    return pd.DataFrame(rows).sort_values(["query", "candidate"], kind="stable", ignore_index=True)
+
+
+def seconds_of(ex: pd.DataFrame, arm: str, query: int, order_of: str) -> dict[str, Any]:
+    """n, timeouts, median, min and max seconds of one variant's executions."""
+    x = ex[(ex["arm"] == arm) & (ex["query"] == query) & (ex["order_of"] == order_of)]
+    s = x["seconds"]
+    return {"n": len(x), "timeouts": int(x["timed_out"].sum()), "median_s": s.median(),
+            "min_s": s.min(), "max_s": s.max()}
+
+
+def first_row(table: pd.DataFrame, **where: Any) -> dict[str, Any]:
+    """The first row of `table` matching `where` as a dict ({} if none)."""
+    hit = table
+    for k, v in where.items():
+        hit = hit[hit[k] == v] if k in hit else hit.iloc[0:0]
+    return hit.iloc[0].to_dict() if len(hit) else {}
+
+
+# ---------------------------------------------------------------- as the report shows them
+
+def seconds_text(s: Any, timeout: float) -> str:
+    """Median seconds of a summary row (n, timeouts, median_s): ">T" when every execution
+    timed out, the count of those that did after the median of the others.
+
+    >>> seconds_text({"n": 3, "timeouts": 1, "median_s": 2.345}, 120)
+    '2.35 (1 >120)'
+    """
+    if s["timeouts"] == s["n"]:
+        return f">{timeout:g}"
+    return f"{s['median_s']:.3g}" + (f" ({int(s['timeouts'])} >{timeout:g})" if s["timeouts"] else "")
+
+
+def relative_text(r: Any) -> str:
+    """A comparison row as the tables show it: 35% [30, 41] better (% of the baseline's time)."""
+    if pd.isna(r.get("ratio")):
+        bound = r.get("bound")
+        return f"{bound} {r['verdict']}" if isinstance(bound, str) and bound else str(r["verdict"])
+    return f"{r['ratio'] * 100:.0f}% [{r['ci_low'] * 100:.0f}, {r['ci_high'] * 100:.0f}] {r['verdict']}"
+
+
+def share_text(r: dict[str, Any], whose: str) -> str:
+    """A comparison for the conclusion: "35 % of its own plan's time [30, 41] → **better**"."""
+    if not r:
+        return ""
+    if pd.isna(r.get("ratio")):
+        return f"vs {whose} time: {relative_text(r)}"
+    return (f"{r['ratio'] * 100:.0f} % of {whose} time [{r['ci_low'] * 100:.0f}, "
+            f"{r['ci_high'] * 100:.0f}] → **{r['verdict']}**")
+
+
+def query_table(summ: pd.DataFrame, rel: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
+    """The sources' per-query table: seconds per candidate (">timeout" when every execution
+    timed out), each candidate relative to the baseline (% of its time) and the verdict."""
+    names = [a.label for a in _compared(arms)]
+    rows = []
+    for q in p.queries:
+        row: dict[str, Any] = {"query": f"Q{q}"}
+        for name in names:
+            s = summ[(summ["query"] == q) & (summ["arm"] == name)]
+            row[name] = "" if s.empty else seconds_text(s.iloc[0], p.timeout)
+        for name in names[1:]:
+            r = rel[(rel["query"] == q) & (rel["candidate"] == name)]
+            if not r.empty:
+                row[f"{name} vs baseline"] = relative_text(r.iloc[0])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def forced_table(fo: pd.DataFrame, p: Any) -> pd.DataFrame:
+    """`forced` as the report shows it: per rewrite the order forced, seconds with the own plan,
+    forced and of the candidate whose order it is, and both comparisons."""
+    rows = []
+    for r in fo.itertuples():
+        ok = r.forced
+        rows.append({"query": f"Q{r.query}", "candidate": r.candidate, "join order of": r.order_of,
+                     "order forced": r.wanted_order if ok else f"not forced: {r.reason}",
+                     "own plan s": seconds_text(r.own, p.timeout) if r.own["n"] else "",
+                     "forced s": seconds_text(r.forced_s, p.timeout) if ok and r.forced_s["n"] else "",
+                     "forced vs own plan": relative_text(r.vs_own) if r.vs_own else "",
+                     "their plan s": seconds_text(r.theirs, p.timeout) if r.theirs["n"] else "",
+                     "forced vs theirs": relative_text(r.vs_theirs) if r.vs_theirs else ""})
+    return pd.DataFrame(rows)
+
+
+def forced_summary(fo: pd.DataFrame) -> pd.DataFrame:
+    """Seconds of each forced rewrite beside the two plans it sits between, for a chart: x is
+    "Q<n> on <candidate>", arm the variant (its own plan, the other order forced, the other
+    candidate's own plan); median with min–max from the phase's executions."""
+    rows = []
+    for r in fo[fo["forced"]].itertuples() if not fo.empty else []:
+        x = f"Q{r.query} on {r.candidate}"
+        for arm, s in (("own plan", r.own), ("the other order forced (STRAIGHT_JOIN)", r.forced_s),
+                       ("the other candidate's own plan", r.theirs)):
+            rows.append({"case": x, "arm": arm, "median_s": s["median_s"], "min_s": s["min_s"],
+                         "max_s": s["max_s"]})
+    return pd.DataFrame(rows)
+
+
+def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: list[Arm], p: Any,
+               fo: pd.DataFrame | None = None, answers: str = "") -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    base = arms[0].label
+    lines = []
+    for r in geo.itertuples():
+        lines.append(f"- Geometric mean over {len(p.queries)} queries: {r.candidate} "
+                     f"{r.delta_pct:+.1f}% vs {base} [{(r.ci_low - 1) * 100:+.1f}, "
+                     f"{(r.ci_high - 1) * 100:+.1f}] → **{r.verdict}** (lower time is better).")
+    if not rel.empty:
+        lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")
+        tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]
+        if not tested.empty:
+            lines += [f"  - {line}." for line in stats.reachability(tested)]
+    if answers:
+        lines.append(f"- {answers}")
+    differ = diff[diff["differs"]]["query"].tolist()
+    lines.append(f"- Join orders differ between candidates in {len(differ)} of {len(diff)} queries"
+                 + (f": {', '.join(differ)}." if differ else "."))
+    for r in (fo.itertuples() if fo is not None and not fo.empty else []):
+        what = f"  - Q{r.query} on {r.candidate} with the join order of {r.order_of}"
+        if not r.forced:
+            lines.append(f"{what}: not forced ({r.reason}).")
+            continue
+        parts = [share_text(r.vs_own, "its own plan's"), share_text(r.vs_theirs, f"{r.order_of}'s")]
+        lines.append(f"{what} forced (STRAIGHT_JOIN): " + "; ".join(x for x in parts if x) + ".")
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""Who owns a run, and how it ends: complete, failed, interrupted or abandoned.
+
+A run is owned by the process that created it, recorded in its metadata (`owner`):
+
+- `dbstudies run` (`runner.execute`) creates the run, executes the study's notebook through
+  papermill in a kernel, and sets the final status from what happened.
+- A notebook run from JupyterLab (or plain papermill) creates its own run (`open_run`): the
+  kernel owns it; `guard` (around the measurement loop) marks it failed or interrupted when
+  measuring raises, and the notebook's last cell (`finish`) marks it complete.
+
+Only the owner writes the status, so a kernel that measures a CLI-owned run never does. A
+run whose owner is gone is `abandoned`; `clean` stops its servers and removes its leftovers.
+This module sits below the measurement loop (`experiment` guards its runs with it) and
+above the store (`results`).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from . import paths, proc
+from .params import as_dict
+from .paths import disk_usage
+from .results import Run, export_figures
+
+if TYPE_CHECKING:
+    from .study import StudyModule
+
+EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
+
+
+# ---------------------------------------------------------------- ownership
+
+def create_run(study: str, p: Any, root: str | os.PathLike, kind: str) -> Run:
+    """A new run directory owned by this process (`kind`: cli or notebook)."""
+    run = Run.create(study, as_dict(p), root=Path(root))
+    run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()})
+    return run
+
+
+def open_run(study: "StudyModule", p: Any, run_dir: str | os.PathLike | None = None,
+             root: str | os.PathLike | None = None) -> Run:
+    """The run a notebook records into: the CLI's (`run_dir`: owned by the CLI), or a new
+    one owned by this notebook (JupyterLab, plain papermill)."""
+    if run_dir:
+        return Run.open(run_dir)
+    return create_run(study.__name__.rsplit(".", 1)[-1], p, root or paths.RUNS_DIR, "notebook")
+
+
+def owns(run: Run) -> bool:
+    owner = run.metadata.get("owner") or {}
+    return owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname()
+
+
+def settle(run: Run, status: str, error: str | None = None) -> None:
+    """Record how the run ended, once; a complete run's figures go to figures/<study>/."""
+    if run.status != "running":
+        return
+    run.finish(status, error)
+    if status == "complete" and (run.path / "figures").exists() \
+            and run.path.is_relative_to(paths.RUNS_DIR):
+        export_figures(run)
+
+
+@contextlib.contextmanager
+def guard(run: Run) -> Iterator[Run]:
+    """Mark a run this process owns failed (with the error) or interrupted if the block
+    raises; a run owned by someone else is left to its owner."""
+    try:
+        yield run
+    except KeyboardInterrupt:
+        if owns(run):
+            settle(run, "interrupted", "interrupted (KeyboardInterrupt)")
+        raise
+    except BaseException as e:
+        if owns(run):
+            settle(run, "failed", f"{type(e).__name__}: {e}")
+        raise
+
+
+def finish(run: Run) -> None:
+    """A notebook reached its end (its last cell): complete the run if the notebook owns it."""
+    if owns(run):
+        settle(run, "complete")
+        print(f"Run complete: {run.path}\n`dbstudies report {run.path}` writes its executed "
+              "notebook and report.html there.")
+
+
+# ---------------------------------------------------------------- abandoned runs, clean-up
+
+def owner_alive(run: Run) -> bool | None:
+    """Whether the process that owns the run still exists (None: unknown, e.g. another host)."""
+    owner = run.metadata.get("owner") or {}
+    if not owner.get("pid") or owner.get("host") != socket.gethostname():
+        return None
+    return proc.alive(owner["pid"])
+
+
+def check_abandoned(run: Run) -> str:
+    """The run's status, after marking a running run whose owner is gone `abandoned`."""
+    if run.status == "running" and owner_alive(run) is False:
+        run.finish("abandoned", f"its owner (pid {run.metadata['owner']['pid']}) is gone; "
+                                "`dbstudies clean` removes what it left behind")
+    return run.status
+
+
+def leftovers(run: Run) -> list[Path]:
+    """What a run that did not end cleanly can leave behind: server datadirs in the run
+    directory and the servers' private socket directories (/tmp/dbs-…)."""
+    found = sorted(p for p in (run.path / "server").glob("*/datadir") if p.is_dir())
+    for server in run.metadata.get("servers", []):
+        sockdir = Path(server.get("socket") or "/nonexistent").parent
+        if sockdir.name.startswith("dbs-") and sockdir.is_dir() and sockdir not in found:
+            found.append(sockdir)
+    return found
+
+
+def clean(run: Run) -> list[tuple[Path, int]]:
+    """Stop any server of an abandoned, failed or interrupted run and remove its leftovers:
+    [(path, bytes freed)]. A running run (owner alive) or a complete run is never touched."""
+    if check_abandoned(run) in ("running", "complete"):
+        return []
+    reap_servers(run)
+    removed = []
+    for path in leftovers(run):
+        size = disk_usage(path)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append((path, size))
+    return removed
+
+
+def reap_servers(run: Run, timeout: float = 30) -> None:
+    """Make sure no server of this run survives: SIGTERM, then SIGKILL on a deadline."""
+    proc.kill_pids(proc.find_processes(str(run.path / "server")), grace=timeout)

@@ -1,0 +1,95 @@
+"""Where a run's numbers came from: the checkout, the packages, the host and its storage.
+
+`results.Run.create` records these in a run's metadata; the report's header shows them.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from . import paths, proc
+
+
+def now() -> str:
+    """This moment in UTC, ISO 8601 to the second (what metadata records)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_state(repo: Path = paths.REPO) -> dict[str, Any]:
+    """The checkout's commit and whether tracked files differ from it."""
+    try:
+        commit = proc.run(["git", "-C", repo, "rev-parse", "HEAD"], timeout=30).stdout.strip()
+        dirty = proc.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                         timeout=30).stdout.strip() != ""
+    except proc.ProcError:
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def package_versions() -> dict[str, str]:
+    names = ["dbstudies", "numpy", "pandas", "pyarrow", "scipy", "matplotlib", "seaborn",
+             "mysql-connector-python", "papermill", "nbconvert", "ipykernel"]
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def host_facts(where: Path) -> dict[str, Any]:
+    """CPU model, cores, memory, kernel and the filesystem a run's files live on."""
+    model = None
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:  # psutil does not say
+        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
+    try:
+        fs = proc.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "--target", where], timeout=30).stdout.strip()
+    except proc.ProcError:
+        fs = None
+    return {"hostname": platform.node(), "cpu_model": model, "cpus": psutil.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
+            "storage": storage_facts(where)}
+
+
+def storage_facts(where: Path) -> dict[str, Any]:
+    """The storage `where` is on: filesystem and its mount options, block device, whether
+    the kernel calls it rotational, its model and size (empty fields where unknown; a
+    virtual disk may call itself rotational whatever is behind it)."""
+    out: dict[str, Any] = {"filesystem": None, "mount_options": None, "device": None,
+                           "rotational": None, "model": None, "size_gib": None}
+    with contextlib.suppress(proc.ProcError):
+        line = proc.run(["findmnt", "-n", "-o", "FSTYPE,OPTIONS", "--target", where],
+                        timeout=30).stdout.split()
+        out["filesystem"], out["mount_options"] = (line + [None, None])[:2]
+    with contextlib.suppress(OSError):
+        dev = os.stat(where).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        disk = block if (block / "queue").exists() else block.parent  # a partition's disk
+        out["device"] = block.name
+
+        def read(name: str) -> str | None:
+            with contextlib.suppress(OSError):
+                return (disk / name).read_text().strip()
+            return None
+        rotational, size = read("queue/rotational"), read("size")
+        out["rotational"] = None if rotational is None else rotational == "1"
+        out["model"] = read("device/model")
+        out["size_gib"] = round(int(size) * 512 / 2**30, 1) if size else None
+    return out
+
+
+def _os_release() -> str | None:
+    with contextlib.suppress(OSError), open("/etc/os-release") as f:
+        for line in f:
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return None

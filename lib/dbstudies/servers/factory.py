@@ -1,0 +1,54 @@
+"""A flavour's server, whatever its source: the one place that knows which class runs it.
+
+`flavour.py` describes servers and `instance.py` / `remote.py` run them; this module sits
+above all three, so that none of them imports another one back.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from .cnf import Intent
+from .flavour import Flavour
+from .instance import Server
+from .remote import RemoteServer, check_reachable
+
+
+class Target(Protocol):
+    """What the measurement loop uses of a server, private (`Server`) or remote
+    (`RemoteServer`): both implement it, the remote one refusing what it cannot do."""
+    flavour: Flavour
+    port: int
+    pid: int | None
+    version: str | None
+
+    def start(self, settings: Mapping[str, Any] | None = None, *, intent: Intent | None = None) -> None: ...
+
+    def stop(self, timeout: float = 120.0) -> None: ...
+
+    def restart(self, settings: Mapping[str, Any] | None = None, *,
+                intent: Intent | None = None) -> None: ...
+
+    def cold_restart(self, settings: Mapping[str, Any] | None = None, *,
+                     intent: Intent | None = None) -> bool: ...
+
+    def query(self, sql: str) -> list[tuple]: ...
+
+    def connect(self, **kw: Any) -> Any: ...
+
+
+def instance(flavour: Flavour, workdir: Path, **kw: Any) -> Target:
+    """A server of `flavour`: a private `Server` in `workdir`, or for a remote flavour the
+    `RemoteServer` it names (which ignores what only a private one uses)."""
+    if flavour.remote:
+        return RemoteServer(flavour, workdir, **kw)
+    return Server(flavour, workdir, **kw)
+
+
+def check_installed(flavour: Flavour) -> None:
+    """The host's binaries are there (system), the rootfs is provisioned or can be
+    (rootfs), or the server answers (remote); else a `ServerError` saying what to do."""
+    if flavour.remote:
+        check_reachable(flavour)
+    else:
+        flavour.check_installed()

@@ -1,0 +1,103 @@
+"""Rebuild the notebooks `pytest --nbval-lax` re-analyses, from complete smoke runs.
+
+    .venv/bin/python tests/nbval/build.py RUN_DIR [RUN_DIR …]
+
+For each run (one per study; `dbstudies run <study> --profile smoke` makes one):
+
+1. the run becomes the study's fixture, tests/fixtures/runs/<study>/<run id>/: its
+   metadata (without its owner) and its tables, each table's parts compacted into one
+   Parquet file — nothing else, so that it stays small;
+2. tests/nbval/<study>.ipynb becomes the study's notebook with the fixture's parameters
+   injected after its parameters cell (as papermill injects them, `run_dir` included), executed
+   here on the fixture (it measures nothing: the run has ended), its outputs stored, and
+   its cells whose output follows from the data alone — tables, comparisons, the
+   conclusion, the plan — tagged `nbval-check-output`.
+
+The suite then executes each of these notebooks again (`--nbval-lax`, no server started) and
+compares the tagged cells with the stored outputs: a change to the analysis shows as a
+diff of the report's numbers. Re-run this script when such a change is intended, and
+read the diff of tests/nbval/*.ipynb before committing it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pyarrow as pa
+import pyarrow.parquet as pq
+from nbclient import NotebookClient
+
+from dbstudies import paths
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures" / "runs"
+CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "# CHECK_OUTPUT")
+INJECTED = "injected-parameters"
+
+
+def compact(src: Path, dest: Path) -> None:
+    """Every table of run `src` as one Parquet part in run `dest`, with its schema metadata."""
+    for folder in sorted(p for p in (src / "tables").iterdir() if p.is_dir()):
+        parts = sorted(folder.glob("part-*.parquet"))
+        if not parts:
+            continue
+        tables = [pq.read_table(p) for p in parts]
+        merged = pa.concat_tables(tables, promote_options="default")
+        merged = merged.replace_schema_metadata(tables[0].schema.metadata)
+        out = dest / "tables" / folder.name
+        out.mkdir(parents=True)
+        pq.write_table(merged, out / "part-00000.parquet", compression="zstd")
+
+
+def fixture(run: Path) -> Path:
+    meta = json.loads((run / "metadata.json").read_text())
+    if meta.get("status") != "complete":
+        sys.exit(f"{run}: status {meta.get('status')}, not complete")
+    study_dir = FIXTURES / meta["study"]
+    shutil.rmtree(study_dir, ignore_errors=True)
+    dest = study_dir / meta["run_id"]
+    dest.mkdir(parents=True)
+    meta.pop("owner", None)  # nobody owns a fixture: analysing it never changes its status
+    (dest / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    compact(run, dest)
+    return dest
+
+
+def notebook(study: str, run: Path, parameters: dict) -> Path:
+    nb = nbformat.read(paths.NOTEBOOKS_DIR / f"{study}.ipynb", as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    values = {**parameters, "run_dir": os.path.relpath(run, HERE)}
+    source = "# Parameters of the fixture run (tests/nbval/build.py)\n" + "".join(
+        f"{k} = {v!r}\n" for k, v in values.items())
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED]}))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any(m in cell.source for m in CHECKED):
+            cell.metadata.setdefault("tags", []).append("nbval-check-output")
+    NotebookClient(nb, timeout=600, kernel_name="dbstudies",
+                   resources={"metadata": {"path": str(HERE)}}).execute()
+    out = HERE / f"{study}.ipynb"
+    nbformat.write(nb, out)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    for arg in argv:
+        run = Path(arg).resolve()
+        meta = json.loads((run / "metadata.json").read_text())
+        dest = fixture(run)
+        size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())  # what is committed
+        out = notebook(meta["study"], dest, meta["parameters"])
+        print(f"{meta['study']}: fixture {dest.relative_to(HERE.parent.parent)} "
+              f"({size / 1024:.0f} KiB), notebook {out.relative_to(HERE.parent.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,148 @@
+"""The package's layers and the one direction of its imports (README "Layout").
+
+Every import of a dbstudies module by another one is read from the source, function-local
+ones included, and must point down this order: a module imports only modules of an earlier
+layer, or earlier in its own layer. Type-only imports (under `if TYPE_CHECKING:`) are not
+imports at run time and may name any module.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
+
+# bottom first; the README's "Layout" says the same in words
+LAYERS = [
+    ("ground", ["errors", "paths", "schema", "proc"]),
+    ("servers", ["servers.cnf", "servers.rootfs", "servers.launch", "servers.flavour",
+                 "servers.instance", "servers.remote", "servers.compression", "servers.factory",
+                 "servers"]),
+    ("workloads, probes, TPC-H", ["workloads", "workloads.sysbench", "workloads.tpcc",
+                                  "workloads.linkbench", "workloads.sql", "probes", "tpch"]),
+    ("store", ["provenance", "results", "params", "ownership"]),
+    ("numbers", ["stats", "timeseries", "plots"]),
+    ("study contract", ["study"]),
+    ("measurement loop", ["experiment"]),
+    ("analysis", ["analysis", "analysis.queries", "analysis.storage"]),
+    ("studies", ["studies", "studies.*"]),
+    ("report", ["report"]),
+    ("runner", ["runner"]),
+    ("tools", ["planner", "sweep"]),
+    ("command line", ["cli", "__main__"]),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts) or "dbstudies"
+
+
+def rank(name: str) -> tuple[int, int]:
+    for i, (_, modules) in enumerate(LAYERS):
+        for j, m in enumerate(modules):
+            if m == name or (m.endswith(".*") and name.startswith(m[:-1])):
+                return i, j
+    raise KeyError(name)
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """(module imported, line) for every run-time import of a dbstudies module in `path`."""
+    tree = ast.parse(path.read_text())
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    type_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            type_only |= {id(n) for child in node.body for n in ast.walk(child)}
+    known = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name.removeprefix("dbstudies.") for a in node.names
+                     if a.name == "dbstudies" or a.name.startswith("dbstudies.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1] if node.level > 1 else package
+                base = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").split(".")[0] == "dbstudies":
+                base = node.module.removeprefix("dbstudies").lstrip(".")
+            else:
+                continue
+            names = [f"{base}.{a.name}".lstrip(".") if f"{base}.{a.name}".lstrip(".") in known
+                     else base for a in node.names]
+        else:
+            continue
+        out += [(n or "dbstudies", node.lineno) for n in names]
+    return out
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        me = module_name(path)
+        if me == "dbstudies":
+            continue
+        for target, line in imports(path):
+            if target == "dbstudies" or rank(target) >= rank(me) and target != me:
+                found.append(f"{path.relative_to(PACKAGE)}:{line}: {me} imports {target}, "
+                             f"which is not below it")
+    return found
+
+
+def test_every_module_has_a_layer():
+    missing = []
+    for path in PACKAGE.rglob("*.py"):
+        try:
+            rank(module_name(path))
+        except KeyError:
+            missing.append(module_name(path))
+    assert module_name(PACKAGE / "__init__.py") == "dbstudies" and sorted(missing) == ["dbstudies"]
+
+
+def test_imports_go_down_the_layers_only():
+    assert violations() == []
+
+
+@pytest.mark.parametrize("source, bad", [
+    ("from . import experiment\n", True),                       # up, at the top
+    ("def f():\n    from .runner import execute\n", True),      # up, hidden in a function
+    ("import dbstudies.cli\n", True),                           # up, absolute
+    ("from . import errors, stats\n", False),                   # down
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .experiment import Context\n", False),
+])
+def test_the_walk_sees_an_import_against_the_order(tmp_path, monkeypatch, source, bad):
+    """The check itself: a module of the numbers layer importing upward is caught, at the
+    top or inside a function; a type-only import is not."""
+    fake = tmp_path / "dbstudies"
+    fake.mkdir()
+    for path in PACKAGE.rglob("*.py"):
+        (fake / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
+        (fake / path.relative_to(PACKAGE)).write_text(path.read_text())
+    (fake / "stats.py").write_text(source)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    assert bool([v for v in violations() if v.startswith("stats.py")]) is bad
+
+
+def test_the_readme_layout_names_every_module_layer_by_layer():
+    """README "Layout" names every module, each layer's after the start of the layer below:
+    a module added or renamed without the README saying so fails here."""
+    readme = (PACKAGE.parents[1] / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("\nenv/")]
+    cursor = layout.index("lib/dbstudies/")
+    for layer, modules in LAYERS:
+        names = [m.removesuffix(".*").rsplit(".", 1)[-1] for m in modules
+                 if m not in ("__main__", "studies")]
+        found = {}
+        for n in names:  # each name after the start of the layer before
+            hit = re.compile(rf"(?<![\w.-]){re.escape(n)}\b").search(layout, cursor)
+            found[n] = hit.start() if hit else -1
+        missing = [n for n, i in found.items() if i < 0]
+        assert not missing, f"README Layout does not name {missing} in or after the layer before {layer}"
+        cursor = min(found.values())
