@@ -8,6 +8,7 @@ import pytest
 from conftest import processes_mentioning
 
 from dbstudies import experiment, ownership, servers
+from dbstudies.analysis import storage
 from dbstudies.params import ParamError
 from dbstudies.provenance import storage_facts
 from dbstudies.results import Run
@@ -162,12 +163,12 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     formats = run.table(study.FORMATS).merge(steps[["step", "arm"]], on="step")
     assert set(formats.loc[formats["arm"] == "row:8", "row_format"]) == {"Compressed"}
     assert set(formats.loc[formats["arm"] == "page:zlib", "algorithm"]) == {"zlib"}
-    series = study.series(run, steps)
+    series = storage.series(run, steps)
     assert series["bp_hit_pct"].between(0, 100).all() and series["bp_fill_pct"].notna().any()
     assert (series["rows_changed_per_s"] > 0).any()
     runs = study.runs(series, steps, run)
     assert (runs["write_amplification"] > 0).all() and (runs["kb_read_per_txn"] >= 0).all()
-    summary = study.summary(runs).set_index("arm")
+    summary = storage.summary(runs).set_index("arm")
     assert summary.loc["page:zlib", "allocated_after_load_mib_median"] < summary.loc["page:zlib", "apparent_after_load_mib_median"]
     assert summary.loc["none", "allocated_pct_median"] == 100
     counters = run.table(study.COUNTERS).merge(steps[["step", "arm"]], on="step")
@@ -203,6 +204,6 @@ def test_the_paired_design_runs_each_format_on_a_server_of_its_own(tmp_path):
     steps = experiment.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
-    runs = study.runs(study.series(run, steps), steps, run)
+    runs = study.runs(storage.series(run, steps), steps, run)
     rel = study.relative(runs, p, "tps")
     assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]

@@ -127,5 +127,5 @@ def test_list_runs_by_status(tmp_path):
     b.finish()
     assert [r.path for r in results.list_runs("s", tmp_path)] == sorted([a.path, b.path])
     assert [r.path for r in results.list_runs("s", tmp_path, status="complete")] == [b.path]
-    with pytest.raises(ValueError):
+    with pytest.raises(errors.StoreError, match="status must be one of"):
         a.finish("great")

@@ -250,18 +250,16 @@ def _servers(action: str, name: str | None) -> int:
 
 
 def _sweep_commands(args: argparse.Namespace) -> int:
-    import os
     import signal
-    import subprocess
 
-    from . import sweep
+    from . import proc, sweep
     if args.command == "scheduler":
-        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
-        return subprocess.call(sweep.scheduler_argv(args.port), env=env)
+        return proc.call(sweep.scheduler_argv(args.port),
+                         env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
     if args.command == "worker":
         args.local_directory.mkdir(parents=True, exist_ok=True)
-        return subprocess.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
-                               cwd=paths.REPO)
+        return proc.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
+                         cwd=paths.REPO)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
     s = sweep.Sweep(study.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))

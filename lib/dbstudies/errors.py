@@ -20,8 +20,8 @@ class ParamError(DbStudiesError, ValueError):
 
 
 class ConfigError(DbStudiesError, ValueError):
-    """A flavour file (env/servers/*.toml) or another configuration file is unknown or
-    malformed."""
+    """A flavour file (env/servers/*.toml), a my.cnf fragment or another configuration
+    value is unknown or malformed."""
 
 
 class ProcError(DbStudiesError, RuntimeError):
@@ -38,3 +38,7 @@ class WorkloadError(DbStudiesError, RuntimeError):
 
 class StoreError(DbStudiesError, RuntimeError):
     """A run directory is missing, not a run, or in the wrong state for what was asked."""
+
+
+class SchemaError(StoreError, ValueError):
+    """Rows that do not have exactly the columns their table declares."""

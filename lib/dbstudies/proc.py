@@ -111,13 +111,27 @@ class Result:
     stderr: str
 
 
-def spawn(argv: Sequence[str], *, stdout=None, stderr=None, env: Mapping[str, str] | None = None,
-          cwd: str | Path | None = None, new_session: bool = False) -> subprocess.Popen:
-    """Start a long-running child that dies with us (PDEATHSIG) — servers, sysbench."""
+def spawn(argv: Sequence[str], *, stdout=None, stderr=None, stdin=subprocess.DEVNULL,
+          env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+          new_session: bool = False) -> subprocess.Popen:
+    """Start a long-running child that dies with us (PDEATHSIG) — servers, sysbench, the
+    stages of a pipeline (`stdin`: the previous stage's stdout)."""
     full_env = None if env is None else {**os.environ, **env}
     return subprocess.Popen([str(a) for a in argv], stdout=stdout, stderr=stderr, env=full_env,
-                            cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=new_session,
+                            cwd=cwd, stdin=stdin, start_new_session=new_session,
                             preexec_fn=_child_setup)
+
+
+def call(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+         cwd: str | Path | None = None) -> int:
+    """Run a command in the foreground with this terminal (a Dask scheduler or worker) until
+    it exits; its exit code. Ctrl-C or any error here ends it too (`kill`)."""
+    p = spawn(argv, stdin=None, env=env, cwd=cwd)
+    try:
+        return p.wait()
+    except BaseException:
+        kill(p)
+        raise
 
 
 def kill(p: subprocess.Popen, grace: float = 5.0) -> None:

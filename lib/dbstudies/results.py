@@ -146,7 +146,7 @@ class Run:
 
     def finish(self, status: str = "complete", error: str | None = None) -> None:
         if status not in STATUSES[1:]:
-            raise ValueError(f"status must be one of {STATUSES[1:]}")
+            raise errors.StoreError(f"status must be one of {STATUSES[1:]}, got {status!r}")
         self.update(status=status, error=error, finished_at=_now())
 
     # -- progress (what `dbstudies run` shows in the terminal while a kernel measures)

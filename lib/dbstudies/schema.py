@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from .errors import SchemaError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -19,10 +21,10 @@ class Table:
     doc: str = ""
 
     def conform(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Exactly the declared columns, in order and with their dtypes, or a ValueError."""
+        """Exactly the declared columns, in order and with their dtypes, or a SchemaError."""
         missing = [c for c in self.columns if c not in df.columns]
         extra = [c for c in df.columns if c not in self.columns]
         if missing or extra:
-            raise ValueError(f"table {self.name} v{self.version}: missing columns {missing}, "
+            raise SchemaError(f"table {self.name} v{self.version}: missing columns {missing}, "
                              f"undeclared columns {extra}")
         return df[list(self.columns)].astype(dict(self.columns)).reset_index(drop=True)

@@ -2,7 +2,8 @@
 
     .venv/bin/python tests/nbval/build.py RUN_DIR [RUN_DIR …]
 
-For each run (one per study; `dbstudies run <study> --profile smoke` makes one):
+For each run (one per study; `dbstudies run <study> --profile smoke` makes one; a fixture
+run given again rebuilds only its notebook, e.g. after the study notebook changed):
 
 1. the run becomes the study's fixture, tests/fixtures/runs/<study>/<run id>/: its
    metadata (without its owner) and its tables, each table's parts compacted into one
@@ -91,7 +92,8 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         run = Path(arg).resolve()
         meta = json.loads((run / "metadata.json").read_text())
-        dest = fixture(run)
+        # a fixture given again: only its notebook is rebuilt (after a notebook's change)
+        dest = run if run.is_relative_to(FIXTURES) else fixture(run)
         size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())  # what is committed
         out = notebook(meta["study"], dest, meta["parameters"])
         print(f"{meta['study']}: fixture {dest.relative_to(HERE.parent.parent)} "

@@ -1,6 +1,14 @@
 """The analysis of storage studies (table compression): per-step load, footprint and steady-state
 I/O figures, and the conclusion's sentences, from the data (no claim is hard-coded).
 
+Per step, from its series (`timeseries`): throughput after the steady state it detected,
+buffer-pool hit ratio, KB read and written by the server per transaction, **write
+amplification** (bytes the server wrote ÷ logical bytes of the rows changed: rows written,
+updated and deleted × the uncompressed bytes per row of that workload, its `none` load's
+apparent size ÷ rows loaded), server CPU per transaction. The compression study compares its
+candidates with `none` on steady throughput, load time, allocated footprint and write
+amplification, each table one Holm family.
+
 The study records per step its load (`loads`: seconds, rows, rows_per_s), its tables'
 footprints after the load and after the run (`footprint`: apparent and allocated bytes per
 table), and the per-second series `timeseries.per_second` gives.
@@ -14,7 +22,32 @@ import pandas as pd
 
 from .. import timeseries
 from ..params import size_bytes
-from . import aa_line, listed_comparisons, threads
+from ..results import Run
+from . import aa_line, listed_comparisons, over_repeats, threads
+
+# what the notebook shows: figure panels (title → {column: label}) and table columns
+FOOTPRINT_PANELS = {
+    "MiB after the load": {"apparent_after_load_mib": "apparent", "allocated_after_load_mib": "allocated"},
+    "MiB after the run": {"apparent_after_run_mib": "apparent", "allocated_after_run_mib": "allocated"}}
+FIGURE_PANELS = {"load time (s)": {"load_seconds": "load"},
+                 "write amplification": {"write_amplification": "write amplification"},
+                 "KB read per transaction": {"kb_read_per_txn": "KB read"}}
+SERIES_PANELS = {"tps": "transactions per second", "bp_hit_pct": "buffer-pool hit ratio (%)",
+                 "server_read_mib_per_s": "MiB/s read by the server"}
+SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "load_seconds_median", "rows_per_s_median",
+                   "apparent_after_load_mib_median", "allocated_after_load_mib_median",
+                   "allocated_after_run_mib_median", "allocated_pct_median", "median_tps_median",
+                   "steady_from_s_median", "never_steady", "bp_hit_pct_median",
+                   "kb_read_per_txn_median", "kb_written_per_txn_median",
+                   "write_amplification_median", "cpu_ms_per_txn_median",
+                   "cpu_server_pct_median", "drift_pct_median"]
+
+
+def series(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per measured step × second: throughput, p99, buffer-pool fill and hit ratio, bytes
+    the server read and wrote, rows changed, CPU (`timeseries.per_second`)."""
+    out = timeseries.per_second(run, steps)
+    return out.assign(server_read_mib_per_s=out["server_read_bytes_per_s"] / 2**20)
 
 
 def footprints(f: pd.DataFrame) -> pd.DataFrame:
@@ -67,6 +100,19 @@ def step_summaries(series_: pd.DataFrame, steps: pd.DataFrame, loads: pd.DataFra
     out = out.merge(sizes.reset_index(), on="step", how="left")
     none = out[out["arm"] == "none"].groupby(["workload"])["allocated_after_load_mib"].median()
     return out.assign(allocated_pct=out["allocated_after_load_mib"] / out["workload"].map(none) * 100)
+
+
+SUMMARISED = ["load_seconds", "rows_per_s", "apparent_after_load_mib", "allocated_after_load_mib",
+              "apparent_after_run_mib", "allocated_after_run_mib", "allocated_pct", "median_tps",
+              "p01_tps", "steady_from_s", "bp_hit_pct", "bp_fill_end_pct", "kb_read_per_txn",
+              "kb_written_per_txn", "write_amplification", "cpu_ms_per_txn", "cpu_server_pct",
+              "drift_pct"]
+
+
+def summary(run_table: pd.DataFrame) -> pd.DataFrame:
+    """Per workload × threads × candidate: n, and the median, min and max over repeats of
+    every per-step figure; `never_steady` counts runs that did not settle."""
+    return over_repeats(run_table, SUMMARISED)
 
 
 def data_ratio(summ: pd.DataFrame, buffer_pool: str) -> pd.DataFrame:

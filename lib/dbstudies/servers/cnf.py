@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ServerError
+from ..errors import ConfigError, ServerError
 
 FAMILIES = ("mariadb", "mysql")
 COMPRESSION = ("none", "row", "page")       # table compression kinds (`table_options`)
@@ -123,11 +123,11 @@ def table_options(kind: str, family: str, algorithm: str = "zlib", key_block_siz
     'ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4'
     """
     if kind not in COMPRESSION:
-        raise ValueError(f"compression {kind!r}: one of {', '.join(COMPRESSION)}")
+        raise ConfigError(f"compression {kind!r}: one of {', '.join(COMPRESSION)}")
     if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}")
+        raise ConfigError(f"algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}")
     if key_block_size not in KEY_BLOCK_SIZES:
-        raise ValueError(f"key_block_size {key_block_size!r}: one of {KEY_BLOCK_SIZES}")
+        raise ConfigError(f"key_block_size {key_block_size!r}: one of {KEY_BLOCK_SIZES}")
     if kind == "row":
         return f"ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size}"
     if kind == "page":
@@ -149,7 +149,7 @@ def read_cnf(path: Path) -> dict[str, Any]:
             continue
         if line.startswith("["):
             if line not in ("[mysqld]", "[mariadbd]", "[server]"):
-                raise ValueError(f"{path}:{n}: only a [mysqld] section is allowed in fragments")
+                raise ConfigError(f"{path}:{n}: only a [mysqld] section is allowed in fragments")
             continue
         key, _, value = line.partition("=")
         key, value = norm_key(key), (value.strip() if _ else None)

@@ -211,10 +211,14 @@ def footprint(server: "Server", db: str) -> list[dict[str, Any]]:
     return out
 
 
+ROW_COUNTERS = ("Handler_write", "Handler_update", "Handler_delete")  # rows written, changed
+
+
 def counters(server: "Server") -> dict[str, float]:
-    """The server's compression counters now: page compression's status variables and row
-    compression's INNODB_CMP sums (zero where the server has none)."""
-    names = ",".join(f"'{v}'" for v in COUNTERS)
+    """The server's counters now: rows written, updated and deleted (the SQL layer's), page
+    compression's status variables and row compression's INNODB_CMP sums (zero where the
+    server has none)."""
+    names = ",".join(f"'{v}'" for v in (*ROW_COUNTERS, *COUNTERS))
     out = {name: float(v) for name, v in server.query(
         f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")}
     sums = ",".join(f"COALESCE(SUM({c}), 0)" for c in CMP_COUNTERS)

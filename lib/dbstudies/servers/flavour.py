@@ -7,13 +7,12 @@ host's binaries (`system`) or a Debian suite's, provisioned into a rootfs of its
 from __future__ import annotations
 
 import re
-import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import paths
+from .. import paths, proc
 from ..errors import ConfigError, ServerError
 from . import cnf, launch, rootfs
 from .cnf import Intent, norm_key
@@ -129,7 +128,7 @@ def package_version(flavour: Flavour) -> str | None:
                 m = re.search(r"(?m)^Version: (\S+)$", block)
                 return m.group(1) if m else None
         return None
-    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+    p = proc.run(["dpkg-query", "-W", "-f=${Version}", pkg], timeout=60, check=False)
     return p.stdout.strip() or None if p.returncode == 0 else None
 
 
@@ -168,15 +167,14 @@ def known_options(flavour: Flavour) -> frozenset[str] | None:
     return frozenset(names | set(_variables_table(text))) or None
 
 
-def _help(flavour: Flavour, options: Iterable[str] = ()) -> subprocess.CompletedProcess | None:
+def _help(flavour: Flavour, options: Iterable[str] = ()) -> proc.Result | None:
     """`<server> --no-defaults [options] --verbose --help` (no datadir, nothing started), or
     None when the flavour's server cannot be run yet (not installed or provisioned)."""
     if flavour.remote or not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
                               else Path(flavour.server).exists()):
         return None
-    return subprocess.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
-                           "--user=root", *options, "--verbose", "--help"],
-                          capture_output=True, text=True, timeout=60)
+    return proc.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
+                     "--user=root", *options, "--verbose", "--help"], timeout=60, check=False)
 
 
 def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:

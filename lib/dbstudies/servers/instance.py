@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import paths, proc
-from ..errors import ServerError
+from ..errors import ConfigError, ServerError
 from . import launch
 from .cnf import BASE_INTENT, Intent, norm_key, read_cnf, render_cnf
 from .flavour import Flavour
@@ -379,9 +379,9 @@ def parse_cpus(spec: str) -> list[int]:
     for part in str(spec).split(","):
         m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
         if not m:
-            raise ValueError(f"bad CPU list {spec!r} (expected e.g. '0', '0-3' or '0,2-3')")
+            raise ConfigError(f"bad CPU list {spec!r} (expected e.g. '0', '0-3' or '0,2-3')")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
         if b < a:
-            raise ValueError(f"bad CPU range {part!r} in {spec!r}")
+            raise ConfigError(f"bad CPU range {part!r} in {spec!r}")
         cpus.update(range(a, b + 1))
     return sorted(cpus)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from .. import paths
+from .. import paths, proc
 from ..errors import ServerError
 
 if TYPE_CHECKING:
@@ -105,10 +105,15 @@ def build(flavour: "Flavour", tar: Path, say: Callable[[str], None] = print) -> 
     t0 = time.monotonic()
     try:
         with open(part, "wb") as out:
-            mm = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            zs = subprocess.Popen(["zstd", "-q", "-T0", "-6", "-c"], stdin=mm.stdout, stdout=out)
+            mm = proc.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            zs = proc.spawn(["zstd", "-q", "-T0", "-6", "-c"], stdin=mm.stdout, stdout=out)
             mm.stdout.close()
-            err = mm.stderr.read().decode(errors="replace")
+            try:
+                err = mm.stderr.read().decode(errors="replace")
+            except BaseException:
+                proc.kill(mm)
+                proc.kill(zs)
+                raise
             if mm.wait() != 0 or zs.wait() != 0:
                 raise ServerError(f"provisioning {flavour.name} failed (mmdebstrap exit "
                                   f"{mm.returncode}):\n" + "\n".join(err.splitlines()[-15:]))
@@ -142,12 +147,11 @@ def extract(flavour: "Flavour", tar: Path, root: Path = ROOTFS_DIR,
     shutil.rmtree(dest, ignore_errors=True)
     part.mkdir(parents=True)
     try:
-        subprocess.run(["tar", "--zstd", "-xf", str(tar), "-C", str(part),
-                        "--exclude=./dev/*", "--no-same-owner"],
-                       check=True, capture_output=True)
-    except subprocess.CalledProcessError as e:
+        proc.run(["tar", "--zstd", "-xf", str(tar), "-C", str(part), "--exclude=./dev/*",
+                  "--no-same-owner"], timeout=1800)
+    except proc.ProcError as e:
         shutil.rmtree(part, ignore_errors=True)
-        raise ServerError(f"cannot extract {tar}: {e.stderr.decode(errors='replace')[-500:]}") from None
+        raise ServerError(f"cannot extract {tar}: {e.stderr_tail[-500:]}") from None
     (part / "etc" / "hosts").write_text(HOSTS)
     (part / ".dbstudies-complete").write_text(tar.name + "\n")
     os.replace(part, dest)

@@ -8,21 +8,13 @@ and `row:<KiB>` (ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=<KiB>). Every server start
 `buffer_pool`, `flush_method` (O_DIRECT: the OS page cache must not hide reads), the
 `doublewrite` buffer on or off, and no buffer-pool dump or reload.
 
-A step is one workload × client threads on one candidate: load the workload's tables in the
-candidate's format (timed; rows counted by the server), check on the server that every table
-really is in that format (a mismatch is an error, never a result), restart cold (pages
-flushed, buffer pool empty), measure the footprint (allocated and apparent bytes of every
-table file), run the workload for `duration` seconds with 1-second intervals from the cold
+A step is one workload × client threads on one candidate: load the tables in the candidate's
+format (timed; rows counted by the server), check that every table really is in that format
+(a mismatch is an error, never a result), restart cold, measure the footprint (allocated and
+apparent bytes of every table file), run the workload for `duration` seconds from the cold
 buffer pool on, restart again to measure the footprint after the run, and drop the tables.
-The server's compression counters are kept for the load and for the run.
-
-Per step, from its series (`timeseries`): throughput after the steady state it detected,
-buffer-pool hit ratio, KB read and written by the server per transaction, **write
-amplification** (bytes the server wrote ÷ logical bytes of the rows changed: rows written,
-updated and deleted × the uncompressed bytes per row of that workload, its `none` load's
-apparent size ÷ rows loaded), server CPU per transaction. Candidates are compared with
-`none` on steady throughput, load time, allocated footprint and write amplification, each
-table one Holm family.
+The server's counters are kept for the load and for the run. What each step's figures are
+(write amplification …) and how the candidates are compared: `analysis.storage`.
 """
 from __future__ import annotations
 
@@ -32,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, experiment, servers, timeseries, workloads
+from .. import analysis, experiment, servers, workloads
 from .. import params as P
 from .. import study as S
 from ..analysis import storage
@@ -48,9 +40,6 @@ if TYPE_CHECKING:
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
 FLUSH_METHODS = ("O_DIRECT", "O_DIRECT_NO_FSYNC", "fsync", "O_DSYNC")
-# uncompressed bytes on disk per unit of scale, measured here (MariaDB 10.11, 16 KiB pages):
-# the estimate that checks, before anything starts, that the data outgrow the buffer pool
-BYTES_PER = {"nodes": 650, "warehouses": 110 * 2**20, "rows": 260}
 LOAD_BYTES_PER_S = 20 * 2**20   # a compressed load's pace here (uncompressed ≈ 40 MB/s)
 DB = "sbtest"
 
@@ -152,14 +141,8 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 
 def estimated_bytes(p: Params, workload: str) -> float | None:
-    """The uncompressed size of `workload`'s tables at `p`'s scale (BYTES_PER)."""
-    if workload == "linkbench":
-        return p.nodes * BYTES_PER["nodes"]
-    if workload == "tpcc":
-        return p.warehouses * BYTES_PER["warehouses"]
-    if workload in workloads.OLTP:
-        return p.tables * p.table_size * BYTES_PER["rows"]
-    return None
+    """The uncompressed size of `workload`'s tables at `p`'s scale."""
+    return workloads.estimated_bytes(workload, dataclasses.asdict(p))
 
 
 def arms(p: Params) -> list[S.Arm]:
@@ -199,49 +182,36 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
     compression.check_available(server, fmt)  # before the load, not after
     ctx.progress(f"loading {workload} as {fmt.label}")
-    before = _counters(server)
+    before = compression.counters(server)
     t0 = time.monotonic()
     ctx.sysbench.prepare(workload, threads=len(os.sched_getaffinity(0)), seed=p.seed)
     seconds = time.monotonic() - t0
-    loaded = _counters(server)
+    loaded = compression.counters(server)
     rows = int(loaded["Handler_write"] - before["Handler_write"])
     if rows <= 0:
         raise WorkloadError(f"loading {workload} as {fmt.label} wrote no rows")
     formats = compression.verify(server, DB, fmt)  # a wrong format stops the run here
-    _append(run, LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
+    run.append_rows(LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
                           "rows_per_s": rows / seconds if seconds > 0 else float("nan")}])
-    _append(run, FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
+    run.append_rows(FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
                             "algorithm": f["algorithm"] or ""} for f in formats])
     _record_counters(run, n, "load", before, loaded)
     server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
-    _footprint(run, server, n, "load")
-    start = _counters(server)
+    run.append_rows(FOOTPRINT, [{"step": n, "stage": "load", **f}
+                                for f in compression.footprint(server, DB)])
+    start = compression.counters(server)
     ctx.progress(f"running {workload} from a cold buffer pool")
     experiment.sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
-    _record_counters(run, n, "run", start, _counters(server))
+    _record_counters(run, n, "run", start, compression.counters(server))
     server.restart(ctx.start_settings(), intent=ctx.arm.intent)
-    _footprint(run, server, n, "run")
+    run.append_rows(FOOTPRINT, [{"step": n, "stage": "run", **f}
+                                for f in compression.footprint(server, DB)])
     server.query(f"DROP DATABASE `{DB}`")
 
 
-def _counters(server: servers.Server) -> dict[str, float]:
-    rows = dict(server.query("SHOW GLOBAL STATUS WHERE Variable_name IN "
-                             "('Handler_write', 'Handler_update', 'Handler_delete')"))
-    return {**{k: float(v) for k, v in rows.items()}, **compression.counters(server)}
-
-
 def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dict[str, float]) -> None:
-    _append(run, COUNTERS, [{"step": n, "stage": stage, "variable": k, "value": b[k] - a.get(k, 0.0)}
+    run.append_rows(COUNTERS, [{"step": n, "stage": stage, "variable": k, "value": b[k] - a.get(k, 0.0)}
                             for k in b])
-
-
-def _footprint(run: "Run", server: servers.Server, n: int, stage: str) -> None:
-    _append(run, FOOTPRINT, [{"step": n, "stage": stage, **f} for f in compression.footprint(server, DB)])
-
-
-def _append(run: "Run", table: Table, rows: list[dict[str, Any]]) -> None:
-    import pandas as pd
-    run.append(table, pd.DataFrame(rows, columns=list(table.columns)))
 
 
 # ---------------------------------------------------------------- analysis
@@ -252,52 +222,15 @@ METRICS = {  # table → (column of the per-step table, higher is better, words)
     "footprint": ("allocated_after_load_mib", False, "allocated footprint after the load"),
     "wa": ("write_amplification", False, "write amplification"),
 }
-FOOTPRINT_PANELS = {
-    "MiB after the load": {"apparent_after_load_mib": "apparent", "allocated_after_load_mib": "allocated"},
-    "MiB after the run": {"apparent_after_run_mib": "apparent", "allocated_after_run_mib": "allocated"}}
-FIGURE_PANELS = {"load time (s)": {"load_seconds": "load"},
-                 "write amplification": {"write_amplification": "write amplification"},
-                 "KB read per transaction": {"kb_read_per_txn": "KB read"}}
-SERIES_PANELS = {"tps": "transactions per second", "bp_hit_pct": "buffer-pool hit ratio (%)",
-                 "server_read_mib_per_s": "MiB/s read by the server"}
-SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "load_seconds_median", "rows_per_s_median",
-                   "apparent_after_load_mib_median", "allocated_after_load_mib_median",
-                   "allocated_after_run_mib_median", "allocated_pct_median", "median_tps_median",
-                   "steady_from_s_median", "never_steady", "bp_hit_pct_median",
-                   "kb_read_per_txn_median", "kb_written_per_txn_median",
-                   "write_amplification_median", "cpu_ms_per_txn_median",
-                   "cpu_server_pct_median", "drift_pct_median"]
-
-
-def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
-    """Per measured step × second: throughput, p99, buffer-pool fill and hit ratio, bytes
-    the server read and wrote, rows changed, CPU (`timeseries.per_second`)."""
-    out = timeseries.per_second(run, steps)
-    return out.assign(server_read_mib_per_s=out["server_read_bytes_per_s"] / 2**20)
-
-
 def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
     """One row per measured step: load, footprints, steady-state figures (`analysis.storage`)."""
     return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
 
-SUMMARISED = ["load_seconds", "rows_per_s", "apparent_after_load_mib", "allocated_after_load_mib",
-              "apparent_after_run_mib", "allocated_after_run_mib", "allocated_pct", "median_tps",
-              "p01_tps", "steady_from_s", "bp_hit_pct", "bp_fill_end_pct", "kb_read_per_txn",
-              "kb_written_per_txn", "write_amplification", "cpu_ms_per_txn", "cpu_server_pct",
-              "drift_pct"]
-
-
-def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
-    """Per workload × threads × candidate: n, and the median, min and max over repeats of
-    every per-step figure; `never_steady` counts runs that did not settle."""
-    return analysis.over_repeats(run_table, SUMMARISED)
-
-
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, per measured step."""
     steps = experiment.measured(run)
-    table = steps if steps.empty else runs(series(run, steps), steps, run)
+    table = steps if steps.empty else runs(storage.series(run, steps), steps, run)
     return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
 
 

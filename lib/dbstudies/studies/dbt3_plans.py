@@ -37,13 +37,10 @@ QUERIES = Table("queries", 3, {
     "order_of": "str", "started_at": "float64", "seconds": "float64", "timed_out": "bool",
     "rows": "int64", "handler_reads": "int64", "cold": "bool", "answer": "str",
     "pair": "int64", "position": "int64",
-}, "one execution of a TPC-H query (phase warmup, measure, or forced: the forced-order phase); "
-   "order_of: the candidate whose join order was forced with STRAIGHT_JOIN, empty for the "
-   "candidate's own plan; seconds is NaN when it timed out; answer: 'ok', how the result "
-   "differs from DuckDB's reference answer, or empty when not checked (a timeout, or a scale "
-   "factor without reference answers); pair: the paired design's pair (the candidates' "
-   "executions of one cell in one round, back to back; 0 in blocks and warm-ups), position: "
-   "the execution's place in it")
+}, "one execution of a TPC-H query (phase warmup, measure or forced); order_of: the candidate "
+   "whose join order was forced, empty for its own plan; seconds: NaN on a timeout; answer: "
+   "'ok', how it differs from DuckDB's reference, or empty when not checked; pair: the paired "
+   "design's pair (0 in blocks and warm-ups), position: the execution's place in it")
 LOADS = Table("loads", 1, {"flavour": "str", "table": "str", "rows": "int64", "load_s": "float64",
                            "index_s": "float64"}, "TPC-H load and index build per table")
 PLANS = Table("plans", 1, {"arm": "str", "query": "int64", "select_id": "int64", "position": "int64",
@@ -198,9 +195,8 @@ def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | 
 
 
 def block_seconds(p: Params) -> float:
-    """A rough estimate: ≈ 3 s per query at SF 1 on these machines (measured: 22 queries in
-    60–70 s warm on MariaDB 10.11), scaled; warm
-    runs go through the queries twice (the warm-up first)."""
+    """≈ 3 s per query at SF 1 here (22 queries in 60–70 s warm on MariaDB 10.11), scaled;
+    warm runs go through the queries twice (the warm-up first)."""
     return len(p.queries) * _per_query(p) * (1 if p.cold else 2)
 
 

@@ -53,3 +53,22 @@ def options(workload: str, scale: dict[str, Any]) -> list[str]:
     names = ("tables", "table_size") if workload in OLTP else OURS[workload]
     return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
 
+
+# uncompressed bytes on disk per unit of scale, measured here (MariaDB 10.11, 16 KiB pages)
+BYTES_PER = {"nodes": 650, "warehouses": 110 * 2**20, "rows": 260}
+
+
+def estimated_bytes(workload: str, scale: dict[str, Any]) -> float | None:
+    """The uncompressed size of `workload`'s tables at `scale` (nodes, warehouses, tables ×
+    table_size), from `BYTES_PER`; None for a workload without an estimate.
+
+    >>> estimated_bytes("linkbench", {"nodes": 1000}), estimated_bytes("oltp_read_only", {"tables": 2, "table_size": 10})
+    (650000, 5200)
+    """
+    if workload == "linkbench":
+        return scale["nodes"] * BYTES_PER["nodes"]
+    if workload == "tpcc":
+        return scale["warehouses"] * BYTES_PER["warehouses"]
+    if workload in OLTP:
+        return scale["tables"] * scale["table_size"] * BYTES_PER["rows"]
+    return None

@@ -21,6 +21,7 @@ from typing import IO, Any, Callable, Protocol
 import pandas as pd
 
 from .. import errors, proc
+from ..errors import ParamError
 from . import LUA_DIR, OLTP, OURS, family, options
 
 WRAPPER = LUA_DIR / "sysbench_report.lua"
@@ -235,7 +236,7 @@ class Sysbench:
 
     def env(self, workload: str) -> dict[str, str]:
         if workload not in WORKLOADS:
-            raise ValueError(f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)}")
+            raise ParamError([f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)}"])
         env = {"DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
         if self.table_options:
             env["DBSTUDIES_TABLE_OPTIONS"] = self.table_options
