@@ -11,7 +11,7 @@ from typing import Any, Mapping, Protocol
 from .cnf import Intent
 from .flavour import Flavour
 from .instance import Server
-from .remote import RemoteServer, check_reachable
+from .remote import RemoteServer, check_reachable, password
 
 
 class Target(Protocol):
@@ -41,7 +41,7 @@ def instance(flavour: Flavour, workdir: Path, **kw: Any) -> Target:
     """A server of `flavour`: a private `Server` in `workdir`, or for a remote flavour the
     `RemoteServer` it names (which ignores what only a private one uses)."""
     if flavour.remote:
-        return RemoteServer(flavour, workdir, **kw)
+        return RemoteServer(flavour, workdir, password=password(flavour), **kw)
     return Server(flavour, workdir, **kw)
 
 

@@ -60,7 +60,7 @@ def check_reachable(flavour: Flavour) -> None:
     """The remote server answers `SELECT 1` as its client user (a `ServerError` saying why
     not — never its password)."""
     try:
-        RemoteServer(flavour, Path(".")).query("SELECT 1")
+        RemoteServer(flavour, Path("."), password=password(flavour)).query("SELECT 1")
     except ServerError:
         raise
     except Exception as e:  # noqa: BLE001 - unreachable, refused: never the password
@@ -77,8 +77,8 @@ class RemoteServer(SqlClient):
     """A running server somewhere else, used through the same calls as `Server`; the
     constructor takes (and ignores) what only a private server uses."""
 
-    def __init__(self, flavour: Flavour, workdir: Path, *, settings: Mapping[str, Any] | None = None,
-                 log_dir: Path | None = None, **_: Any):
+    def __init__(self, flavour: Flavour, workdir: Path, *, password: str,
+                 settings: Mapping[str, Any] | None = None, log_dir: Path | None = None, **_: Any):
         if settings:
             raise Unavailable(f"{flavour.name} is a remote server: dbstudies cannot apply "
                               f"settings {sorted(settings)} to it")
@@ -92,6 +92,7 @@ class RemoteServer(SqlClient):
         self.version: str | None = None
         self.events: list[dict[str, Any]] = []
         self._secret_dir: Path | None = None
+        self._password = password  # read once, where the server is made (`factory.instance`)
 
     # -- lifecycle: nothing to start or stop, nothing to reconfigure
     def start(self, settings: Mapping[str, Any] | None = None, *, intent: Intent | None = None,
@@ -147,7 +148,7 @@ class RemoteServer(SqlClient):
     def connect(self, timeout: float = 10, **kw: Any):
         import mysql.connector
         return mysql.connector.connect(host=self.flavour.host, port=self.flavour.port,
-                                       user=self.flavour.client_user, password=password(self.flavour),
+                                       user=self.flavour.client_user, password=self._password,
                                        autocommit=True, connection_timeout=max(1, int(timeout)), **kw)
 
     def sysbench_connection(self) -> list[str]:
@@ -160,7 +161,7 @@ class RemoteServer(SqlClient):
             with os.fdopen(fd, "w") as out:
                 out.write(f"mysql-host={self.flavour.host}\nmysql-port={self.flavour.port}\n"
                           f"mysql-user={self.flavour.client_user}\n"
-                          f"mysql-password={password(self.flavour)}\n")
+                          f"mysql-password={self._password}\n")
         return [f"--config-file={self._secret_dir / 'sysbench.cfg'}"]
 
     def describe(self) -> dict[str, Any]:
