@@ -5,10 +5,9 @@ picks), and lock-wait timeouts retried and counted, never dropped."""
 import collections
 import math
 import threading
-import time
 
 import pytest
-from conftest import prepared
+from conftest import prepared, wait_for
 
 from dbstudies import experiment, ownership
 from dbstudies.workloads import tpcc
@@ -35,6 +34,11 @@ def test_key_generators_follow_the_standard():
 def loaded(flavour, tmp_path_factory):
     with prepared(flavour, tmp_path_factory.mktemp("tpcc") / "srv", "tpcc", warehouses=2) as both:
         yield both
+
+
+def lock_timeouts(server):
+    """InnoDB's count of lock wait timeouts (INNODB_METRICS lock_timeouts, on by default)."""
+    return count(server, "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_timeouts'")
 
 
 def count(server, sql):
@@ -81,21 +85,24 @@ def test_a_run_keeps_the_conditions_follows_the_mix_and_uses_remote_warehouses(l
 
 @pytest.mark.server
 def test_lock_wait_timeouts_are_retried_and_counted(loaded):
-    """Another session holds warehouse 1's district rows for 3 s with a 1-s lock wait
-    timeout: New-Orders and Payments there time out, are rolled back and run again; each
-    retry is counted, no transaction is lost and the conditions still hold."""
+    """Another session holds warehouse 1's district rows, with a 1-s lock wait timeout,
+    until a transaction waiting on it has timed out: New-Orders and Payments there time out,
+    are rolled back and run again; each retry is counted, no transaction is lost and the
+    conditions still hold."""
     s, sb = loaded
     s.query("SET GLOBAL innodb_lock_wait_timeout = 1")
+    before = lock_timeouts(s)
     try:
         result = {}
-        run = threading.Thread(target=lambda: result.update(r=sb.run("tpcc", threads=4, duration=6, seed=5)))
+        run = threading.Thread(target=lambda: result.update(r=sb.run("tpcc", threads=4, duration=8, seed=5)))
         with s.connect(database="sbtest") as c:
             cur = c.cursor()
             cur.execute("BEGIN")
             cur.execute("SELECT * FROM district WHERE d_w_id = 1 FOR UPDATE")
             cur.fetchall()
             run.start()
-            time.sleep(3)
+            # a state, not seconds: InnoDB's own count of lock wait timeouts went up
+            wait_for(lambda: lock_timeouts(s) > before, 60, "a lock wait timeout on our rows")
             cur.execute("ROLLBACK")
         run.join(60)
     finally:
