@@ -7,7 +7,7 @@ place. Tables have columns declared once in code (`Table`) with a schema version
     run = Run.create("thread_pool", {"threads": [1, 8]})
     run.append(INTERVALS, frame)           # a new Parquet part, fsynced
     run.table(INTERVALS)                   # all parts, concatenated
-    run.finish()                           # status: runner.py decides when
+    run.finish()                           # status: ownership.py decides when
 """
 from __future__ import annotations
 

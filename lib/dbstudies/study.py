@@ -22,8 +22,8 @@ when its `Params.SHARED_SERVER` says that its steps give their arm's settings to
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
 A study is a plain module: nothing forwards to it; the library's functions take it as their
-first argument. This module stays light: `dbstudies list` imports it and the study modules,
-never pandas or scipy.
+first argument. This module sits below the loop (it imports neither pandas nor the loop);
+the registry imports a study module only by name, when it is used.
 
     study = load("thread_pool")
     p = experiment.resolve(study, "smoke", threads=[1, 8])
