@@ -20,15 +20,13 @@ import os
 import shutil
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from types import ModuleType
+from typing import Any, Iterator
 
 from . import paths, proc
 from .params import as_dict
 from .paths import disk_usage
 from .results import Run, export_figures
-
-if TYPE_CHECKING:
-    from .study import StudyModule
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
 
@@ -42,7 +40,7 @@ def create_run(study: str, p: Any, root: str | os.PathLike, kind: str) -> Run:
     return run
 
 
-def open_run(study: "StudyModule", p: Any, run_dir: str | os.PathLike | None = None,
+def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None,
              root: str | os.PathLike | None = None) -> Run:
     """The run a notebook records into: the CLI's (`run_dir`: owned by the CLI), or a new
     one owned by this notebook (JupyterLab, plain papermill)."""

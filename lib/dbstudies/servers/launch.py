@@ -10,12 +10,10 @@ must measure the server, not its launcher.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from . import rootfs
-
-if TYPE_CHECKING:
-    from .flavour import Flavour
+from .rootfs import Flavour
 
 
 def prefix(flavour: "Flavour", writable: Iterable[Path], root: Path = rootfs.ROOTFS_DIR) -> list[str]:

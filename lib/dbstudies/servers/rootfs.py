@@ -19,13 +19,20 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable, Protocol
 
 from .. import paths, proc
 from ..errors import ServerError
 
-if TYPE_CHECKING:
-    from .flavour import Flavour
+
+class Flavour(Protocol):
+    """What the rootfs and the launcher read of a flavour (`flavour.Flavour` has it; they sit
+    below it, so they name only this)."""
+    name: str
+    source: str
+    server: str
+    suite: str
+    packages: tuple[str, ...]
 
 ROOTFS_DIR = paths.DATA_DIR / "rootfs"
 VARIANT = "essential"  # + the flavour's packages: a shell and coreutils for the install scripts
