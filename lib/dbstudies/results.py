@@ -183,6 +183,10 @@ class Run:
             self.update(tables=tables)
         return part
 
+    def append_rows(self, table: Table, rows: list[dict[str, Any]]) -> Path:
+        """`append` of rows given as dicts, in the table's column order."""
+        return self.append(table, pd.DataFrame(rows, columns=list(table.columns)))
+
     def stream(self, table: Table, key: int) -> "Stream":
         """Rows of one step written as they come (JSON lines, flushed at every write), so a
         step that dies half-way keeps what it streamed; `table` reads them until the step's
