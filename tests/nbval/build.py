@@ -10,7 +10,8 @@ run given again rebuilds only its notebook, e.g. after the study notebook change
    Parquet file — nothing else, so that it stays small;
 2. tests/nbval/<study>.ipynb becomes the study's notebook with the fixture's parameters
    injected after its parameters cell (as papermill injects them, `run_dir` included), executed
-   here on the fixture (it measures nothing: the run has ended), its outputs stored, and
+   here on the fixture (it measures nothing: the run has ended), its outputs stored (but the
+   figures' images, which nbval does not compare), and
    its cells whose output follows from the data alone — tables, comparisons, the
    conclusion, the plan — tagged `nbval-check-output`.
 
@@ -80,6 +81,10 @@ def notebook(study: str, run: Path, parameters: dict) -> Path:
             cell.metadata.setdefault("tags", []).append("nbval-check-output")
     NotebookClient(nb, timeout=600, kernel_name="dbstudies",
                    resources={"metadata": {"path": str(HERE)}}).execute()
+    for cell in nb.cells:  # figures are not compared (nbval skips images): not stored either
+        for o in cell.get("outputs", []):
+            o.get("data", {}).pop("image/png", None)
+            o.get("metadata", {}).pop("image/png", None)
     out = HERE / f"{study}.ipynb"
     nbformat.write(nb, out)
     return out
@@ -94,7 +99,8 @@ def main(argv: list[str]) -> int:
         meta = json.loads((run / "metadata.json").read_text())
         # a fixture given again: only its notebook is rebuilt (after a notebook's change)
         dest = run if run.is_relative_to(FIXTURES) else fixture(run)
-        size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())  # what is committed
+        size = sum(f.stat().st_size for f in dest.rglob("*")
+                   if f.is_file() and "figures" not in f.parts)  # what is committed
         out = notebook(meta["study"], dest, meta["parameters"])
         print(f"{meta['study']}: fixture {dest.relative_to(HERE.parent.parent)} "
               f"({size / 1024:.0f} KiB), notebook {out.relative_to(HERE.parent.parent)}")
