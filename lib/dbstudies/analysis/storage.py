@@ -74,9 +74,10 @@ def step_summaries(series_: pd.DataFrame, steps: pd.DataFrame, loads: pd.DataFra
     out = timeseries.run_summaries(series_, steps)
     if out.empty:
         return out
-    per_row = row_bytes(loads, footprints(footprint), steps)
+    summed = footprints(footprint)
+    per_row = row_bytes(loads, summed, steps)
     loads = loads[["step", "seconds", "rows", "rows_per_s"]].rename(columns={"seconds": "load_seconds"})
-    sizes = footprints(footprint).pivot(index="step", columns="stage") / 2**20
+    sizes = summed.pivot(index="step", columns="stage") / 2**20
     sizes.columns = [f"{'allocated' if a.startswith('alloc') else 'apparent'}_after_{s}_mib"
                      for a, s in sizes.columns]
     extra = []
