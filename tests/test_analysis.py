@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import experiment
-from dbstudies.experiment import STEPS
+from dbstudies.hooks import STEPS
 from dbstudies.study import arms_of, load
 
 tp = load("thread_pool")

@@ -25,7 +25,7 @@ LAYERS = [
     ("store", ["provenance", "results", "params", "ownership"]),
     ("numbers", ["stats", "timeseries", "plots"]),
     ("study contract", ["study"]),
-    ("measurement loop", ["experiment"]),
+    ("measurement loop", ["hooks", "experiment"]),
     ("analysis", ["analysis", "analysis.queries", "analysis.storage"]),
     ("studies", ["studies", "studies.*"]),
     ("report", ["report"]),

@@ -129,7 +129,7 @@ def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
 
 def run_with_steps(root, gain, seed):
     """A complete run whose steps have QPS 10,000 × gain (3 % noise), 6 repeats per arm."""
-    from dbstudies.experiment import STEPS
+    from dbstudies.hooks import STEPS
     run = make_run(root, "complete")
     rng = np.random.default_rng(seed)
     rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,

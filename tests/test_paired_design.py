@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, experiment, planner, report, stats
+from dbstudies import analysis, experiment, hooks, planner, report, stats
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import Arm, arms_of, load
@@ -95,11 +95,11 @@ def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, 
                              "position": pos, "qps": 1000 * math.exp(shared + own),
                              "latency_p99_ms": math.exp(-shared - own)})
     steps = pd.DataFrame(rows)
-    for col, dtype in experiment.STEPS.columns.items():
+    for col, dtype in hooks.STEPS.columns.items():
         if col not in steps:
             steps[col] = pd.Series(np.nan if dtype == "float64" else 0, index=steps.index).astype(
                 "bool" if dtype == "bool" else "str" if dtype == "str" else dtype)
-    run.append(experiment.STEPS, steps)
+    run.append(hooks.STEPS, steps)
     run.finish()
     return run
 

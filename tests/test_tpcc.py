@@ -119,7 +119,7 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     """`workloads=["tpcc"]` in a study: TPC-C's tables are prepared (not sbtest's), the
     warm-up runs TPC-C, and the per-type tables and New-Order per minute come out."""
     from dbstudies import analysis
-    from dbstudies.experiment import STEPS
+    from dbstudies.hooks import STEPS
     from dbstudies.study import load
     tp = load("thread_pool")
     p = experiment.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1)

@@ -108,9 +108,8 @@ def summarise(tps: Sequence[float], p99_ms: Sequence[float] | None = None, *,
     longest_stall_s, worst_dip (lowest second / median), worst_p99_ms, and kb_per_txn when
     the bytes the server wrote per second are given."""
     x = np.asarray(tps, dtype=float)
-    steady = settled(x, tolerance)
-    first = first_level(x, tolerance)
-    start = first if steady else None
+    start = steady_state(x, tolerance)
+    first = start if start is not None else first_level(x, tolerance)
     part = slice(first or 0, None)
     body = x[part]
     median = float(np.median(body)) if len(body) else float("nan")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import experiment, probes, stats
+from .. import experiment, hooks, probes, stats
 from ..errors import StoreError
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
 from ..study import Arm
@@ -243,7 +243,7 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
                      f"measured again; the discarded attempts are kept in `steps` (phase busy).")
     if busy:
         lines.append(f"- {busy} measured step(s) still ran on a busy host after "
-                     f"{experiment.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
+                     f"{hooks.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
                  f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"

@@ -29,13 +29,14 @@ from .. import params as P
 from .. import study as S
 from ..analysis import storage
 from ..errors import WorkloadError
+from ..hooks import STEP_OVERHEAD, sysbench_step
 from ..schema import Table
 from ..servers import compression
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..experiment import Context
+    from ..hooks import Context
     from ..results import Run
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
@@ -169,7 +170,7 @@ def block_seconds(p: Params) -> float:
     """Per block: per cell, the load, two restarts and the run."""
     load = max((estimated_bytes(p, w) or 0) for w in p.workloads) / LOAD_BYTES_PER_S
     return len(p.workloads) * len(p.threads) * (load + 2 * experiment.RESTART_SECONDS
-                                                 + p.duration + experiment.STEP_OVERHEAD)
+                                                 + p.duration + STEP_OVERHEAD)
 
 
 def step(ctx: "Context", cell: dict[str, Any]) -> None:
@@ -201,7 +202,7 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
                                 for f in compression.footprint(server, DB)])
     start = compression.counters(server)
     ctx.progress(f"running {workload} from a cold buffer pool")
-    experiment.sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
+    sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
     _record_counters(run, n, "run", start, compression.counters(server))
     server.restart(ctx.start_settings(), intent=ctx.arm.intent)
     run.append_rows(FOOTPRINT, [{"step": n, "stage": "run", **f}

@@ -29,7 +29,7 @@ from ..schema import Table
 from ..workloads import sql as sql_
 
 if TYPE_CHECKING:
-    from ..experiment import Context
+    from ..hooks import Context
     from ..results import Run
 
 QUERIES = Table("queries", 3, {

@@ -30,8 +30,6 @@ TYPES: dict[str, tuple[str, ...]] = {
     "linkbench": ("get_link_list", "get_node", "add_link", "update_link", "update_node", "count_link",
                   "delete_link", "add_node", "delete_node", "get_link"),
 }
-# the LinkBench paper's default request mix, % (TYPES order)
-LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
 
 
 def family(workload: str) -> str:

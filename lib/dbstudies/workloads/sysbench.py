@@ -25,7 +25,6 @@ from ..errors import ParamError
 from . import LUA_DIR, OLTP, OURS, family, options
 
 WRAPPER = LUA_DIR / "sysbench_report.lua"
-OLTP_WORKLOADS = OLTP
 WORKLOADS = (*OLTP, *OURS)
 RUN_PERCENTILES = (50, 95, 99)
 # a run may take this long past --time before we call it hung (connect, teardown of many threads)
