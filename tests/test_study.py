@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 
-from dbstudies import experiment, ownership, servers
+from dbstudies import experiment, hooks, ownership, servers
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -115,7 +115,7 @@ def check_partial_report(run, status, error):
 
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(experiment, "_busy", lambda host: True)  # every step sees a busy host
+    monkeypatch.setattr(hooks, "_busy", lambda host: True)  # every step sees a busy host
     p = experiment.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
