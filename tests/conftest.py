@@ -106,3 +106,25 @@ def smoke_run(tmp_path_factory):
             done[name] = (p, run_dirs[0].parent if len(run_dirs) == 1 else None)
         return done[name]
     return execute
+
+
+def report_problems(html: str) -> list[str]:
+    """What a reader must never meet in a report: exception text, papermill's banners, a
+    heading with nothing under it, a path of this machine."""
+    import re
+    body = html.split("<body", 1)[-1]
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S))
+    problems = [f"says {w!r}" for w in ("Traceback", "Exception", "papermill", "Error:", "KeyError")
+                if w in text]
+    problems += [f"machine path {m!r}" for m in sorted(set(re.findall(r"(?:/tmp|/work|/home|/root)/[\w./-]*", text)))]
+    parts = re.split(r"(<h[1-6][^>]*>.*?</h[1-6]>)", body, flags=re.S)
+    for i in range(1, len(parts), 2):
+        level = int(parts[i][2])
+        under = ""
+        for j in range(i + 1, len(parts)):
+            if j % 2 and int(parts[j][2]) <= level:
+                break
+            under += parts[j]
+        if not re.sub(r"<[^>]+>|\s|¶", "", under) and "<img" not in under and "<svg" not in under:
+            problems.append("empty section " + re.sub(r"<[^>]+>|¶", "", parts[i]).strip())
+    return problems

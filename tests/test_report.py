@@ -5,7 +5,7 @@ import socket
 
 import nbformat
 import pytest
-from conftest import REPO
+from conftest import REPO, SMOKE_RUNS, report_problems
 
 from dbstudies import experiment, ownership, paths, report
 from dbstudies.results import Run
@@ -34,8 +34,11 @@ def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
                          "--- server error log (tail) ---")
     html = report.render(run).read_text()
     assert "<b>Run failed</b>: ServerDied: server mariadb-10.11 died during sysbench run" in html
-    assert ("server logs under server/: one-thread-per-connection/mariadb-10.11.err, "
+    assert ("Server logs under server/: one-thread-per-connection/mariadb-10.11.err, "
             "pool-of-threads/mariadb-10.11.err") in html
+    assert "It measured 0 steps." in html and "nothing to analyse" in html
+    assert "To measure it again: <code>dbstudies run thread_pool --profile smoke -p repeats 3</code>" in html
+    assert "analysis stopped" not in html  # the run's own error, said once
     assert "Traceback" not in html and "boom" not in html
     assert re.search(r"<title>thread_pool — run \S+</title>", html)
     assert str(tmp_path) not in html and f"…/thread_pool/{run.path.name}" in html
@@ -75,24 +78,88 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
 
 @pytest.mark.notebook
 @pytest.mark.server
-def test_smoke_report_renders_in_headless_chromium(smoke_run, tmp_path):
-    """What a reader sees: the report in a real browser, screenshot non-blank."""
+@pytest.mark.parametrize("name", sorted(SMOKE_RUNS))
+def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
+    """What a reader sees: each study's smoke report in a real browser — the page as the
+    browser built it holds no exception text, no empty section and no path of this machine,
+    and its screenshot is not blank."""
     import shutil
     import subprocess
 
     import numpy as np
     from PIL import Image
 
-    proc, run_dir = smoke_run("thread_pool.ipynb")
+    proc, run_dir = smoke_run(name)
     assert proc.returncode == 0
     browser = shutil.which("chromium")
     assert browser, "chromium is missing: `make setup` installs it"
     shot = tmp_path / "report.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400",
-                    f"--screenshot={shot}", (run_dir / "report.html").as_uri()],
+    argv = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400"]
+    dom = subprocess.run([*argv, "--dump-dom", (run_dir / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "</body>" in dom and report_problems(dom) == []
+    subprocess.run([*argv, f"--screenshot={shot}", (run_dir / "report.html").as_uri()],
                    capture_output=True, timeout=120, check=True)
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.shape == (2400, 1300)
     assert pixels.std() > 10 and (pixels < 128).mean() > 0.005  # text and plots, not a blank page
+
+
+def test_prune_leaves_out_what_does_not_apply_and_cuts_after_a_failed_cell():
+    md, code, out = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell, nbformat.v4.new_output
+    shown = [out("stream", name="stdout", text="a table\n")]
+    skipped = [out("display_data", data={"text/markdown": "*off*"}, metadata={report.SKIP: True})]
+    nb = nbformat.v4.new_notebook(cells=[
+        md("An Exception was encountered at 'In [9]'", metadata={"tags": [report.PAPERMILL_ERROR]}),
+        md("# Title\nThe question."),
+        md("## Applies"), md("caption of a figure"), code("a", outputs=shown),
+        md("## Does not apply"), md("caption"), code("b", outputs=skipped),
+        md("### a subsection of it"), code("c", outputs=skipped),
+        md("## Half applies"), md("caption of nothing"), code("d", outputs=[]),
+        md("caption kept"), code("e", outputs=shown + [out("stream", name="stderr", text="warn")]),
+        md("## Fails"), code("f", outputs=shown + [out("error", ename="KeyError", evalue="'x'",
+                                                           traceback=["Traceback"])]),
+        md("## Never ran"), code("g", outputs=[])])
+    stopped = report.prune(nb)
+    assert stopped == ("Fails", "KeyError: 'x'")
+    assert [c.source for c in nb.cells] == [
+        "# Title\nThe question.", "## Applies", "caption of a figure", "a",
+        "## Half applies", "caption kept", "e", "## Fails", "f"]
+    kinds = [o.output_type + o.get("name", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert kinds == ["streamstdout"] * 3  # stderr and the error gone, the failing cell's table kept
+
+
+def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
+    """0 finished steps: the analysis stops at once (NothingMeasured) and the report says how
+    far the run got and how to run it again; no exception text, no empty section."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    fixture = next((REPO / "tests" / "fixtures" / "runs" / "thread_pool").iterdir())
+    run_dir = tmp_path / "thread_pool" / fixture.name
+    shutil.copytree(fixture, run_dir, ignore=shutil.ignore_patterns("tables"))
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    meta.update(status="interrupted", error="interrupted by SIGINT")
+    (run_dir / "metadata.json").write_text(json.dumps(meta))
+    (run_dir / "progress.json").write_text(json.dumps({"done": 0, "total": 12, "now": "r1 pool 8"}))
+    p = subprocess.run([sys.executable, "-m", "dbstudies", "report", "--analyse", str(run_dir)],
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    html = (run_dir / "report.html").read_text()
+    assert "<b>Run interrupted</b>: interrupted by SIGINT. It measured 0 of 12 planned steps." in html
+    assert "Under way when it ended: r1 pool 8." in html and "nothing to analyse" in html
+    assert "To measure it again: <code>dbstudies run thread_pool --profile smoke -p duration 5" in html
+    assert report_problems(html) == []
+    assert re.findall(r"<h2[^>]*>([^<]*)", html) == ["Measurement"]  # nothing analysed
+
+
+def test_report_problems_finds_what_a_reader_must_not_meet():
+    good = "<body><h1>T</h1><p>x</p><h2>A</h2><img src='a.png'><h2>B</h2><h3>b</h3><table>1</table></body>"
+    assert report_problems(good) == []
+    bad = ("<body><h1>T</h1><h2>Empty</h2><h2>Also empty</h2>\\n<h3>under it</h3> <h2>Full</h2>"
+           "<p>Traceback at /tmp/x/run.py</p></body>")
+    assert report_problems(bad) == ["says 'Traceback'", "machine path '/tmp/x/run.py'",
+                                    "empty section Empty", "empty section under it"]

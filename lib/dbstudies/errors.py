@@ -42,3 +42,7 @@ class StoreError(DbStudiesError, RuntimeError):
 
 class SchemaError(StoreError, ValueError):
     """Rows that do not have exactly the columns their table declares."""
+
+
+class NothingMeasured(StoreError):
+    """A run ended before any step finished: there is nothing to analyse."""

@@ -52,7 +52,7 @@ from .hooks import (
     warmup_workload,
 )
 from .ownership import guard
-from .results import Run
+from .results import INTERVALS, Run
 from .study import Arm, StudyModule, StudyParams, arms_of, cells_of, hook, remote_problems, study_name
 from .workloads import sql
 
@@ -266,7 +266,10 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
     the notebook then analyses what it holds — how `dbstudies report` writes the report of a
     failed or interrupted run, or of one measured from JupyterLab."""
     if run.status != "running":
-        n = len(measured(run)) if (run.path / "tables").exists() else 0
+        n = how_far(run)["done"]
+        if not n:
+            raise errors.NothingMeasured(f"run {run.path.name} ended {run.status} before any "
+                                         "step finished: there is nothing to analyse")
         print(f"Run {run.path.name} ended {run.status}; nothing is measured again: the "
               f"sections below analyse the {n} measured step(s) it holds.")
         return
@@ -563,6 +566,40 @@ def _hook(study: StudyModule, name: str) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------- what was measured
+
+def finished_steps(run: Run) -> bool:
+    """Whether the run holds a finished sysbench step (measured, warm-up or busy)."""
+    return (run.path / "tables" / STEPS.name).exists()
+
+
+def _steps_stored(run: Run) -> int:
+    """Measured steps in the run's step tables (those with `step` and `phase` columns:
+    sysbench's steps, DBT3's queries), when no progress was recorded."""
+    steps: set[int] = set()
+    for name, table in (run.metadata.get("tables") or {}).items():
+        if {"step", "phase"} <= set(table.get("columns", {})):
+            rows = run.table(name)
+            steps |= set(rows.loc[(rows["step"] > 0) & ~rows["phase"].isin(["warmup", "busy"]), "step"])
+    return len(steps)
+
+
+def how_far(run: Run) -> dict[str, Any]:
+    """How far a run got, from what it wrote: `done` steps of `planned` (None: unknown, a
+    time budget's), `running`: the step under way when it ended ("" if none), and
+    `streamed_s`: the seconds that step had streamed (None: no stream)."""
+    now = run.progress() or {}
+    planned = now.get("total") or len(run.metadata.get("plan") or []) or None
+    running = "" if now.get("now") in (None, "done") else str(now["now"])
+    streamed = None
+    if running and (run.path / "tables" / INTERVALS.name).exists():
+        finished = set(run.table(STEPS)["step"]) if finished_steps(run) else set()
+        iv = run.table(INTERVALS)
+        seconds = iv[(iv["step"] > 0) & ~iv["step"].isin(finished)].groupby("step").size()
+        streamed = int(seconds.iloc[-1]) if len(seconds) else None
+    done = now["done"] if "done" in now else _steps_stored(run)
+    return {"done": int(done), "planned": planned, "running": running,
+            "streamed_s": streamed}
+
 
 def measured(run: Run) -> pd.DataFrame:
     """The measured steps (warm-ups and discarded busy attempts dropped), each with

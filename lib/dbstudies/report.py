@@ -10,12 +10,14 @@ paths of this machine are written relative to the repository (or to the run dire
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import experiment, paths
 from .errors import DbStudiesError
 from .results import Run
 from .study import against_profile
@@ -68,21 +70,13 @@ def _fmt(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def header(run: Run) -> str:
-    """The HTML block that opens every report."""
+def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
+    """The HTML block that opens every report (`stopped`: where the analysis stopped)."""
     meta = run.metadata
     git = meta.get("dbstudies") or {}
     commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
     status = meta.get("status")
-    banner = ""
-    if status != "complete":
-        error = (meta.get("error") or "").strip().splitlines()
-        server = run.path / "server"
-        logs = ", ".join(sorted(str(p.relative_to(server)) for p in server.rglob("*.err")))
-        banner = (f"<div class='dbs-banner dbs-{_e(status)}'><b>Run {_e(status)}</b>"
-                  f"{': ' + _e(error[0]) if error else ''}"
-                  f"{f' — server logs under server/: {_e(logs)}' if logs else ''}. "
-                  "The tables below hold only the steps that finished.</div>")
+    banner = _banner(run, stopped)
     facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
              ("design", design_line(meta)),
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
@@ -93,6 +87,54 @@ def header(run: Run) -> str:
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
             f"<details open><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+
+
+def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
+    """A run that did not complete: how it ended, how far it got, what the report holds, how
+    to run it again. A complete run whose analysis stopped: where and why."""
+    meta = run.metadata
+    status = meta.get("status")
+    if status == "complete" and not stopped:
+        return ""
+    lines = []
+    if status != "complete":
+        error = (meta.get("error") or "").strip().splitlines()
+        far = experiment.how_far(run)
+        of = f" of {far['planned']} planned" if far["planned"] else ""
+        lines.append(f"<b>Run {_e(status)}</b>{': ' + _e(error[0]) if error else ''}. "
+                     f"It measured {far['done']}{of} step{'' if far['done'] == 1 and not of else 's'}.")
+        if far["running"]:
+            streamed = (f", {far['streamed_s']} s of it streamed and kept"
+                        if far["streamed_s"] else "")
+            lines.append(f"Under way when it ended: {_e(far['running'])}{streamed}.")
+        server = run.path / "server"
+        logs = ", ".join(sorted(str(p.relative_to(server)) for p in server.rglob("*.err")))
+        if logs:
+            lines.append(f"Server logs under server/: {_e(logs)}.")
+        lines.append("The sections below analyse the steps that finished." if far["done"]
+                     else "No step finished, so there is nothing to analyse.")
+        lines.append(f"To measure it again: <code>{_e(rerun_command(meta))}</code>")
+    said = status != "complete" and stopped and (
+        stopped[1].startswith("NothingMeasured") or (meta.get("error") or "").startswith(stopped[1].split(":")[0]))
+    if stopped and not said:  # an analysis that failed on its own, not the run's error again
+        where = f"in “{_e(stopped[0])}”" if stopped[0] else "before its first section"
+        lines.append(f"The analysis stopped {where} ({_e(stopped[1])}); what follows is left out.")
+    return f"<div class='dbs-banner dbs-{_e(status)}'>{'<br>'.join(lines)}</div>"
+
+
+def rerun_command(meta: dict[str, Any]) -> str:
+    """The `dbstudies run` command line that measures a run's study again with the same
+    parameters (those its profile sets are left out).
+
+    >>> rerun_command({"study": "x", "parameters": {"profile": "smoke", "threads": [1, 8]}})
+    "dbstudies run x --profile smoke -p threads '[1, 8]'"
+    """
+    params = meta.get("parameters") or {}
+    argv = ["dbstudies", "run", str(meta.get("study")), "--profile", str(params.get("profile"))]
+    for name, value, default in against_profile(meta) or [(k, v, None) for k, v in params.items()]:
+        if name != "profile" and value != default:
+            argv += ["-p", name, json.dumps(value)]
+    return shlex.join(argv)
 
 
 def design_line(meta: dict[str, Any]) -> str:
@@ -172,6 +214,60 @@ def _alt_texts(body: str, nb: Any) -> str:
                   lambda m: f'alt="{html.escape(next(alts, None) or "figure", quote=True)}"', body)
 
 
+PAPERMILL_ERROR = "papermill-error-cell-tag"  # the cells papermill adds around a failure
+SKIP = "dbstudies/skip"  # output metadata: "this section does not apply" (`skip`)
+
+
+def prune(nb: Any) -> tuple[str, str] | None:
+    """Make an executed notebook a report: papermill's error cells, tracebacks, stderr and
+    `skip` notes removed; the notebook cut after a cell that raised (what follows never
+    ran); a caption (a text cell before a code cell) without its output and a section (a
+    heading and what follows up to the next heading as high) whose code cells show nothing
+    left out. Returns (the section's heading, "Error: message") where the analysis stopped."""
+    cells = [c for c in nb.cells if PAPERMILL_ERROR not in c.metadata.get("tags", [])]
+    stopped, section = None, ""
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "markdown" and _level(cell):
+            section = cell.source.lstrip("#").splitlines()[0].strip()
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is not None:
+            stopped, cells = (section, f"{error.get('ename')}: {error.get('evalue')}"), cells[:i + 1]
+            break
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "error"
+                            and not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                            and not o.get("metadata", {}).get(SKIP)]
+    shown = [c.cell_type == "markdown" or bool(c.outputs) for c in cells]
+    for i, cell in enumerate(cells):  # captions of nothing
+        if cell.cell_type == "markdown" and not _level(cell) and i + 1 < len(cells) \
+                and cells[i + 1].cell_type == "code" and not shown[i + 1]:
+            shown[i] = False
+    for i, cell in enumerate(cells):  # sections showing nothing
+        if cell.cell_type == "markdown" and _level(cell) > 1:
+            end = next((j for j in range(i + 1, len(cells)) if 0 < _level(cells[j]) <= _level(cell)),
+                       len(cells))
+            if not any(shown[j] for j in range(i + 1, end) if cells[j].cell_type == "code"):
+                shown[i:end] = [False] * (end - i)
+    nb.cells = [c for c, keep in zip(cells, shown) if keep]
+    return stopped
+
+
+def _level(cell: Any) -> int:
+    """The heading level of a text cell that starts with one (## → 2), else 0."""
+    if cell.cell_type != "markdown":
+        return 0
+    m = re.match(r"(#{1,6})\s", cell.source)
+    return len(m.group(1)) if m else 0
+
+
+def skip(text: str) -> None:
+    """Say in the notebook why a section does not apply to this run; the report leaves the
+    note out, and with it the section when nothing else in it shows."""
+    from IPython.display import Markdown, display
+    display(Markdown(f"*{text}*"), metadata={SKIP: True})
+
+
 def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
@@ -182,10 +278,7 @@ def render(run: Run) -> Path:
     if not nb_path.exists():
         raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
     nb = nbformat.read(nb_path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "error"
-                            and not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+    stopped = prune(nb)
     meta = run.metadata
     nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
@@ -195,7 +288,7 @@ def render(run: Run) -> Path:
     body = body.replace("</head>", STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
-    body = re.sub(where, lambda m: m.group(1) + header(run), body, count=1)
+    body = re.sub(where, lambda m: m.group(1) + header(run, stopped), body, count=1)
     out = run.path / "report.html"
     out.write_text(scrub_paths(body, run))
     return out
@@ -234,7 +327,7 @@ def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
 
     from .stats import reachability
     if rel.empty and empty:
-        display(Markdown(empty))
+        skip(empty)
         return
     if not rel.empty:
         display(table(layout))
