@@ -66,6 +66,28 @@ def test_notebook_smoke_run_has_no_errors_and_its_checked_cells_match(name, smok
     assert checked == EXPECTED[name]
 
 
+@pytest.mark.notebook
+@pytest.mark.server
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_smoke_figures_are_readable_and_keep_one_colour_per_arm(name, smoke_run):
+    """Every figure of every study's smoke run, as matplotlib drew it (figures/<name>.json,
+    written by plots.save): ≥ 3 labelled ticks and a unit on each numeric axis, a legend for
+    several series, no data point beyond the axes unmarked, no marker cut by the frame; and a
+    label has one colour in all of the run's figures."""
+    proc, run_dir = smoke_run(name)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = sorted((run_dir / "figures").glob("*.json"))
+    assert len(figures) >= 3 and len(figures) == len(list((run_dir / "figures").glob("*.png")))
+    colours: dict[str, set] = {}
+    for f in figures:
+        props = json.loads(f.read_text())
+        assert props["problems"] == [], (f.name, props["problems"])
+        assert props["panels"] and all(p["yticks"] for p in props["panels"]), f.name
+        for label, colour in props["colours"].items():
+            colours.setdefault(label, set()).add(colour)
+    assert {k: v for k, v in colours.items() if len(v) > 1} == {}
+
+
 NBVAL = paths.REPO / "tests" / "nbval"
 
 

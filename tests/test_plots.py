@@ -29,7 +29,8 @@ def test_scaling_dodges_series_and_labels_ticks_plainly():
     assert np.allclose(np.sqrt(xs[0] * xs[1]), [1, 16, 256])  # centred on the true x
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "1,000" in labels and "2,000" in labels and not any("^" in x or "e" in x for x in labels)
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "16", "256"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8", "16", "32", "64", "128", "256"]
+    assert plots.problems(plots.properties(fig)) == []
     assert "one-thread-per-connection, pool-of-threads" in fig.dbstudies_alt
     assert fig.get_size_inches()[0] <= plots.MAX_W
 
@@ -102,3 +103,46 @@ def test_bars_group_prefixes_with_min_max_whiskers():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["apparent (light)", "allocated (solid)"]
     colours = [p.get_facecolor()[:3] for p in ax.patches]
     assert colours[0] == colours[2] != colours[1]  # each arm keeps its colour, shade tells apart
+
+
+def test_problems_find_what_makes_a_figure_hard_to_read():
+    """One labelled tick on a log axis, no unit, two series without a legend, a point
+    beyond the axis and a marker cut by the frame are each found; the same data drawn by
+    `scaling` (ticks, unit, legend, room at the edges) has none of them."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [2.1, 2.3, 2.6], "o", label="a")
+    ax.plot([1, 2, 3], [2.2, 2.4, 9.0], "o", label="b")
+    ax.set_yscale("log")
+    ax.set_ylim(2.1, 3)
+    ax.set_ylabel("latency")
+    ax.set_xlabel("client threads")
+    found = plots.problems(plots.properties(fig))
+    assert "panel 1: y label 'latency' names no unit" in found
+    assert "panel 1: 2 series and no legend" in found
+    assert "panel 1: 1 data point(s) outside the axes, unmarked" in found
+    assert "panel 1: 1 marker(s) on the frame, cut in half" in found
+    assert any(p.startswith("panel 1: ") and "labelled y tick" in p for p in found)
+    narrow = summary().assign(qps_median=2.3, qps_min=2.1, qps_max=2.6)
+    assert plots.problems(plots.properties(plots.scaling(narrow, "qps", "latency (ms)"))) == []
+
+
+def test_a_zoomed_chart_marks_the_values_beyond_its_edge():
+    s = pd.DataFrame({"query": [3, 5, 3, 5], "arm": ["base", "base", "c", "c"],
+                      "median_s": [1.0, 1.0, 1.68, 0.95], "min_s": [0.9, 0.9, 1.6, 0.7],
+                      "max_s": [1.1, 1.1, 1.7, 1.0]})
+    fig = plots.normalised(s, "base", zoom=20)
+    ax = fig.axes[0]
+    marks = [(ln.get_ydata()[0], ln.get_marker(), ln.get_markerfacecolor())
+             for ln in ax.get_lines() if ln.get_gid() == plots.CLIPPED]
+    assert marks == [(120, "^", "0.15"), (80, "v", "none")]  # Q3's bar, Q5's whisker (70 %)
+    assert [t.get_text() for t in ax.texts] == ["168 %"]
+    assert plots.problems(plots.properties(fig)) == []
+
+
+def test_a_label_keeps_its_colour_across_figures_with_other_labels():
+    a = plots.palette(["z-base", "z-cand"])
+    b = plots.palette(["z-cand"])            # a figure of the candidate alone
+    c = plots.palette(["z-own", "z-base"])   # a label first seen later gets a new colour
+    assert b["z-cand"] == a["z-cand"] and c["z-base"] == a["z-base"]
+    assert c["z-own"] not in (a["z-base"], a["z-cand"])

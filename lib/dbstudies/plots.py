@@ -7,7 +7,9 @@ figures of a report, series that share an x dodged apart, log axes with readable
 """
 from __future__ import annotations
 
+import json
 import math
+import re
 import textwrap
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -23,9 +25,18 @@ DODGE = 0.07                                 # log2 units between series sharing
 PROCESS_STYLE = {"server": "-", "client": "--"}
 
 
+_COLOURS: dict[str, tuple] = {}  # label → colour, for every figure this process draws
+
+
 def palette(labels: Sequence[str]) -> dict[str, tuple]:
-    """One colour per configuration, the same in every figure given the same labels."""
-    return dict(zip(sorted(set(labels)), sns.color_palette("deep")))
+    """One colour per configuration, the same in every figure of a report (of this
+    process): a label seen for the first time gets the next colour not yet given, in the
+    order given (the baseline first where the arms come in their order)."""
+    deep = sns.color_palette("deep")
+    for label in (x for x in dict.fromkeys(map(str, labels)) if x not in _COLOURS):
+        used = set(_COLOURS.values())
+        _COLOURS[label] = next((c for c in deep if c not in used), deep[len(_COLOURS) % len(deep)])
+    return {label: _COLOURS[str(label)] for label in dict.fromkeys(labels)}
 
 
 def plain(v: float, _: object = None) -> str:
@@ -37,39 +48,88 @@ def plain(v: float, _: object = None) -> str:
     return f"{v:,.0f}" if v >= 1 else f"{v:g}"
 
 
-def ticks_125(low: float, high: float) -> list[float]:
-    """1, 2, 5 × 10ⁿ from just below `low` to just above `high`.
+def ticks_125(low: float, high: float, mantissas: Sequence[float] = (1, 2, 5)) -> list[float]:
+    """m × 10ⁿ (m in `mantissas`) from the one just below `low` to the one just above `high`.
 
     >>> ticks_125(3, 120)
     [2, 5, 10, 20, 50, 100, 200]
+    >>> ticks_125(2.1, 2.6, (1, 1.5, 2, 3, 5, 7))
+    [2, 3]
     """
-    out, e = [], math.floor(math.log10(low)) if low > 0 else 0
+    out, e = [], math.floor(math.log10(low)) - 1 if low > 0 else 0
     while True:
-        for m in (1, 2, 5):
+        for m in mantissas:
             v = m * 10 ** e
-            if v > high:
-                return out + [v] if out else [v]
-            if v * 2.5 >= low:
-                out.append(v if v < 1 else int(v))
+            v = round(v, 12) if v < 1 else int(v) if float(v).is_integer() else v
+            if v >= low:
+                if not out or out[-1] < low:
+                    out = out[-1:]
+                out.append(v)
+                if v >= high:
+                    return out
+            else:
+                out = [v]
         e += 1
+
+
+LOG_MARGIN = 1.12  # a log axis reaches this factor beyond its data: no marker on the frame
+FINE = (1, 1.5, 2, 3, 5, 7)
+
+
+def log_ticks(low: float, high: float) -> tuple[list[float], float, float]:
+    """Labelled ticks of a log axis for data from `low` to `high`, and the axis limits: at
+    least three ticks in view (1-2-5, finer 1-1.5-2-3-5-7 for a narrow range, else the limits
+    widen to the ticks beyond the data), powers of ten only over many decades.
+
+    >>> log_ticks(3, 120)[0], log_ticks(2.1, 2.6)[0]
+    ([5, 10, 20, 50, 100], [1.5, 2, 3])
+    """
+    lo, hi = low / LOG_MARGIN, high * LOG_MARGIN
+    for mantissas in ((1, 2, 5), FINE):
+        ticks = [t for t in ticks_125(lo, hi, mantissas) if lo <= t <= hi]
+        if len(ticks) >= 3:
+            break
+    else:
+        around = ticks_125(lo, hi, FINE)
+        ticks, lo, hi = around, min(lo, around[0]), max(hi, around[-1])
+    powers = [t for t in ticks if round(t / 10 ** math.floor(math.log10(t)), 6) == 1]
+    if len(ticks) > 9 and len(powers) >= 3:  # many decades
+        ticks = powers
+    return ticks, lo, hi
 
 
 def _log_y(ax, low: float, high: float) -> None:
     ax.set_yscale("log")
     if not (low > 0 and math.isfinite(low) and math.isfinite(high)):
         return
-    ticks = ticks_125(low, high)
-    if len(ticks) > 9:  # many decades: powers of ten only
-        ticks = [t for t in ticks if round(t / 10 ** math.floor(math.log10(t))) == 1]
+    ticks, lo, hi = log_ticks(low, high)
+    ax.set_ylim(lo, hi)
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_major_formatter(FuncFormatter(plain))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+def thread_ticks(threads: Sequence[int]) -> list[int]:
+    """The labelled ticks of a client-threads axis: every power of two from the fewest to
+    the most threads (every other one beyond 12), and the thread counts themselves.
+
+    >>> thread_ticks([1, 4]), thread_ticks([1, 16, 64, 256, 1024, 4096])
+    ([1, 2, 4], [1, 4, 16, 64, 256, 1024, 4096])
+    """
+    lo, hi = min(threads), max(threads)
+    powers = [2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)
+              if lo <= 2 ** k <= hi]
+    if len(powers) > 12:
+        powers = powers[::2]
+    return sorted(set(powers) | set(map(int, threads)))
+
+
 def _log2_threads(ax, threads) -> None:
     ax.set_xscale("log", base=2)
-    ax.set_xticks(sorted(set(threads)))
+    ticks = thread_ticks(list(threads))
+    ax.set_xticks(ticks)
+    ax.set_xlim(ticks[0] / 2 ** 0.3, ticks[-1] * 2 ** 0.3)  # dodged whiskers stay inside
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
@@ -210,6 +270,16 @@ def timeline(series: pd.DataFrame, runs: pd.DataFrame, stalls: pd.Series, *,
                  + (", stall seconds shaded" if stalls.any() else "")
                  + (f", {secondary_label} dashed" if secondary else ""), y=1.01)
     fig.tight_layout()
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    keys = [(Line2D([], [], color="0.25", lw=1.6), "median repeat"),
+            (Line2D([], [], color="0.25", lw=0.8, alpha=0.3), "other repeats")]
+    if stalls.any():
+        keys.append((Patch(color="tab:red", alpha=0.15), "stall seconds"))
+    if secondary and series[secondary].notna().any():
+        keys.append((Line2D([], [], color="0.35", lw=1, ls="--"), secondary_label))
+    fig.legend(*zip(*keys), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(keys),
+               fontsize="small", frameon=False)
     fig.dbstudies_alt = (f"Per-second throughput (top) and p99 latency (bottom, log scale) over "
                          f"the step for {', '.join(arms)}; the median repeat bold, the others "
                          f"faint" + ("; stall seconds shaded red" if stalls.any() else "")
@@ -276,7 +346,7 @@ def bars(summary: pd.DataFrame, panels: dict[str, dict[str, str]], *, title: str
             if n > 1:
                 keys[label] = alpha
         ax.set_xticks(range(len(xs)), xs)
-        ax.set_title(panel)
+        ax.set_ylabel("\n".join(textwrap.wrap(panel, 32)))
         ax.set_ylim(bottom=0)
     fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
     fig.tight_layout()
@@ -329,8 +399,9 @@ def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "")
                         marker="o", capsize=4, color=colours[arm], ms=7)
         ax.set_xticks(range(len(arms)), arms)
         ax.set_xlim(-0.6, len(arms) - 0.4)
-        ax.set_ylim(0, max(ax.get_ylim()[1], 1))  # all zero (no stall): an axis up to 1
-        ax.set_title(label)
+        top = max(ax.get_ylim()[1], 1)  # all zero (no stall): an axis up to 1
+        ax.set_ylim(-0.04 * top, top)   # a marker at zero is not cut by the frame
+        ax.set_ylabel("\n".join(textwrap.wrap(label, 32)))
     fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
     fig.tight_layout()
     fig.dbstudies_alt = (f"Median over repeats with min–max whiskers of {', '.join(metrics.values())} "
@@ -370,7 +441,8 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
                title: str = "") -> plt.Figure:
     """Each candidate's median as % of the baseline's (= 100 %) per `x`, a bar each, min/max
     whiskers (also over the baseline's median); `zoom`: only 100 ± zoom % is shown, as the
-    sources' second chart does, bars beyond it cut at the edge."""
+    sources' second chart does: a bar or whisker beyond it is cut at the edge, where a
+    triangle and its value mark it."""
     cands = [a for a in dict.fromkeys(summary["arm"]) if a != baseline]
     colours = palette(list(dict.fromkeys(summary["arm"])))
     xs = list(dict.fromkeys(summary[x]))
@@ -383,6 +455,13 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
         b = base.reindex(xs)
         med, lo, hi = (part["median_s"] / b * 100, part["min_s"] / b * 100, part["max_s"] / b * 100)
         pos = [j + (i - (len(cands) - 1) / 2) * w for j in range(len(xs))]
+        if zoom:
+            edge = (100 - zoom, 100 + zoom)
+            _mark_clipped(ax, pos, med, edge)
+            ends = pd.concat([lo.where((lo < edge[0]) & (med >= edge[0])),   # a cut bar's own
+                              hi.where((hi > edge[1]) & (med <= edge[1]))])  # mark says it all
+            _mark_clipped(ax, pos + pos, ends, edge, whisker=True)
+            med, lo, hi = (v.clip(*edge) for v in (med, lo, hi))
         ax.bar(pos, med - 100, bottom=100, width=w * 0.9, color=colours[c], label=c)
         ax.errorbar(pos, med, yerr=[med - lo, hi - med], fmt="none", ecolor="0.2", capsize=2, lw=1)
     ax.axhline(100, color="0.2", lw=1)
@@ -392,13 +471,32 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
         ax.set_ylim(100 - zoom, 100 + zoom)
     else:
         ax.set_ylim(bottom=0)
-    ax.set_title((title + ": " if title else "") + f"median time as % of {baseline} (= 100 %), "
-                 "whiskers min–max; below 100 % is faster" + (f"; zoomed to ±{zoom:g} %" if zoom else ""),
+    ax.set_title(textwrap.fill((title + ": " if title else "") + f"median time as % of {baseline} "
+                               "(= 100 %), whiskers min–max; below 100 % is faster"
+                               + (f"; zoomed to ±{zoom:g} % (▲ a bar beyond the edge, its value "
+                                  "written; △ a whisker's end beyond it)" if zoom else ""), 90),
                  fontsize="medium")
     _legend_below(fig, ax)
     fig.dbstudies_alt = (f"Bar chart per query of each candidate's median time as a percentage of "
                          f"{baseline}'s, with min–max whiskers" + (f", zoomed to 100 ± {zoom:g} %" if zoom else "") + ".")
     return fig
+
+
+def _mark_clipped(ax, xs: Sequence[float], values: pd.Series, edge: tuple[float, float], *,
+                  whisker: bool = False) -> None:
+    """A triangle at the axis edge for every value beyond `edge` (low, high): filled with
+    the value written beside it for a bar, open for a whisker's end — the reader sees that
+    it goes on (and how far)."""
+    for x, v in zip(xs, values):
+        if v != v or edge[0] <= v <= edge[1]:
+            continue
+        high = v > edge[1]
+        at = edge[1] if high else edge[0]
+        ax.plot([x], [at], marker="^" if high else "v", color="0.15", ms=5 if whisker else 7,
+                mfc="none" if whisker else "0.15", clip_on=False, gid=CLIPPED, zorder=4)
+        if not whisker:
+            ax.annotate(f"{v:,.0f} %", (x, at), xytext=(0, -11 if high else 11),
+                        textcoords="offset points", ha="center", va="center", fontsize="x-small")
 
 
 RATIO_TICKS = (0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
@@ -491,13 +589,129 @@ def pair_ratios(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshol
     return fig
 
 
+UNIT = re.compile(r"\(.+\)|%|\bper\b|\bTPS\b|\bQPS\b|\bseconds?\b|\bms\b|\bthreads\b|\bpages\b|\bbytes\b|"
+                  r"\b[KMG]i?B\b|\bratio\b|\bvs\b", re.I)
+MIN_TICKS = 3
+
+
+def _artist_colour(artist: Any) -> str | None:
+    """The hex colour of a line, marker collection or patch (its first, if several)."""
+    from matplotlib.colors import to_hex
+    for get in ("get_color", "get_facecolor"):
+        if hasattr(artist, get):
+            c = getattr(artist, get)()
+            if getattr(c, "ndim", 0) == 2:
+                c = c[0] if len(c) else None
+            try:
+                return to_hex(c) if c is not None else None
+            except (ValueError, TypeError):
+                return None
+    return None
+
+
+def _numeric(label: str) -> bool:
+    """Whether a tick label is a number ('2,000', '−20 %', '0.5'), not a category."""
+    try:
+        float(re.sub(r"[,%+\s]", "", label).replace("−", "-"))
+        return True
+    except ValueError:
+        return False
+
+
+CLIPPED = "dbstudies-clipped"  # gid of the marks drawn where a value lies beyond the axis
+
+
+def _tick_texts(ax: Any, axis: str) -> list[str]:
+    """The tick labels an axis shows within its limits."""
+    lo, hi = sorted(getattr(ax, f"get_{axis}lim")())
+    at = 0 if axis == "x" else 1
+    return [t.get_text() for t in getattr(ax, f"get_{axis}ticklabels")()
+            if t.get_visible() and t.get_text().strip() and lo <= t.get_position()[at] <= hi]
+
+
+def properties(fig: plt.Figure) -> dict[str, Any]:
+    """What a reader needs of a figure, read from matplotlib's objects once it is drawn:
+    per data panel its labelled ticks, axis labels, whether it has a legend, and the data
+    points outside (or on the edge of) its limits; the colour of each labelled series."""
+    fig.canvas.draw()
+    legends = bool(fig.legends)
+    panels, colours = [], {}
+    for ax in fig.axes:
+        if not ax.has_data() or not ax.get_visible():
+            continue
+        legends = legends or ax.get_legend() is not None
+        ticks, labels = {}, {}
+        for axis in ("x", "y"):  # a panel sharing an axis shows its neighbour's ticks and label
+            siblings = getattr(ax, f"get_shared_{axis}_axes")().get_siblings(ax)
+            for other in sorted(siblings, key=lambda o: o is not ax):
+                ticks[axis] = _tick_texts(other, axis)
+                labels[axis] = getattr(other, f"get_{axis}label")()
+                if ticks[axis] and labels[axis]:
+                    break
+        outside = edge = 0
+        y0, y1 = sorted(ax.get_ylim())
+        log = ax.get_yscale() == "log"
+        span = (math.log(y1) - math.log(y0)) if log and y0 > 0 else y1 - y0
+        for line in ax.get_lines():
+            if line.get_marker() in (None, "", "None") or not line.get_visible() \
+                    or line.get_gid() == CLIPPED:
+                continue
+            ys = [float(v) for v in line.get_ydata() if v == v]
+            outside += sum(1 for v in ys if v < y0 or v > y1)
+            near = [min(abs(math.log(v) - math.log(y0)), abs(math.log(y1) - math.log(v)))
+                    if log and v > 0 else min(v - y0, y1 - v) for v in ys if y0 <= v <= y1]
+            if line.get_marker() not in ("_", "|"):  # a whisker's cap at the frame hides nothing
+                edge += sum(1 for d in near if d < 0.01 * span)
+        series = [h for h in ax.get_lines() + list(ax.collections) + list(ax.patches)
+                  if not str(h.get_label()).startswith("_") and h.get_label()]
+        for h in series:
+            colours.setdefault(str(h.get_label()), _artist_colour(h))
+        panels.append({"title": ax.get_title(), "xlabel": labels["x"], "ylabel": labels["y"],
+                       "xticks": ticks["x"], "yticks": ticks["y"], "outside": outside, "edge": edge,
+                       "series": len({str(h.get_label()) for h in series}),
+                       "twin": any(o is not ax and o.bbox.bounds == ax.bbox.bounds for o in fig.axes)})
+    for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        for handle, text in zip(leg.legend_handles, leg.get_texts()):
+            if handle is not None and _artist_colour(handle):
+                colours.setdefault(text.get_text(), _artist_colour(handle))
+    return {"panels": panels, "legend": legends, "colours": colours}
+
+
+def problems(props: dict[str, Any]) -> list[str]:
+    """What makes a figure hard to read (from `properties`): a numeric axis with fewer than
+    three labelled ticks or without a label naming a unit (a categorical one: without a
+    labelled tick), several series without a legend, data points outside the axes or
+    markers on their frame (a value beyond the axis is drawn as a `CLIPPED` mark instead)."""
+    out = []
+    for i, p in enumerate(props["panels"]):
+        name = p["title"] or f"panel {i + 1}"
+        for axis in ("x", "y"):
+            ticks, label = p[f"{axis}ticks"], p[f"{axis}label"]
+            if ticks and not all(_numeric(t) for t in ticks):
+                continue  # categories (arms, queries): each is its own label
+            if len(ticks) < MIN_TICKS:
+                out.append(f"{name}: {len(ticks)} labelled {axis} tick(s)")
+            if not UNIT.search(label or ""):
+                out.append(f"{name}: {axis} label {label!r} names no unit")
+        if p["outside"]:
+            out.append(f"{name}: {p['outside']} data point(s) outside the axes, unmarked")
+        if p.get("edge"):
+            out.append(f"{name}: {p['edge']} marker(s) on the frame, cut in half")
+        if p["series"] > 1 and not props["legend"]:
+            out.append(f"{name}: {p['series']} series and no legend")
+    return out
+
+
 def save(fig: plt.Figure, run, name: str) -> list[Path]:
-    """Write `fig` as <run>/figures/<name>.png and .svg."""
+    """Write `fig` as <run>/figures/<name>.png and .svg, and <name>.json: its `properties`
+    and `problems` (the suite checks every smoke run's)."""
     folder = Path(run.path) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / f"{name}.{ext}" for ext in ("png", "svg")]
     for f in out:
         fig.savefig(f, dpi=120, bbox_inches="tight")
+    props = properties(fig)
+    (folder / f"{name}.json").write_text(json.dumps({**props, "problems": problems(props)}, indent=1))
     return out
 
 

@@ -64,7 +64,7 @@ def fixture(run: Path) -> Path:
     dest = study_dir / meta["run_id"]
     dest.mkdir(parents=True)
     meta.pop("owner", None)  # nobody owns a fixture: analysing it never changes its status
-    (dest / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    (dest / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
     compact(run, dest)
     return dest
 

@@ -30,8 +30,10 @@ FOOTPRINT_PANELS = {
     "MiB after the load": {"apparent_after_load_mib": "apparent", "allocated_after_load_mib": "allocated"},
     "MiB after the run": {"apparent_after_run_mib": "apparent", "allocated_after_run_mib": "allocated"}}
 FIGURE_PANELS = {"load time (s)": {"load_seconds": "load"},
-                 "write amplification": {"write_amplification": "write amplification"},
-                 "KB read per transaction": {"kb_read_per_txn": "KB read"}}
+                 "write amplification (bytes written per byte changed)":
+                     {"write_amplification": "write amplification"},
+                 "KB read per transaction": {"kb_read_per_txn": "KB read"},
+                 "server CPU per transaction (ms)": {"cpu_ms_per_txn": "CPU"}}
 SERIES_PANELS = {"tps": "transactions per second", "bp_hit_pct": "buffer-pool hit ratio (%)",
                  "server_read_mib_per_s": "MiB/s read by the server"}
 SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "load_seconds_median", "rows_per_s_median",
