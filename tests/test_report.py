@@ -163,3 +163,31 @@ def test_report_problems_finds_what_a_reader_must_not_meet():
            "<p>Traceback at /tmp/x/run.py</p></body>")
     assert report_problems(bad) == ["says 'Traceback'", "machine path '/tmp/x/run.py'",
                                     "empty section Empty", "empty section under it"]
+
+
+def test_the_header_shows_what_differs_between_arms_the_data_and_the_client_command():
+    gv = {"version": "10.11.19", "innodb_buffer_pool_size": "134217728", "thread_handling":
+          "one-thread-per-connection", "port": "40001", "datadir": "/tmp/x/", "tmp_table_size": "16777216"}
+    meta = {"arms": [{"label": "A"}, {"label": "B"}], "parameters": {"duration": 3},
+            "servers": [{"label": "prepare A", "global_variables": gv},
+                        {"label": "A", "global_variables": gv},
+                        {"label": "B", "global_variables": {**gv, "port": "40002", "thread_handling": "pool-of-threads",
+                                                            "tmp_table_size": "33554432"}}],
+            "data": [{"server": "A", "schema": "sbtest", "bytes": 268435456, "rows": 1000000}],
+            "sysbench": {"calls": [
+                {"command": "run", "workload": "oltp_read_only", "env": {"DBSTUDIES_WORKLOAD": "oltp_read_only"},
+                 "argv": ["sysbench", "w.lua", f"--mysql-socket=/tmp/dbs-{i}/s.sock", f"--threads={t}",
+                          f"--time={d}", f"--rand-seed={i}", "run"]}
+                for i, (t, d) in enumerate([(8, 1), (1, 3), (16, 3), (1, 3)])]}}
+    config = report.configuration(meta)
+    rows = re.findall(r"<tr( class='dbs-differs')?><td><code>(\w+)</code></td><td>([^<]*)</td><td>([^<]*)</td>", config)
+    assert ("", "version", "10.11.19", "10.11.19") in rows
+    assert (" class='dbs-differs'", "thread_handling", "one-thread-per-connection", "pool-of-threads") in rows
+    assert ("", "innodb_buffer_pool_size", "128 MiB", "128 MiB") in rows
+    assert (" class='dbs-differs'", "tmp_table_size", "16 MiB", "32 MiB") in rows
+    assert "port" not in {r[1] for r in rows} and "datadir" not in {r[1] for r in rows}
+    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in report.data_sizes(meta)
+    client = report.client_commands(meta)
+    assert ("DBSTUDIES_WORKLOAD=oltp_read_only sysbench w.lua --mysql-socket=… --threads={1, 16} "
+            "--time=3 --rand-seed=… run") in client  # the measured steps' (not the 1-s warm-up's)
+    assert report.configuration({"arms": []}) == report.data_sizes({}) == report.client_commands({}) == ""

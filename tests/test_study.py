@@ -259,11 +259,13 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     run = Run.open(run_dir)
     meta = run.metadata
     assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 8, 64]
-    assert meta["parameters"]["duration"] == 5 and meta["parameters"]["profile"] == "smoke"
+    assert meta["parameters"]["duration"] == 3 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
     assert {s["label"] for s in meta["servers"]} == {*(f"prepare {a}" for a in tp.SCHEDULERS), *tp.SCHEDULERS}
     assert meta["design"] == "paired" and meta["rounds_done"] == 2
+    assert {(d["server"], d["schema"]) for d in meta["data"]} == {(a, "sbtest") for a in tp.SCHEDULERS}
+    assert all(d["bytes"] > 0 and d["rows"] > 0 for d in meta["data"])  # measured after the load
     assert meta["owner"]["kind"] == "cli" and meta["owner"]["pid"] != os.getpid()
     pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
     assert pool["global_variables"]["thread_handling"] == "pool-of-threads"
@@ -291,6 +293,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "Relative results" in html and "study.measure" not in html  # code hidden
     assert "paired rounds: 2 rounds × 3 cells, the 2 arms of a cell back to back" in html
     assert "peak median" in html  # the computed conclusion
+    assert "Data against the buffer pool" in html and "--threads={1, 8, 64}" in html
+    assert "<td><code>thread_handling</code></td><td>one-thread-per-connection</td><td>pool-of-threads</td>" in html
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
     assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")

@@ -358,6 +358,7 @@ class _Loop:
             now = self.run.progress() or {"done": 0, "total": 0}
             self.run.set_progress(now["done"], now["total"], f"preparing {key}: loading the data")
             _hook(self.study, "prepare")(ctx)
+            record_data(self.run, server, key)
         return self.contexts[key]
 
     def check_sessions(self, server: servers.Server, arms: list[Arm]) -> None:
@@ -559,6 +560,22 @@ def record_server(run: Run, server: servers.Server, label: str, *,
     meta = run.metadata["servers"]
     meta.append({"label": label, **server.describe(), **({"session": session} if session else {})})
     run.update(servers=meta)
+
+
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+
+
+def record_data(run: Run, server: servers.Server, key: str) -> None:
+    """Add the size of the data the study loaded into server `key` (per schema, data and
+    indexes, as information_schema reports it after the load) to the run's metadata."""
+    rows = server.query(
+        "SELECT table_schema, SUM(data_length + index_length), SUM(table_rows) "
+        "FROM information_schema.TABLES WHERE table_schema NOT IN "
+        f"({', '.join(repr(s) for s in SYSTEM_SCHEMAS)}) GROUP BY table_schema")
+    data = run.metadata.get("data") or []
+    data += [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
+             for schema, size, n in rows]
+    run.update(data=data)
 
 
 def _hook(study: StudyModule, name: str) -> Callable[..., Any]:

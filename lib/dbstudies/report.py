@@ -85,8 +85,134 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
              ("servers", _servers(meta)),
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    more = [(title, body) for title, body in (
+        ("Servers: the settings that matter and what differs between arms", configuration(meta)),
+        ("Data against the buffer pool", data_sizes(meta)),
+        ("Client command", client_commands(meta))) if body]
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
-            f"<details open><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+            + "".join(f"<details open><summary>{_e(t)}</summary>{b}</details>" for t, b in more)
+            + f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+
+
+# the server variables every report shows (where a server has them), then those that differ
+KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
+                 "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_redo_log_capacity",
+                 "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite",
+                 "innodb_io_capacity", "log_bin", "sync_binlog", "performance_schema")
+# variables that name this machine's paths, ports or identities: never a configuration choice
+MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uuid|hostname|"
+                     r"^version_|_host$|secure_file_priv|^gtid|timestamp|^log_error", re.I)
+MAX_DIFFERENCES = 20
+
+
+def _bytes(v: Any) -> str:
+    """4294967296 → '4 GiB'; what is not a whole number of KiB stays as it is."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size and n % (size // 16 or 1) == 0:
+            return f"{n / size:g} {unit}"
+    return str(n)
+
+
+def _arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per arm (in the run's order): its server's global variables, with the settings its
+    sessions set on a shared server laid over them."""
+    by_label = {s.get("label"): s for s in meta.get("servers", [])}
+    out = {}
+    for arm in meta.get("arms") or []:
+        server = by_label.get(arm["label"])
+        if server:
+            out[arm["label"]] = {**{k.lower(): str(v) for k, v in (server.get("global_variables") or {}).items()},
+                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()}}
+    return out
+
+
+def configuration(meta: dict[str, Any]) -> str:
+    """An HTML table: per arm, the key variables and every variable whose value differs
+    between the arms (machine-specific ones left out), sizes in MiB/GiB; "" when no arm's
+    server was recorded."""
+    per_arm = _arm_variables(meta)
+    if not per_arm:
+        return ""
+    arms = list(per_arm)
+    common = set.intersection(*(set(v) for v in per_arm.values()))
+    differ = sorted(n for n in common if not MACHINE.search(n) and n not in KEY_VARIABLES
+                    and len({per_arm[a][n] for a in arms}) > 1)
+    names = [n for n in KEY_VARIABLES if any(n in v for v in per_arm.values())] + differ[:MAX_DIFFERENCES]
+    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    rows = []
+    for n in names:
+        values = [per_arm[a].get(n) for a in arms]
+        shown = [_bytes(v) if (n.endswith(("_size", "_capacity")) and v) else (v or "—") for v in values]
+        mark = " class='dbs-differs'" if len(set(values)) > 1 else ""
+        rows.append(f"<tr{mark}><td><code>{_e(n)}</code></td>"
+                    + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
+    more = len(differ) - MAX_DIFFERENCES
+    note = (f"<p>…and {more} more variables that differ (every server's variables: "
+            "metadata.json, <code>servers</code>).</p>" if more > 0 else "")
+    same = " (one arm)" if len(arms) == 1 else "; a highlighted row differs between arms"
+    return (f"<p>Global variables of each arm's server as it ran{same}; on a shared server, "
+            "with the settings of the arm's sessions.</p>"
+            f"<table class='dbs-config'><thead><tr><th>variable</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>{note}")
+
+
+def data_sizes(meta: dict[str, Any]) -> str:
+    """One line per server the study loaded: its data (as information_schema reports it
+    after the load) against that server's buffer pool; "" when none was recorded."""
+    data = meta.get("data") or []
+    if not data:
+        return ""
+    pools = {}
+    for s in meta.get("servers", []):
+        key = str(s.get("label", "")).removeprefix("prepare ")
+        pool = (s.get("global_variables") or {}).get("innodb_buffer_pool_size")
+        if pool:
+            pools.setdefault(key, int(pool))
+    lines = []
+    for server in dict.fromkeys(d["server"] for d in data):
+        mine = [d for d in data if d["server"] == server]
+        total = sum(d["bytes"] for d in mine)
+        schemas = ", ".join(f"{d['schema']} {_bytes(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
+        pool = pools.get(server)
+        vs = f" — {total / pool:.2g} × its buffer pool ({_bytes(pool)})" if pool else ""
+        lines.append(f"<li>{_e(server)}: {_e(_bytes(total))} ({_e(schemas)}){_e(vs)}</li>")
+    return ("<p>Data and indexes the study loaded, as information_schema reports them after "
+            f"the load (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
+
+
+def client_commands(meta: dict[str, Any]) -> str:
+    """The sysbench command line of the measured steps, one per workload, with the values
+    that change from step to step (client threads, seed) written as {…}; "" without sysbench."""
+    calls = [c for c in (meta.get("sysbench") or {}).get("calls") or [] if c.get("command") == "run"]
+    duration = (meta.get("parameters") or {}).get("duration")
+    calls = [c for c in calls if f"--time={duration}" in c.get("argv", [])] or calls
+    lines = []
+    for workload in dict.fromkeys(c.get("workload") for c in calls):
+        mine = [c for c in calls if c.get("workload") == workload]
+        varying = {}
+        for c in mine:
+            for a in c["argv"]:
+                if a.startswith(("--threads=", "--rand-seed=", "--mysql-socket=")):
+                    varying.setdefault(a.split("=", 1)[0], []).append(a.split("=", 1)[1])
+        argv = []
+        for a in mine[0]["argv"]:
+            name = a.split("=", 1)[0]
+            if name in varying:
+                values = sorted(set(varying[name]), key=lambda v: (len(v), v))
+                a = (f"{name}={values[0]}" if len(values) == 1 else
+                     f"{name}={{{', '.join(values)}}}" if name == "--threads" else f"{name}=…")
+            argv.append(a)
+        env = " ".join(f"{k}={v}" for k, v in (mine[0].get("env") or {}).items()
+                       if k == "DBSTUDIES_WORKLOAD")
+        lines.append(f"<pre>{_e(env + ' ' if env else '')}{_e(' '.join(argv))}</pre>")
+    if not lines:
+        return ""
+    return ("<p>sysbench 1.0.20 through our reporting wrapper (per-second rows, the full latency "
+            "histogram); <code>{…}</code>: the values the steps ran with.</p>" + "".join(lines))
 
 
 def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
@@ -181,6 +307,10 @@ STYLE = """<style>
 table.dbs-table { font-size: 12px; }
 table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
 table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
+.dbs-header table.dbs-config td, .dbs-header table.dbs-config th { padding: 1px 14px 1px 0; }
+.dbs-header tr.dbs-differs td { background: #fff8e1; }
+.dbs-header pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
+.dbs-header summary { font-weight: bold; margin-top: .4em; cursor: pointer; }
 .dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
               background: #fff4e5; border-left-color: #ef6c00; }
 </style>"""

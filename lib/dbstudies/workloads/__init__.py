@@ -31,6 +31,10 @@ TYPES: dict[str, tuple[str, ...]] = {
                   "delete_link", "add_node", "delete_node", "get_link"),
 }
 
+# the LinkBench paper's default request mix, % (TYPES order); lua/linkbench.lua draws from it
+# and tests/test_linkbench.py checks the observed mix against it
+LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
+
 
 def family(workload: str) -> str:
     """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name."""
