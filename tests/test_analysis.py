@@ -60,7 +60,8 @@ def test_relative_finds_the_effect_and_only_it():
     aa = tp.relative(steps, p, control=True)
     assert set(aa["candidate"]) == {TWIN} and (aa.verdict == "draw").all() and len(aa) == 8
     layout = tp.relative_layout(rel)
-    assert list(layout.columns) == ["threads", "oltp_point_select", "oltp_read_only"]
+    assert list(layout.columns) == ["threads", f"{POOL} vs {PC} · oltp_point_select",
+                                    f"{POOL} vs {PC} · oltp_read_only"]  # the pair named
     assert list(layout.threads) == [1, 16, 64, 256] and layout.iloc[3, 2].endswith("better")
 
 
@@ -77,9 +78,9 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
               "aa": tp.relative(steps, p, control=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
-    assert "throughput, pool-of-threads vs one-thread-per-connection over 8 cells: 2 better, 6 draw" in text
+    assert "throughput, pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, 6 draw" in text
     assert "Minimum detectable effect" in text and "Holm-corrected" in text
-    assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — all draw" in text
+    assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — no false difference (its median MDE" in text
     assert "2 measured step(s) still ran on a busy host after 2 retries" in text
     assert "3 attempt(s) at a step ran on a busy host (other processes used more than 10 % of " \
            "the machine, or the hypervisor stole more than 5 %) and were measured again" in text
@@ -126,12 +127,12 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
     assert (rel[rel.candidate == "mysql-9.7"].verdict == "worse").all()
     assert (rel[rel.candidate != "mysql-9.7"].verdict == "draw").all()
     layout = vs.relative_layout(rel)
-    assert list(layout.columns) == ["threads", *labels[1:]]
-    assert layout.iloc[0]["mysql-9.7"].endswith("worse")
+    assert list(layout.columns) == ["threads", *(f"{v} vs {labels[0]}" for v in labels[1:])]
+    assert layout.iloc[0][f"mysql-9.7 vs {labels[0]}"].endswith("worse")
     qps = vs.qps_table(vs.summary(steps))
     assert list(qps.columns) == ["threads", *labels] and re.fullmatch(r"[\d,]+ \([\d,]+–[\d,]+\)", qps.iloc[0, 1])
     text = vs.conclusion(vs.summary(steps), {"qps": rel}, p, host_cpus=2)
-    assert "throughput, mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 cells: 4 worse, 8 draw" in text
+    assert "throughput, mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 comparisons: 4 worse, 8 draw" in text
 
 
 def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells():
@@ -156,9 +157,9 @@ def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells(
     assert (rel[rel.candidate == mysql].verdict == "worse").all()
     assert (rel[rel.candidate == pool].verdict == "draw").all()
     layout = tp.relative_layout(rel)
-    assert layout.iloc[0][f"mysql-9.7 · {POOL}"] == "not available on mysql-9.7"
+    assert layout.iloc[0][f"mysql-9.7 · {POOL} vs {base}"] == "not available on mysql-9.7"
     text = tp.conclusion(tp.summary(steps), {"qps": rel}, p, host_cpus=2)
-    assert (f"throughput, each server × scheduler vs {base} over 4 cells: 2 worse, 2 draw, "
+    assert (f"throughput, each server × scheduler vs {base} over 4 comparisons: 2 worse, 2 draw, "
             "2 not available on mysql-9.7" in text)
     assert "4 comparisons" in text  # the untested cells are not in the Holm family
 

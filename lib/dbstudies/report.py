@@ -451,17 +451,13 @@ def table(df: "Any", columns: list[str] | None = None):
 
 
 def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
-    """Show a comparison: its layout table and what the table can detect (stats.reachability);
-    `empty`: what to say instead when there is nothing to compare."""
-    from IPython.display import Markdown, display
-
-    from .stats import reachability
-    if rel.empty and empty:
-        skip(empty)
+    """Show a comparison's layout table (what it can detect is said once, in the conclusion:
+    `stats.reachability`); `empty`: what to say instead when there is nothing to compare."""
+    from IPython.display import display
+    if rel.empty:
+        skip(empty or "Nothing to compare: an arm has no measurements.")
         return
-    if not rel.empty:
-        display(table(layout))
-    display(Markdown("*" + ". ".join(reachability(rel)) + ".*"))
+    display(table(layout))
 
 
 CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion

@@ -323,10 +323,10 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     unit = "pair(s) per cell" if paired else "repeat(s) per configuration"
     if n < 2:
         return [f"With {n} {unit} no noise can be estimated, so no verdict is possible by "
-                f"construction: every cell is a draw. Use {'rounds' if paired else 'repeats'} ≥ 3."]
+                f"construction: every cell is a draw (use {'rounds' if paired else 'repeats'} ≥ 3)"]
     mdes = table["mde_pct"].dropna()
-    lo, hi = _pct(mdes.min()), _pct(mdes.max())
-    spread = (f"{lo} in every cell" if lo == hi else
+    lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
+    spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
               f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
     if paired:
         d0 = float(table["prior_df"].max()) if "prior_df" in table else 0.0
@@ -336,20 +336,20 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     else:
         how = f"{n} repeats per side"
         floor = min_p_value(n, n) * m
-    lines = [f"Minimum detectable effect {_pct(mdes.median())} in the median cell ({spread}; "
+    lines = [f"Minimum detectable effect {mde_text(mdes.median())} in the median cell ({spread}; "
              f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
              "smaller true difference may come out draw"]
     if floor >= alpha:
         lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
-                     f"over {m} comparisons with {n} {'pairs' if paired else 'repeats'} "
+                     f"over {m} comparison{'s' if m != 1 else ''} with {n} {'pairs' if paired else 'repeats'} "
                      f"(its floor is {min(floor, 1):.2g})")
     return lines
 
 
-def _pct(x: float) -> str:
+def mde_text(x: float) -> str:
     """An MDE as the text says it: '16 %', or '> 1,000 %' for a design that cannot tell.
 
-    >>> _pct(15.6), _pct(2221619.0)
+    >>> mde_text(15.6), mde_text(2221619.0)
     ('16 %', '> 1,000 %')
     """
     return "> 1,000 %" if x > 1000 else f"{x:.0f} %"

@@ -107,9 +107,7 @@ def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", 
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
     with `control`, the A/A table instead (the baseline against its twin)."""
     column, higher = METRICS[metric]
-    compare = aa_table if control else compare_arms
-    return compare(steps, arms, by=BY, value=column, higher_is_better=higher,
-                   threshold=p.draw_threshold)
+    return versus_baseline(steps, arms, p, column, higher, control=control)
 
 
 def over_repeats(run_table: pd.DataFrame, columns: list[str],
@@ -133,31 +131,55 @@ def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: st
     threads, one Holm family; with `control`, the A/A table (the baseline against its twin).
     `arms` include the A/A twin when `p.aa_control` (`study.with_control`)."""
     compare = aa_table if control else compare_arms
-    return compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
-                   threshold=p.draw_threshold)
+    rel = compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
+                  threshold=p.draw_threshold)
+    return rel.assign(baseline=arms[0].label) if not rel.empty else rel
 
 
 def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]]) -> pd.DataFrame:
     """`rel` plus, for each (arm label, flavour) that cannot be measured, one row per cell
     with verdict "not available on <flavour>" and no figures — shown, never dropped or faked."""
     cells = rel[BY].drop_duplicates()
-    extra = [cells.assign(candidate=label, verdict=f"not available on {flavour}")
+    extra = [cells.assign(candidate=label, verdict=f"not available on {flavour}",
+                          **({"baseline": rel["baseline"].iloc[0]} if "baseline" in rel and len(rel) else {}))
              for label, flavour in missing]
     return pd.concat([rel, *extra], ignore_index=True) if extra else rel
 
 
 def layout(rel: pd.DataFrame) -> pd.DataFrame:
     """The sources' "relative results" layout: threads down, one column per workload (one
-    candidate), per candidate (one workload) or per both, each cell `+4.1% [−1.0, +9.3] better`."""
+    candidate), per candidate (one workload) or per both — each named "candidate vs baseline"
+    where the table knows its baseline — each cell `+4.1 % [−1.0, +9.3] better`."""
     if rel.empty:
         return rel
-    cell = rel.apply(lambda r: r.verdict if pd.isna(r.delta_pct) else
-                     f"{r.delta_pct:+.1f}% [{(r.ci_low - 1) * 100:+.1f}, "
-                     f"{(r.ci_high - 1) * 100:+.1f}] {r.verdict}", axis=1)
+    cell = rel.apply(cell_text, axis=1)
     many_c, many_w = rel["candidate"].nunique() > 1, rel["workload"].nunique() > 1
-    column = (rel["candidate"] + " · " + rel["workload"] if many_c and many_w
-              else rel["candidate"] if many_c else rel["workload"])
+    pair = rel["candidate"] + " vs " + rel["baseline"] if "baseline" in rel else rel["candidate"]
+    column = (pair + " · " + rel["workload"] if many_c and many_w or "baseline" in rel and many_w
+              else pair if many_c or "baseline" in rel else rel["workload"])
     return wide(rel, cell, column)
+
+
+def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
+    """One comparison as a table cell: difference, 95 % CI (both in %), verdict — and why a
+    CI that excludes 0 is still a draw.
+
+    >>> r = pd.Series({"delta_pct": -28.1, "ci_low": 0.570, "ci_high": 0.908, "p_holm": 0.2, "verdict": "draw"})
+    >>> cell_text(r)
+    '−28.1 % [−43.0, −9.2] draw: not significant after Holm (p = 0.2; the raw CI excludes 0)'
+    >>> cell_text(pd.Series({**r, "delta_pct": 0.0, "ci_low": 1.0, "ci_high": 1.0}))
+    'draw: identical in every repeat'
+    """
+    if pd.isna(r.delta_pct):
+        return str(r.verdict)
+    if r.ci_low == r.ci_high == 1:
+        return f"{r.verdict}: identical in every repeat"
+    text = (f"{r.delta_pct:+.1f} % [{(r.ci_low - 1) * 100:+.1f}, {(r.ci_high - 1) * 100:+.1f}] "
+            f"{r.verdict}").replace("-", "−")
+    if r.verdict == "draw" and (r.ci_low > 1 or r.ci_high < 1):
+        text += (f": not significant after Holm (p = {r.p_holm:.2g}; the raw CI excludes 0)"
+                 if r.p_holm >= alpha else ": significant, but within the draw threshold")
+    return text
 
 
 def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
@@ -198,7 +220,8 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
             continue
         big = rel.loc[rel["delta_pct"].abs().idxmax()]
         who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
-        lines.append(f"- {what}, {versus} over {int(rel['p_value'].notna().sum())} cells: "
+        n = int((~rel["verdict"].astype(str).str.startswith("not available")).sum())
+        lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: "
                      f"{verdicts(rel)}; largest "
                      f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
                      f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
@@ -215,18 +238,25 @@ def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], v
         rel = tables.get(metric)
         if rel is None or rel.empty:
             continue
+        same = (rel["ci_low"] == 1) & (rel["ci_high"] == 1)  # e.g. no stall in any repeat
         lines.append(f"- {what}, vs {versus}: {verdicts(rel)}"
-                     + "".join(f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
+                     + "".join(f"; {r.candidate} identical in every repeat ({r.workload}, {threads(r.threads)})"
+                               if s else
+                               f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
                                f"{threads(r.threads)}, Holm p = {r.p_holm:.2g}, {r.verdict})"
-                               for r in rel.itertuples()) + ".")
-        lines += [f"  - {line}." for line in stats.reachability(rel)]
+                               for r, s in zip(rel.itertuples(), same)) + ".")
+        if not same.all():
+            lines += [f"  - {line}." for line in stats.reachability(rel)]
     return lines
 
 
 def aa_line(aa: pd.DataFrame | None, baseline: str) -> list[str]:
     if aa is None or aa.empty:
         return []
-    outcome = ("all draw, as it should be" if (aa["verdict"] == "draw").all() else
+    mde = aa["mde_pct"].median() if "mde_pct" in aa else float("nan")
+    reach = f" (its median MDE {stats.mde_text(mde)}: only a false difference larger than that could have shown)" \
+        if mde == mde else ""
+    outcome = (f"no false difference{reach}" if (aa["verdict"] == "draw").all() else
                "**not all draw**: this run's noise produced a false difference; treat "
                "verdicts of similar size with suspicion")
     return [f"- A/A control ({baseline} twice, {len(aa)} cells): {verdicts(aa)} — {outcome}."]

@@ -159,7 +159,8 @@ def _steadiness(r: Any) -> str:
     steady = r.n - r.never_steady
     if steady == 0:
         return f"no run reached a steady state in {'its' if r.n == 1 else 'their'} duration"
-    after = f"after {r.steady_from_s_median:.0f} s" + (", median" if steady > 1 else "")
+    after = ("from the first second" if r.steady_from_s_median < 0.5 else
+             f"after {r.steady_from_s_median:.0f} s") + (" (median of the runs)" if steady > 1 else "")
     if r.never_steady == 0:
         return f"steady {after}"
     return f"{steady} of {r.n} runs steady ({after}), {r.never_steady} still drifting at the end"
