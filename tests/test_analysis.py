@@ -79,7 +79,7 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
               "aa": tp.relative(steps, p, control=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "throughput, pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, 6 draw" in text
-    assert "Minimum detectable effect" in text and "Holm-corrected" in text
+    assert "detectable: " in text and "in the median cell" in text
     assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — no false difference (its median MDE" in text
     assert "2 measured step(s) still ran on a busy host after 2 retries" in text
     assert "3 attempt(s) at a step ran on a busy host (other processes used more than 10 % of " \
@@ -93,7 +93,7 @@ def test_conclusion_says_when_no_verdict_is_possible():
     p = experiment.resolve(tp, "quick", repeats=1)
     tables = {"qps": tp.relative(steps, p)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
-    assert "no verdict is possible by construction" in text and "8 draw" in text
+    assert "no verdict is possible" in text and "8 draw" in text
 
 
 def test_a_noisy_aa_is_reported_as_such():

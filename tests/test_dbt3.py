@@ -73,7 +73,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     assert (run.path / "figures" / "seconds_pairs.png").exists()  # the pairs behind the verdicts
     assert "forced vs own plan" in html and "with the join order of selectivity 1 forced" in html
     assert "&lt;derived2&gt;" in html  # plan table cells are text, not tags
-    assert "selectivity 1 vs baseline" in html  # the per-query table
+    assert "selectivity 1 vs selectivity 4 (default): % of its time" in html and "handler reads" in html
     assert "Geometric mean over 4 queries" in proc.stdout and "Join orders differ" in proc.stdout
     # every measured execution's rows checked against the reference answers (SF 0.01)
     n = 16 + len(fx)

@@ -78,20 +78,14 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
     status = meta.get("status")
     banner = _banner(run, stopped)
     facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
-             ("design", design_line(meta)),
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
              ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
              ("storage", _storage((meta.get("host") or {}).get("storage"))),
              ("servers", _servers(meta)),
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
-    more = [(title, body) for title, body in (
-        ("Servers: the settings that matter and what differs between arms", configuration(meta)),
-        ("Data against the buffer pool", data_sizes(meta)),
-        ("Client command", client_commands(meta))) if body]
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
-            + "".join(f"<details open><summary>{_e(t)}</summary>{b}</details>" for t, b in more)
-            + f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+            f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
 
 
 # the server variables every report shows (where a server has them), then those that differ
@@ -100,7 +94,7 @@ KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connecti
                  "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite",
                  "innodb_io_capacity", "log_bin", "sync_binlog", "performance_schema")
 # variables that name this machine's paths, ports or identities: never a configuration choice
-MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uuid|hostname|"
+MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uu?id|hostname|"
                      r"^version_|_host$|secure_file_priv|^gtid|timestamp|^log_error", re.I)
 MAX_DIFFERENCES = 20
 
@@ -200,6 +194,7 @@ def client_commands(meta: dict[str, Any]) -> str:
                     varying.setdefault(a.split("=", 1)[0], []).append(a.split("=", 1)[1])
         argv = []
         for a in mine[0]["argv"]:
+            a = re.sub(r"^.*/(lib/dbstudies/)", r"\1", a)  # wherever the repository was
             name = a.split("=", 1)[0]
             if name in varying:
                 values = sorted(set(varying[name]), key=lambda v: (len(v), v))
@@ -307,10 +302,10 @@ STYLE = """<style>
 table.dbs-table { font-size: 12px; }
 table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
 table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
-.dbs-header table.dbs-config td, .dbs-header table.dbs-config th { padding: 1px 14px 1px 0; }
-.dbs-header tr.dbs-differs td { background: #fff8e1; }
-.dbs-header pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
-.dbs-header summary { font-weight: bold; margin-top: .4em; cursor: pointer; }
+table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
+tr.dbs-differs td { background: #fff8e1; }
+.dbs-setup pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
+.dbs-header summary, details.dbs-details > summary { font-weight: bold; margin: .4em 0; cursor: pointer; }
 .dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
               background: #fff4e5; border-left-color: #ef6c00; }
 </style>"""
@@ -458,6 +453,54 @@ def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
         skip(empty or "Nothing to compare: an arm has no measurements.")
         return
     display(table(layout))
+
+
+def _inline(text: str) -> str:
+    """Markdown's inline code and bold as HTML, the rest escaped."""
+    out = _e(text)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+def details(title: str, shown: Any, caption: str = "") -> None:
+    """A detailed table, collapsed under `title` (the reader opens it when needed):
+    `shown` a DataFrame or a `table(...)`; `caption` what its columns mean (inline Markdown)."""
+    from IPython.display import HTML, display
+    from pandas.io.formats.style import Styler
+    styler = shown if isinstance(shown, Styler) else table(shown)
+    display(HTML(f"<details class='dbs-details'><summary>{_e(title)}</summary>"
+                 + (f"<p>{_inline(caption)}</p>" if caption else "") + styler.to_html() + "</details>"))
+
+
+def answer(verdicts: Any, text: str) -> None:
+    """The report's answer: the verdicts in one short table (`analysis.verdict_summary`),
+    then the conclusion (Markdown, computed from the tables; printed by `dbstudies run`)."""
+    from IPython.display import display
+    if len(verdicts):
+        display(table(verdicts))
+    conclusion(text)
+
+
+def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
+    """How the run was measured, for judging its answer: the design in one line, what each
+    comparison table could detect (said once here), the servers' settings that matter and
+    what differs between arms, the data against each buffer pool, the client command."""
+    from IPython.display import HTML, display
+
+    from .stats import reachability
+    meta = run.metadata
+    parts = [f"<p><b>Design.</b> {_e(design_line(meta))}.</p>"]
+    reach = [(name, reachability(rel)) for name, rel in (tables or {}).items()
+             if rel is not None and not rel.empty and "mde_pct" in rel]
+    if reach:
+        parts.append("<p><b>What the comparisons can detect.</b></p><ul>" + "".join(
+            f"<li>{_e(name)}: {_e('. '.join(lines))}.</li>" for name, lines in reach) + "</ul>")
+    for title, body in (("Servers: the settings that matter and what differs between arms", configuration(meta)),
+                        ("Data against the buffer pool", data_sizes(meta)),
+                        ("Client command", client_commands(meta))):
+        if body:
+            parts.append(f"<p><b>{_e(title)}.</b></p>{body}")
+    display(HTML(f"<div class='dbs-setup'>{scrub_paths(''.join(parts), run)}</div>"))
 
 
 CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion

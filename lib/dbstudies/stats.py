@@ -346,6 +346,22 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     return lines
 
 
+def reach_short(table: pd.DataFrame) -> str:
+    """`reachability` in one clause, for a conclusion (the full sentences go with the design).
+
+    >>> reach_short(pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]}))
+    'detectable: 16 % in the median cell (12–20 % across cells)'
+    """
+    if table.empty:
+        return "nothing could be compared"
+    n = int(table[["n_baseline", "n_candidate"]].min().min())
+    if n < 2:
+        return f"with {n} {'pair' if is_paired(table) else 'repeat'} per cell no verdict is possible"
+    mdes = table["mde_pct"].dropna()
+    lo, hi, mid = mde_text(mdes.min()), mde_text(mdes.max()), mde_text(mdes.median())
+    return f"detectable: {mid} in the median cell" + ("" if lo == hi else f" ({lo.removesuffix(' %')}–{hi} across cells)")
+
+
 def mde_text(x: float) -> str:
     """An MDE as the text says it: '16 %', or '> 1,000 %' for a design that cannot tell.
 

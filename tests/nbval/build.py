@@ -37,7 +37,8 @@ from dbstudies import paths
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "runs"
-CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "# CHECK_OUTPUT")
+CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "report.answer(", "report.setup(",
+           "report.details(", "# CHECK_OUTPUT")
 INJECTED = "injected-parameters"
 
 

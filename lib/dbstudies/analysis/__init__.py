@@ -174,12 +174,51 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
         return str(r.verdict)
     if r.ci_low == r.ci_high == 1:
         return f"{r.verdict}: identical in every repeat"
-    text = (f"{r.delta_pct:+.1f} % [{(r.ci_low - 1) * 100:+.1f}, {(r.ci_high - 1) * 100:+.1f}] "
-            f"{r.verdict}").replace("-", "−")
+    text = (f"{r.delta_pct:+.1f} % [{(r.ci_low - 1) * 100:+.1f}, {(r.ci_high - 1) * 100:+.1f}]"
+            .replace("-", "−") + f" {r.verdict}")
     if r.verdict == "draw" and (r.ci_low > 1 or r.ci_high < 1):
         text += (f": not significant after Holm (p = {r.p_holm:.2g}; the raw CI excludes 0)"
                  if r.p_holm >= alpha else ": significant, but within the draw threshold")
     return text
+
+
+CELL_KEYS = ("workload", "threads", "query", "all")  # what names a cell, where a table has it
+
+
+def _cell_name(r: Any) -> str:
+    parts = []
+    for key in CELL_KEYS:
+        v = getattr(r, key, None)
+        if v is None or v != v:
+            continue
+        parts.append(threads(int(v)) if key == "threads" else f"Q{int(v)}" if key == "query" else str(v))
+    return ", ".join(parts)
+
+
+def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """The answer at a glance, one row per comparison table (its name → the table): what was
+    compared with what, how many comparisons, how many came out better, worse, draw (or not
+    available), the largest difference with its cell and verdict, and the minimum detectable
+    effect in the median cell. Tables that are missing or empty are left out."""
+    rows = []
+    for name, rel in tables.items():
+        if rel is None or rel.empty:
+            continue
+        tested = rel[rel["delta_pct"].notna()]
+        pairs = (rel["candidate"] + " vs " + rel["baseline"]) if "baseline" in rel else rel["candidate"]
+        counts = rel["verdict"].astype(str).value_counts()
+        big = tested.loc[tested["delta_pct"].abs().idxmax()] if len(tested) else None
+        largest = "–" if big is None else (
+            f"{big.delta_pct:+.1f}".replace("-", "−") + f" % ({_cell_name(big)}"
+            f"{', ' + big.candidate if pairs.nunique() > 1 else ''}), {big.verdict}")
+        mde = tested["mde_pct"].median() if "mde_pct" in tested and len(tested) else float("nan")
+        rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)),
+                     "n": len(tested), "better": int(counts.get("better", 0)),
+                     "worse": int(counts.get("worse", 0)), "draw": int(counts.get("draw", 0)),
+                     "largest difference": largest,
+                     "MDE, median cell": stats.mde_text(mde) if mde == mde else "–"})
+    return pd.DataFrame(rows, columns=["comparison", "compared", "n", "better", "worse", "draw",
+                                       "largest difference", "MDE, median cell"])
 
 
 def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
@@ -225,7 +264,7 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
                      f"{verdicts(rel)}; largest "
                      f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
                      f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
-        lines += [f"  - {line}." for line in stats.reachability(rel)]
+        lines += [f"  - {stats.reach_short(rel)}."]
     return lines
 
 
@@ -246,7 +285,7 @@ def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], v
                                f"{threads(r.threads)}, Holm p = {r.p_holm:.2g}, {r.verdict})"
                                for r, s in zip(rel.itertuples(), same)) + ".")
         if not same.all():
-            lines += [f"  - {line}." for line in stats.reachability(rel)]
+            lines += [f"  - {stats.reach_short(rel)}."]
     return lines
 
 

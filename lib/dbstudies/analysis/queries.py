@@ -22,14 +22,21 @@ from . import compare_arms, is_paired, verdicts
 OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
 
 
+def _geomean(s: pd.Series) -> float:
+    s = s.dropna()
+    return float(np.exp(np.log(s).mean())) if len(s) else float("nan")
+
+
 def _compared(arms: list[Arm]) -> list[Arm]:
     return [a for a in arms if a.twin_of is None]
 
 
 def summary(ex: pd.DataFrame) -> pd.DataFrame:
-    """Per query × candidate: n, timeouts, median, min and max seconds (of those that finished)."""
+    """Per query × candidate: n, timeouts, geometric mean, median, min and max seconds (of
+    those that finished), median handler reads."""
     g = ex.groupby(["query", "arm"], sort=False)
-    out = g.agg(n=("seconds", "size"), timeouts=("timed_out", "sum"), median_s=("seconds", "median"),
+    out = g.agg(n=("seconds", "size"), timeouts=("timed_out", "sum"), geomean_s=("seconds", _geomean),
+                median_s=("seconds", "median"),
                 min_s=("seconds", "min"), max_s=("seconds", "max"),
                 handler_reads=("handler_reads", "median")).reset_index()
     return out.sort_values(["query"], kind="stable", ignore_index=True)
@@ -47,7 +54,8 @@ def relative(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
     family over the table. A query with a timeout on either side is not tested (its times
     are censored): its verdict says so."""
     a = _compared(arms)
-    return censored(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:]], p)
+    rel = censored(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:]], p)
+    return rel.assign(baseline=a[0].label) if not rel.empty else rel
 
 
 def pair_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
@@ -73,8 +81,9 @@ def geomean(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
     per_repeat = per_repeat[per_repeat["n"] == len(p.queries)].assign(all="all queries")
     if is_paired(ex):  # a round's geometric means were measured in pairs
         per_repeat["pair"] = per_repeat["repeat"]
-    return compare_arms(per_repeat, _compared(arms), by=["all"], value="geomean_s",
-                        higher_is_better=False, threshold=p.draw_threshold)
+    rel = compare_arms(per_repeat, _compared(arms), by=["all"], value="geomean_s",
+                       higher_is_better=False, threshold=p.draw_threshold)
+    return rel.assign(baseline=_compared(arms)[0].label) if not rel.empty else rel
 
 
 def plan_diff(plans: pd.DataFrame, arms: list[Arm], queries: list[int]) -> pd.DataFrame:
@@ -121,10 +130,10 @@ def forced(tried: pd.DataFrame, fx: pd.DataFrame, p: Any) -> pd.DataFrame:
 
 
 def seconds_of(ex: pd.DataFrame, arm: str, query: int, order_of: str) -> dict[str, Any]:
-    """n, timeouts, median, min and max seconds of one variant's executions."""
+    """n, timeouts, geometric mean, median, min and max seconds of one variant's executions."""
     x = ex[(ex["arm"] == arm) & (ex["query"] == query) & (ex["order_of"] == order_of)]
     s = x["seconds"]
-    return {"n": len(x), "timeouts": int(x["timed_out"].sum()), "median_s": s.median(),
+    return {"n": len(x), "timeouts": int(x["timed_out"].sum()), "geomean_s": _geomean(s), "median_s": s.median(),
             "min_s": s.min(), "max_s": s.max()}
 
 
@@ -139,15 +148,16 @@ def first_row(table: pd.DataFrame, **where: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- as the report shows them
 
 def seconds_text(s: Any, timeout: float) -> str:
-    """Median seconds of a summary row (n, timeouts, median_s): ">T" when every execution
-    timed out, the count of those that did after the median of the others.
+    """Seconds of a summary row as the tables give them — the geometric mean, the estimator
+    their verdicts compare (n, timeouts, geomean_s): ">T" when every execution timed out,
+    the count of those that did after the geometric mean of the others.
 
-    >>> seconds_text({"n": 3, "timeouts": 1, "median_s": 2.345}, 120)
+    >>> seconds_text({"n": 3, "timeouts": 1, "geomean_s": 2.345}, 120)
     '2.35 (1 >120)'
     """
     if s["timeouts"] == s["n"]:
         return f">{timeout:g}"
-    return f"{s['median_s']:.3g}" + (f" ({int(s['timeouts'])} >{timeout:g})" if s["timeouts"] else "")
+    return f"{s['geomean_s']:.3g}" + (f" ({int(s['timeouts'])} >{timeout:g})" if s["timeouts"] else "")
 
 
 def relative_text(r: Any) -> str:
@@ -169,19 +179,24 @@ def share_text(r: dict[str, Any], whose: str) -> str:
 
 
 def query_table(summ: pd.DataFrame, rel: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
-    """The sources' per-query table: seconds per candidate (">timeout" when every execution
-    timed out), each candidate relative to the baseline (% of its time) and the verdict."""
+    """The sources' per-query table, one estimator throughout — the geometric mean of each
+    candidate's seconds (">timeout" when every execution timed out), each candidate's as % of
+    the baseline's with its 95 % CI and verdict — and the handler reads per execution (rows the
+    server read: deterministic, the plan's cost without the host's noise)."""
     names = [a.label for a in _compared(arms)]
     rows = []
     for q in p.queries:
         row: dict[str, Any] = {"query": f"Q{q}"}
         for name in names:
             s = summ[(summ["query"] == q) & (summ["arm"] == name)]
-            row[name] = "" if s.empty else seconds_text(s.iloc[0], p.timeout)
+            row[f"{name}: s, geometric mean"] = "" if s.empty else seconds_text(s.iloc[0], p.timeout)
         for name in names[1:]:
             r = rel[(rel["query"] == q) & (rel["candidate"] == name)]
             if not r.empty:
-                row[f"{name} vs baseline"] = relative_text(r.iloc[0])
+                row[f"{name} vs {names[0]}: % of its time"] = relative_text(r.iloc[0])
+        for name in names:
+            s = summ[(summ["query"] == q) & (summ["arm"] == name)]
+            row[f"{name}: handler reads"] = "" if s.empty else f"{s.iloc[0]['handler_reads']:,.0f}"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -194,10 +209,10 @@ def forced_table(fo: pd.DataFrame, p: Any) -> pd.DataFrame:
         ok = r.forced
         rows.append({"query": f"Q{r.query}", "candidate": r.candidate, "join order of": r.order_of,
                      "order forced": r.wanted_order if ok else f"not forced: {r.reason}",
-                     "own plan s": seconds_text(r.own, p.timeout) if r.own["n"] else "",
-                     "forced s": seconds_text(r.forced_s, p.timeout) if ok and r.forced_s["n"] else "",
+                     "own plan s (geometric mean)": seconds_text(r.own, p.timeout) if r.own["n"] else "",
+                     "forced s (geometric mean)": seconds_text(r.forced_s, p.timeout) if ok and r.forced_s["n"] else "",
                      "forced vs own plan": relative_text(r.vs_own) if r.vs_own else "",
-                     "their plan s": seconds_text(r.theirs, p.timeout) if r.theirs["n"] else "",
+                     "their plan s (geometric mean)": seconds_text(r.theirs, p.timeout) if r.theirs["n"] else "",
                      "forced vs theirs": relative_text(r.vs_theirs) if r.vs_theirs else ""})
     return pd.DataFrame(rows)
 
@@ -229,7 +244,7 @@ def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: l
         lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")
         tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]
         if not tested.empty:
-            lines += [f"  - {line}." for line in stats.reachability(tested)]
+            lines += [f"  - {stats.reach_short(tested)}."]
     if answers:
         lines.append(f"- {answers}")
     differ = diff[diff["differs"]]["query"].tolist()
