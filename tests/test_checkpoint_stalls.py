@@ -84,7 +84,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     html = (run.path / "report.html").read_text()
     for figure in ("timeline_oltp_write_only_4", "tps_distribution", "runs_oltp_write_only_4"):
         assert (run.path / "figures" / f"{figure}.png").exists()
-    assert html.count("<img") == 3 and "Traceback" not in html
+    assert html.count("<img") == 5 and "Traceback" not in html
     assert "checkpoint age" in html and "KB written per transaction" in html
     assert "redo 16M" in proc.stdout and "Conclusion" in proc.stdout
     json.dumps(meta)  # metadata stays plain JSON

@@ -63,12 +63,13 @@ def test_ticks_125(low, high, expected):
 
 def test_query_charts_of_a_partial_run_draw_what_there_is():
     """A run that failed before any candidate ran holds the baseline only: the normalised
-    chart is empty but drawn (no legend), the per-query chart shows the baseline; long x
+    chart holds the baseline's own spread, the per-query chart shows the baseline; long x
     labels (the forced-order chart) are wrapped, not overlapping."""
     base = pd.DataFrame({"query": [3, 5], "arm": ["base", "base"], "median_s": [1.0, 2.0],
                          "min_s": [0.9, 1.8], "max_s": [1.1, 2.2]})
     fig = plots.normalised(base, "base")
-    assert fig.legends == [] and not fig.axes[0].patches
+    assert not fig.axes[0].patches  # no candidate bar; the baseline's own spread only
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["base (= 100 %): its own min–max"]
     assert [t.get_text() for t in plots.per_query(base).axes[0].get_xticklabels()] == ["Q3", "Q5"]
     cases = base.assign(case=["Q3 on selectivity 4 (default)", "Q5 on selectivity 1"])
     ticks = [t.get_text() for t in plots.per_query(cases, x="case").axes[0].get_xticklabels()]

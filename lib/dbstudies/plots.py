@@ -42,10 +42,10 @@ def palette(labels: Sequence[str]) -> dict[str, tuple]:
 def plain(v: float, _: object = None) -> str:
     """A tick label as a plain number: 2,000 · 50 · 0.2.
 
-    >>> plain(20000), plain(5), plain(0.2)
-    ('20,000', '5', '0.2')
+    >>> plain(20000), plain(5), plain(0.2), plain(1.5)
+    ('20,000', '5', '0.2', '1.5')
     """
-    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3g}"
 
 
 def ticks_125(low: float, high: float, mantissas: Sequence[float] = (1, 2, 5)) -> list[float]:
@@ -114,15 +114,18 @@ def thread_ticks(threads: Sequence[int]) -> list[int]:
     """The labelled ticks of a client-threads axis: every power of two from the fewest to
     the most threads (every other one beyond 12), and the thread counts themselves.
 
-    >>> thread_ticks([1, 4]), thread_ticks([1, 16, 64, 256, 1024, 4096])
-    ([1, 2, 4], [1, 4, 16, 64, 256, 1024, 4096])
+    >>> thread_ticks([1, 4]), thread_ticks([1, 16, 64, 256, 1024, 4096]), thread_ticks([4])
+    ([1, 2, 4], [1, 4, 16, 64, 256, 1024, 4096], [2, 4, 8])
     """
     lo, hi = min(threads), max(threads)
     powers = [2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)
               if lo <= 2 ** k <= hi]
     if len(powers) > 12:
         powers = powers[::2]
-    return sorted(set(powers) | set(map(int, threads)))
+    ticks = sorted(set(powers) | set(map(int, threads)))
+    while len(ticks) < 3:  # one or two thread counts: their neighbours too, for scale
+        ticks = sorted({*ticks, ticks[-1] * 2} | ({ticks[0] // 2} if ticks[0] >= 2 else set()))
+    return ticks
 
 
 def _log2_threads(ax, threads) -> None:
@@ -310,6 +313,7 @@ def bands(series: pd.DataFrame, panels: dict[str, str], *, hue: str = "arm", win
                             alpha=0.18, lw=0)
         if not column.endswith("_pct"):
             ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(FuncFormatter(plain))  # 5,000,000, never "1e6" over the axis
         ax.set_xlabel("seconds into the step")
         ax.set_ylabel(label)
     smooth = f"{window}-s rolling median per repeat, then " if window > 1 else ""
@@ -450,11 +454,20 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
     width = min(MAX_W, max(PANEL_W, 0.45 * len(xs) * max(1, len(cands))))
     fig, ax = plt.subplots(figsize=(width, PANEL_H))
     w = 0.8 / max(1, len(cands))
+    own = summary[summary["arm"] == baseline].set_index(x).reindex(xs)  # the baseline's spread
+    if len(own.dropna(how="all")):
+        b = base.reindex(xs)
+        bpos = [j - 0.45 for j in range(len(xs))]
+        blo, bhi = own["min_s"] / b * 100, own["max_s"] / b * 100
+        if zoom:
+            blo, bhi = blo.clip(100 - zoom, 100 + zoom), bhi.clip(100 - zoom, 100 + zoom)
+        ax.errorbar(bpos, [100] * len(xs), yerr=[100 - blo, bhi - 100], fmt="D", ms=4, capsize=2,
+                    lw=1, color=colours[baseline], label=f"{baseline} (= 100 %): its own min–max")
     for i, c in enumerate(cands):
         part = summary[summary["arm"] == c].set_index(x).reindex(xs)
         b = base.reindex(xs)
         med, lo, hi = (part["median_s"] / b * 100, part["min_s"] / b * 100, part["max_s"] / b * 100)
-        pos = [j + (i - (len(cands) - 1) / 2) * w for j in range(len(xs))]
+        pos = [j + (i - (len(cands) - 1) / 2) * w * 0.85 + 0.06 for j in range(len(xs))]
         if zoom:
             edge = (100 - zoom, 100 + zoom)
             _mark_clipped(ax, pos, med, edge)

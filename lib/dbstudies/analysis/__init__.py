@@ -46,6 +46,24 @@ def step_summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) ->
     return out.merge(extra, on=by)
 
 
+def in_percent(table: pd.DataFrame) -> pd.DataFrame:
+    """A table in one unit, %, for showing: a CI of a ratio (ci_low, ci_high and the rank
+    test's) as the differences it spans (ci_low_pct …), a coefficient of variation (…_cv) ×
+    100 (…_cv_pct), next to delta_pct.
+
+    >>> in_percent(pd.DataFrame({"ci_low": [0.9], "ci_high": [1.25], "qps_cv": [0.05]})).round(6).to_dict("records")
+    [{'ci_low_pct': -10.0, 'ci_high_pct': 25.0, 'qps_cv_pct': 5.0}]
+    """
+    out = table.copy()
+    for c in [c for c in out.columns if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high")]:
+        out[c] = (out[c] - 1) * 100
+    for c in [c for c in out.columns if c.endswith("_cv") or c == "cv"]:
+        out[c] = out[c] * 100
+    renamed = {c: f"{c}_pct" for c in out.columns
+               if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high") or c.endswith("_cv") or c == "cv"}
+    return out.rename(columns=renamed)
+
+
 def is_paired(steps: pd.DataFrame) -> bool:
     """Whether measured steps come from the paired design (every step in a pair): runs of
     the block design, old ones included, are analysed as they always were."""
@@ -188,7 +206,7 @@ CELL_KEYS = ("workload", "threads", "query", "all")  # what names a cell, where 
 def _cell_name(r: Any) -> str:
     parts = []
     for key in CELL_KEYS:
-        v = getattr(r, key, None)
+        v = r.get(key) if hasattr(r, "get") else getattr(r, key, None)
         if v is None or v != v:
             continue
         parts.append(threads(int(v)) if key == "threads" else f"Q{int(v)}" if key == "query" else str(v))

@@ -132,9 +132,14 @@ def conclusion(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], p: Any, word
     against them (no claim is hard-coded)."""
     lines = []
     for r in data_ratio(summ, p.buffer_pool).itertuples():
-        bound = "I/O-bound" if r.times_buffer_pool >= 2 else "**not I/O-bound** (the data nearly fit in memory)"
+        hits = summ.loc[summ["workload"] == r.workload, "bp_hit_pct_median"].dropna()
+        lo, hi = (hits.min(), hits.max()) if len(hits) else (float("nan"),) * 2
+        fits = ("the data outgrow memory" if r.times_buffer_pool >= 2 else
+                "**the data nearly fit in memory**: the study's premise does not hold")
+        reads = (f"; buffer-pool hit ratio {lo:.0f}–{hi:.0f} % (medians per candidate): "
+                 f"{100 - hi:.0f}–{100 - lo:.0f} % of page reads went to storage" if lo == lo else "")
         lines.append(f"- **{r.workload}**: {_mib(r.data_mib)} MiB of uncompressed tables, "
-                     f"{r.times_buffer_pool:.1f}× the {p.buffer_pool} buffer pool — {bound}.")
+                     f"{r.times_buffer_pool:.1f}× the {p.buffer_pool} buffer pool — {fits}{reads}.")
     for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
         parts = []
         for r in g.itertuples():
@@ -186,6 +191,22 @@ def _verdicts(rel: pd.DataFrame | None, w: str, t: int, arms: list[str]) -> dict
     return {a: cell.loc[a] for a in arms if a in cell.index}
 
 
+def held(expected: str, found: list[Any]) -> str:
+    """What the comparisons say of a source's finding that these candidates came out
+    `expected` ("better" or "worse"): reproduced (all significantly so), contradicted (one
+    significantly the other way), else inconclusive (a draw is no evidence either way).
+
+    >>> held("worse", ["worse", "worse"]), held("worse", ["worse", "better"]), held("worse", ["draw"])
+    ('reproduced', 'contradicted', 'inconclusive (not significant)')
+    """
+    other = {"better": "worse", "worse": "better"}[expected]
+    if found and all(v == expected for v in found):
+        return "reproduced"
+    if any(v == other for v in found):
+        return "contradicted"
+    return "inconclusive (not significant)"
+
+
 def _said(found: dict[str, Any]) -> str:
     return ", ".join(f"{a} {r.delta_pct:+.0f} % ({r.verdict})" for a, r in found.items())
 
@@ -199,22 +220,17 @@ def _source_checks(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], w: str, 
     rows = [a for a in g.index if a.startswith("row:")]
     load = _verdicts(tables.get("load"), w, t, [*pages, *rows])
     if pages and rows and load:
-        page_fast = [a for a in pages if a in load and load[a].verdict == "better"]
-        row_slow = [a for a in rows if a in load and load[a].verdict == "worse"]
         slowest = g["load_seconds_median"].idxmax()
-        held = {True: "reproduced", False: "not reproduced"}
-        out.append(f"  - Source: page-compressed loads fastest — {held[bool(page_fast)]} here "
+        out.append(f"  - Source: page-compressed loads fastest — "
+                   f"{held('better', [load[a].verdict for a in pages if a in load])} here "
                    f"(load time vs none: {_said({a: load[a] for a in pages if a in load})}); "
-                   f"row-compressed slowest — {held[bool(row_slow) and slowest in rows]} "
-                   f"({_said({a: load[a] for a in rows if a in load})}; slowest: {slowest}).")
+                   f"row-compressed slowest — {held('worse', [load[a].verdict for a in rows if a in load])} "
+                   f"({_said({a: load[a] for a in rows if a in load})}; slowest median: {slowest}).")
     tps = _verdicts(tables.get("tps"), w, t, [*pages, *rows])
     if tps:
-        beaten = [a for a, r in tps.items() if r.verdict == "better"]
         out.append("  - Source: once I/O-bound, uncompressed is fastest, page-compressed ≈ 22 % "
-                   "and row-compressed ≈ 68 % below — "
-                   + (f"here {', '.join(beaten)} beat uncompressed" if beaten
-                      else "here no compressed format beats uncompressed")
-                   + f"; throughput vs none: {_said(tps)}.")
+                   f"and row-compressed ≈ 68 % below — {held('worse', [r.verdict for r in tps.values()])} "
+                   f"here (throughput vs none: {_said(tps)}).")
     drift = g["drift_pct_median"]
     if "none" in drift and drift.notna().all():
         others = drift.drop("none")

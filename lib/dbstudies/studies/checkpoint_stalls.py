@@ -95,6 +95,8 @@ METRICS = {  # table → (column of the run summaries, higher is better, words)
 CELL = "cell"  # "oltp_write_only, 64 threads": one panel per workload × threads
 FIGURE_METRICS = {"median_tps": "median TPS after steady state", "stall_seconds": "stall seconds",
                   "worst_p99_ms": "worst per-second p99 (ms)", "kb_per_txn": "KB written per transaction"}
+FLUSH_PANELS = {"dirty_pages": "dirty pages", "pages_flushed_per_s": "pages flushed per second",
+                "redo_mib_per_s": "redo written, MiB per second"}
 SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "median_tps_median", "p01_tps_median",
                    "cv_tps_median", "latency_p99_ms_median", "latency_max_ms_median",
                    "worst_p99_ms_median",
@@ -106,7 +108,8 @@ SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "median_tps_median", "p01_
 def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
     """Per measured step × second: throughput, p99, checkpoint age and the other probes."""
     out = timeseries.per_second(run, steps)
-    return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"})
+    return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"},
+                      redo_mib_per_s=out["redo_bytes_per_s"] / 2**20)
 
 
 def stall_flags(series_: "pd.DataFrame", p: Params) -> "pd.Series":
