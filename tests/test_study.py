@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 
-from dbstudies import experiment, hooks, ownership, servers
+from dbstudies import errors, experiment, hooks, ownership, servers
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -152,12 +152,12 @@ def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
         experiment.measure(tp, p, run, progress=False)
 
 
-def test_an_ended_run_is_analysed_not_measured(tmp_path, capsys):
+def test_an_ended_run_without_steps_is_not_measured_and_has_nothing_to_analyse(tmp_path):
     p = experiment.resolve(tp, "smoke")
     run = ownership.open_run(tp, p, root=tmp_path)
     run.finish("interrupted", "interrupted by SIGTERM")
-    experiment.measure(tp, p, run, progress=False)
-    assert "ended interrupted; nothing is measured again" in capsys.readouterr().out
+    with pytest.raises(errors.NothingMeasured, match="ended interrupted before any step finished"):
+        experiment.measure(tp, p, run, progress=False)  # and nothing to analyse: the notebook stops
     assert sorted(x.name for x in run.path.iterdir()) == ["metadata.json"]  # no server, no table
 
 

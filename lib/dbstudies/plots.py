@@ -81,8 +81,8 @@ def log_ticks(low: float, high: float) -> tuple[list[float], float, float]:
     least three ticks in view (1-2-5, finer 1-1.5-2-3-5-7 for a narrow range, else the limits
     widen to the ticks beyond the data), powers of ten only over many decades.
 
-    >>> log_ticks(3, 120)[0], log_ticks(2.1, 2.6)[0]
-    ([5, 10, 20, 50, 100], [1.5, 2, 3])
+    >>> log_ticks(3, 120)[0], log_ticks(2.1, 2.6)[0], log_ticks(2.52, 2.62)[0]
+    ([5, 10, 20, 50, 100], [1.5, 2, 3], [1.5, 2, 3])
     """
     lo, hi = low / LOG_MARGIN, high * LOG_MARGIN
     for mantissas in ((1, 2, 5), FINE):
@@ -91,6 +91,8 @@ def log_ticks(low: float, high: float) -> tuple[list[float], float, float]:
             break
     else:
         around = ticks_125(lo, hi, FINE)
+        while len(around) < 3:  # the data between two neighbouring ticks: one more below
+            around = ticks_125(around[0] * 0.99, around[-1], FINE)
         ticks, lo, hi = around, min(lo, around[0]), max(hi, around[-1])
     powers = [t for t in ticks if round(t / 10 ** math.floor(math.log10(t)), 6) == 1]
     if len(ticks) > 9 and len(powers) >= 3:  # many decades

@@ -20,7 +20,7 @@ from typing import Any
 from . import experiment, paths
 from .errors import DbStudiesError
 from .results import Run
-from .study import against_profile
+from .study import against_profile, unused_parameters
 
 
 def _e(value: Any) -> str:
@@ -54,14 +54,18 @@ def _servers(meta: dict[str, Any]) -> str:
 def _parameters(meta: dict[str, Any]) -> str:
     """name | value | profile value | changed? — the profile's values from the study."""
     params = meta.get("parameters", {})
+    unused = unused_parameters(params)
     rows = []
     for name, value, default in against_profile(meta) or [(k, v, v) for k, v in params.items()]:
+        if name in unused:
+            continue
         changed = "changed" if value != default else ""
         rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{_e(_fmt(value))}</td>"
                     f"<td>{_e(_fmt(default))}</td><td>{changed}</td></tr>")
     return ("<table class='dbs-params'><thead><tr><th>parameter</th><th>value</th>"
             f"<th>profile {_e(params.get('profile'))}</th><th></th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (f"<p>Not read by this run's workloads: {_e(', '.join(unused))}.</p>" if unused else ""))
 
 
 def _fmt(value: Any) -> str:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Protocol
 
 from . import params as P
-from . import servers
+from . import servers, workloads
 
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
@@ -337,6 +337,21 @@ def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | Non
     except (P.ParamError, KeyError):
         return None
     return [(k, v, v if k == "profile" else profile.get(k, v)) for k, v in params.items()]
+
+
+def unused_parameters(params: Mapping[str, Any]) -> list[str]:
+    """Parameters a run's workloads never read: the TPC-C scale without `tpcc`, LinkBench's
+    without `linkbench`, sysbench's OLTP tables without an OLTP workload.
+
+    >>> unused_parameters({"workloads": ["oltp_point_select"], "warehouses": 1, "nodes": 10, "tables": 1})
+    ['warehouses', 'nodes']
+    """
+    ran = set(params.get("workloads") or [])
+    if not ran:
+        return []
+    used_by = {"warehouses": "tpcc", "nodes": "linkbench", "tables": "oltp", "table_size": "oltp"}
+    families = {workloads.family(w) for w in ran}
+    return [name for name, family in used_by.items() if name in params and family not in families]
 
 
 def names() -> list[str]:
