@@ -147,3 +147,13 @@ def test_a_label_keeps_its_colour_across_figures_with_other_labels():
     c = plots.palette(["z-own", "z-base"])   # a label first seen later gets a new colour
     assert b["z-cand"] == a["z-cand"] and c["z-base"] == a["z-base"]
     assert c["z-own"] not in (a["z-base"], a["z-cand"])
+
+
+def test_a_sweeps_runs_side_by_side_are_readable():
+    table = pd.DataFrame([{"run": f"threads=[{t}]", "arm": arm, "workload": "oltp_read_only", "threads": t,
+                           "qps_median": 1000.0 * t ** 0.5 * k} for t in (1, 8, 64)
+                          for arm, k in (("one-thread-per-connection", 1.0), ("pool-of-threads", 1.2))])
+    fig = plots.sweep(table, "qps_median", "queries per second")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["threads=[1]", "threads=[8]", "threads=[64]"]
+    assert plots.problems(plots.properties(fig)) == []
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["one-thread-per-connection", "pool-of-threads"]

@@ -72,6 +72,15 @@ def test_a_sweep_here_runs_each_job_and_a_second_sweep_skips_what_completed(tmp_
     page = again.index().read_text()
     assert "report.html" in page and "(earlier)" in page and "**" not in page
     assert again.records[0]["host"] == runs[0].metadata["host"]["hostname"]
+    # the runs side by side, and each report links back to the index
+    table = again.combined()
+    assert table[["run", "threads", "steps"]].drop_duplicates().values.tolist() == [[jobs[0].label, 1, 1]]
+    assert set(table["arm"]) == {"one-thread-per-connection", "pool-of-threads"} and (table["qps_median"] > 0).all()
+    assert "The runs side by side" in page and "<img src='figures/qps.png'" in page
+    assert json.loads((again.path / "figures" / "qps.json").read_text())["problems"] == []
+    report = (runs[0].path / "report.html").read_text()
+    assert (f"<th>sweep</th><td>{s.id} — <a href='../../../sweeps/second/index.html'>the index of "
+            "sweep second: every run side by side</a>") in report
 
 
 @pytest.fixture
@@ -96,6 +105,7 @@ def test_a_sweep_on_two_dask_workers_ships_both_runs_back(cluster, tmp_path):
     s.run_on(c.scheduler_address)
     statuses, runs = _runs(s.records)
     assert statuses == {"complete"} and len(runs) == 2
+    assert sorted(s.combined()["run"].unique()) == ["seed=1", "seed=2"]  # named by what was swept
     for r, run in zip(s.records, runs):
         assert run.path.parent == tmp_path / "runs" / "thread_pool"  # back on this machine
         assert (run.path / "report.html").exists() and (run.path / "tables").exists()

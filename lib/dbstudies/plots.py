@@ -514,6 +514,36 @@ def _mark_clipped(ax, xs: Sequence[float], values: pd.Series, edge: tuple[float,
                         textcoords="offset points", ha="center", va="center", fontsize="x-small")
 
 
+def sweep(table: pd.DataFrame, metric: str, ylabel: str, *, x: str = "run") -> plt.Figure:
+    """A sweep's runs side by side: per workload a panel, the runs (their swept values) along
+    x in the sweep's order, `metric` (a median over each run's steps) on a log axis, one line
+    per arm — per arm and client threads when a run measured several."""
+    facets = list(dict.fromkeys(table["workload"]))
+    fig, axes = _panels(len(facets))
+    runs = list(dict.fromkeys(table[x]))
+    many = table.groupby(x)["threads"].nunique().max() > 1
+    series = table["arm"] + (", " + table["threads"].astype(str) + " threads" if many else "")
+    colours = palette(list(dict.fromkeys(table["arm"])))
+    styles = ["-", "--", ":", "-."]
+    for ax, f in zip(axes, facets):
+        part = table.assign(series=series)[table["workload"] == f]
+        for k, (name, g) in enumerate(part.groupby("series", sort=False)):
+            g = g.set_index(x).reindex(runs)
+            arm = str(g["arm"].dropna().iloc[0])
+            ax.plot(range(len(runs)), g[metric], marker="o", label=name, color=colours[arm],
+                    ls=styles[k // max(1, len(colours)) % len(styles)] if many else "-")
+        ax.set_xticks(range(len(runs)), [textwrap.fill(str(r), 16) for r in runs])
+        ax.set_xlim(-0.5, len(runs) - 0.5)
+        _log_y(ax, part[metric].min(), part[metric].max())
+        ax.set_title(str(f))
+        ax.set_ylabel(ylabel)
+    fig.suptitle(f"{ylabel} per run of the sweep: median over each run's measured steps", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{ylabel} of every run of the sweep ({', '.join(map(str, runs))}), one "
+                         f"panel per workload, one line per arm: the median over the run's steps.")
+    return fig
+
+
 RATIO_TICKS = (0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 
 

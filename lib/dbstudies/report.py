@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import os
 import re
 import shlex
 from pathlib import Path
@@ -87,7 +88,7 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
              ("storage", _storage((meta.get("host") or {}).get("storage"))),
              ("servers", _servers(meta)),
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + _sweep_row(run)
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
             f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
 
@@ -212,6 +213,18 @@ def client_commands(meta: dict[str, Any]) -> str:
         return ""
     return ("<p>sysbench 1.0.20 through our reporting wrapper (per-second rows, the full latency "
             "histogram); <code>{…}</code>: the values the steps ran with.</p>" + "".join(lines))
+
+
+def _sweep_row(run: Run) -> str:
+    """A facts row linking to the index of the sweep the run belongs to (sweep.json)."""
+    try:
+        marker = json.loads((run.path / "sweep.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    index = marker.get("index")
+    link = (f" — <a href='{_e(os.path.relpath(index, run.path))}'>the index of sweep "
+            f"{_e(marker.get('indexed_by'))}: every run side by side</a>" if index else "")
+    return f"<tr><th>sweep</th><td>{_e(marker.get('sweep'))}{link}</td></tr>"
 
 
 def _banner(run: Run, stopped: tuple[str, str] | None) -> str:

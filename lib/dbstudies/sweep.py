@@ -41,8 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import pandas as pd
+
 from . import experiment, paths, proc
 from .errors import ParamError, StoreError
+from .results import Run
 from .study import load
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
@@ -331,10 +334,40 @@ class Sweep:
                   for r in self.records]
         return "\n".join(lines)
 
+    def swept(self) -> list[str]:
+        """The parameters whose value differs between the sweep's jobs (none for one job)."""
+        names = dict.fromkeys(k for j in self.jobs for k in j.parameters)
+        return [k for k in names if len({json.dumps(j.parameters.get(k)) for j in self.jobs}) > 1]
+
+    def combined(self) -> pd.DataFrame:
+        """The sweep's complete runs in one table: per run (its swept values, or the job's
+        label when nothing varies), arm, workload and client threads, the number of measured steps and their
+        median QPS and p99 (ms). Empty when no run measured sysbench steps (DBT3)."""
+        frames = []
+        swept = self.swept()
+        jobs = {j.key: j for j in self.jobs}
+        for r in self.records:
+            if r.get("status") != "complete" or not r.get("run_dir"):
+                continue
+            job = jobs.get(r["key"])
+            name = (", ".join(f"{k}={json.dumps(job.parameters.get(k))}" for k in swept)
+                    if job and swept else r["label"])
+            run = Run.open(r["run_dir"])
+            steps = experiment.measured(run) if experiment.finished_steps(run) else pd.DataFrame()
+            if steps.empty:
+                continue
+            frames.append(steps.groupby(["arm", "workload", "threads"], sort=False)
+                          .agg(steps=("qps", "size"), qps_median=("qps", "median"),
+                               p99_ms_median=("latency_p99_ms", "median"))
+                          .reset_index().assign(run=name))
+        columns = ["run", "arm", "workload", "threads", "steps", "qps_median", "p99_ms_median"]
+        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
     def index(self) -> Path:
         """data/sweeps/<id>/index.html: every run with its status, host, headline and a
-        link to its report."""
-        from .report import conclusion_text
+        link to its report; then the runs side by side (`combined`: a table and a figure of
+        QPS and p99 per run). Each run's report is rendered again with a link back here."""
+        from .report import conclusion_text, render
         rows = []
         for r in self.records:
             run_dir = Path(r["run_dir"]) if r.get("run_dir") else None
@@ -350,16 +383,42 @@ class Sweep:
                         f"{' (earlier)' if r.get('skipped') else ''}</td>"
                         f"<td>{html.escape(r.get('host') or '')}</td><td>{link}</td>"
                         f"<td>{html.escape(head)}</td></tr>")
+        self.path.mkdir(parents=True, exist_ok=True)
+        both = self._side_by_side()
         page = (f"<!doctype html><meta charset='utf-8'><title>sweep {self.id}</title>"
                 f"<style>body{{font-family:sans-serif}} td,th{{padding:3px 10px;text-align:left;"
                 f"vertical-align:top}}</style><h1>Sweep {self.id}: {html.escape(self.study)}</h1>"
                 f"<p>{html.escape(self.summary().splitlines()[0])}</p><table><tr><th>run</th>"
                 f"<th>status</th><th>host</th><th>report</th><th>headline</th></tr>"
-                + "".join(rows) + "</table>")
+                + "".join(rows) + "</table>" + both)
         out = self.path / "index.html"
-        self.path.mkdir(parents=True, exist_ok=True)
         out.write_text(page)
+        for r in self.records:  # each report links back to this page
+            run_dir = Path(r["run_dir"]) if r.get("run_dir") else None
+            if run_dir and (run_dir / MARKER).exists() and (run_dir / "notebook.ipynb").exists():
+                marker = json.loads((run_dir / MARKER).read_text())
+                (run_dir / MARKER).write_text(json.dumps({**marker, "index": str(out.resolve()),
+                                                          "indexed_by": self.id}))
+                render(Run.open(run_dir))
         return out
+
+    def _side_by_side(self) -> str:
+        """The combined table and its figures as HTML (figures saved under figures/)."""
+        from . import plots
+        table = self.combined()
+        if table.empty:
+            return ""
+        shown = []
+        for metric, label, name in (("qps_median", "queries per second", "qps"),
+                                    ("p99_ms_median", "p99 latency (ms)", "p99")):
+            fig = plots.sweep(table, metric, label)
+            plots.save(fig, type("R", (), {"path": self.path})(), name)
+            plots.plt.close(fig)
+            shown.append(f"<p><img src='figures/{name}.png' alt='{html.escape(label)} per run of the sweep'></p>")
+        body = table.to_html(index=False, float_format=lambda v: f"{v:,.3g}" if v < 100 else f"{v:,.0f}")
+        return ("<h2>The runs side by side</h2><p>Per run of the sweep (its swept values), arm, "
+                "workload and client threads: the medians over the run's measured steps. Each "
+                "run's own report holds its verdicts.</p>" + "".join(shown) + body)
 
 
 def worker_argv(scheduler: str, local_directory: Path, nthreads: int = 1) -> list[str]:
