@@ -713,8 +713,7 @@ def properties(fig: plt.Figure) -> dict[str, Any]:
             colours.setdefault(str(h.get_label()), _artist_colour(h))
         panels.append({"title": ax.get_title(), "xlabel": labels["x"], "ylabel": labels["y"],
                        "xticks": ticks["x"], "yticks": ticks["y"], "outside": outside, "edge": edge,
-                       "series": len({str(h.get_label()) for h in series}),
-                       "twin": any(o is not ax and o.bbox.bounds == ax.bbox.bounds for o in fig.axes)})
+                       "series": len({str(h.get_label()) for h in series})})
     for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
         for handle, text in zip(leg.legend_handles, leg.get_texts()):
             if handle is not None and _artist_colour(handle):

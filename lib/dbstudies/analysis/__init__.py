@@ -54,14 +54,10 @@ def in_percent(table: pd.DataFrame) -> pd.DataFrame:
     >>> in_percent(pd.DataFrame({"ci_low": [0.9], "ci_high": [1.25], "qps_cv": [0.05]})).round(6).to_dict("records")
     [{'ci_low_pct': -10.0, 'ci_high_pct': 25.0, 'qps_cv_pct': 5.0}]
     """
-    out = table.copy()
-    for c in [c for c in out.columns if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high")]:
-        out[c] = (out[c] - 1) * 100
-    for c in [c for c in out.columns if c.endswith("_cv") or c == "cv"]:
-        out[c] = out[c] * 100
-    renamed = {c: f"{c}_pct" for c in out.columns
-               if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high") or c.endswith("_cv") or c == "cv"}
-    return out.rename(columns=renamed)
+    ratios = [c for c in table.columns if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high")]
+    cvs = [c for c in table.columns if c.endswith("_cv") or c == "cv"]
+    out = table.assign(**{c: (table[c] - 1) * 100 for c in ratios}, **{c: table[c] * 100 for c in cvs})
+    return out.rename(columns={c: f"{c}_pct" for c in ratios + cvs})
 
 
 def is_paired(steps: pd.DataFrame) -> bool:
