@@ -359,7 +359,9 @@ def reach_short(table: pd.DataFrame) -> str:
         return f"with {n} {'pair' if is_paired(table) else 'repeat'} per cell no verdict is possible"
     mdes = table["mde_pct"].dropna()
     lo, hi, mid = mde_text(mdes.min()), mde_text(mdes.max()), mde_text(mdes.median())
-    return f"detectable: {mid} in the median cell" + ("" if lo == hi else f" ({lo.removesuffix(' %')}–{hi} across cells)")
+    spread = ("" if lo == hi else f" ({lo.removesuffix(' %')}–{hi} across cells)" if mdes.max() <= 1000
+              else f" ({lo} to {hi} across cells)")
+    return f"detectable: {mid} in the median cell{spread}"
 
 
 def mde_text(x: float) -> str:
