@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dbstudies import experiment, ownership
+from dbstudies import experiment
 from dbstudies.params import ParamError
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import arms_of, load
@@ -110,14 +110,18 @@ def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
         assert (g["cpu_server_pct"] > 0).mean() > 0.5, arm
 
 
+@pytest.mark.notebook
 @pytest.mark.server
-def test_the_paired_design_pairs_long_write_steps_by_round(tmp_path):
-    """design paired: every configuration on a server of its own, the steps of a round back to
-    back (the idle one's flushing waited out, `settle_s`), the verdicts from per-round ratios."""
-    from dbstudies import stats
-    p = experiment.resolve(cs, "smoke", design="paired", duration=2)
-    run = ownership.open_run(cs, p, root=tmp_path)
-    experiment.measure(cs, p, run, progress=False)
+def test_the_smoke_run_pairs_long_write_steps_by_round(smoke_run):
+    """design paired (the default here): every configuration on a server of its own, the steps
+    of a round back to back (the idle one's flushing waited out, `settle_s`), the verdicts from
+    per-round ratios; the planner predicts the verdict tables from the same run summaries."""
+    from dbstudies import planner, stats
+    proc, run_dir = smoke_run("checkpoint_stalls.ipynb")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = Run.open(run_dir)
+    p = experiment.resolve(cs, "smoke")
+    assert p.design == "paired"
     steps = experiment.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert steps["settle_s"].notna().all()  # write steps: each one's server settled after it
@@ -126,7 +130,5 @@ def test_the_paired_design_pairs_long_write_steps_by_round(tmp_path):
     rel = cs.relative(runs, p, "tps")
     assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
-    # the planner predicts the verdict tables from the same run summaries
-    from dbstudies import planner
     noise = planner.cell_noise(cs, [run], 0)  # median TPS
     assert noise[["workload", "threads", "df"]].values.tolist() == [["oltp_write_only", 4, 1]]

@@ -63,7 +63,7 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     toml, password = remote
     argv = [sys.executable, "-m", "dbstudies", "run", "checkpoint_stalls", "--profile", "smoke",
             "-p", "flavour", str(toml), "-p", "configs", '{"as is": {}}', "-p", "settings", "{}",
-            "-p", "repeats", "1", "--runs-dir", str(tmp_path / "runs")]
+            "-p", "repeats", "1", "-p", "duration", "2", "--runs-dir", str(tmp_path / "runs")]
     secrets_before = {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")}
     p = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO,
                        env={**os.environ, ENV: password})

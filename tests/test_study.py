@@ -40,7 +40,7 @@ def streamed(run, seconds):
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
     """…and the seconds the killed step had streamed (its intervals and status samples).
     Paired design: two servers up; the one measuring is killed mid-step."""
-    p = experiment.resolve(tp, "smoke", duration=8, repeats=3, warmup=0)
+    p = experiment.resolve(tp, "smoke", duration=6, repeats=3, warmup=0)
     run = ownership.open_run(tp, p, root=tmp_path)
     marker = str(run.path / "server")
     killed = {}

@@ -58,28 +58,59 @@ def _runs(records):
 
 
 @pytest.mark.server
-def test_a_sweep_here_runs_each_job_and_a_second_sweep_skips_what_completed(tmp_path):
-    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [1]}})
-    s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
-    s.run_here()
-    statuses, runs = _runs(s.records)
-    assert statuses == {"complete"} and len(runs) == 1 and (runs[0].path / "report.html").exists()
-    assert json.loads((runs[0].path / "sweep.json").read_text())["key"] == jobs[0].key
-    again = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", id="second",
+def test_a_sweep_here_runs_each_job_ctrl_c_stops_it_and_a_second_sweep_skips_what_completed(tmp_path):
+    """`dbstudies sweep` here: the first run completes; Ctrl-C during the second run's step
+    ends that run cleanly (interrupted, no server left) and starts no more. A second sweep of
+    the completed job skips it, its index shows the runs side by side and the run's report
+    links back to that index."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    spec = {**FAST, "grid": {"duration": [2, 30]}}
+    jobs = sweep.expand("thread_pool", spec)
+    assert [j.parameters["duration"] for j in jobs] == [2, 30]
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(json.dumps(spec))
+    p = subprocess.Popen([sys.executable, "-m", "dbstudies", "sweep", "thread_pool", "--grid", str(grid),
+                          "--runs-dir", str(tmp_path / "runs"), "--sweeps-dir", str(tmp_path / "sweeps")],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def run_of(job):
+        for f in (tmp_path / "runs" / "thread_pool").glob("*/sweep.json"):
+            if json.loads(f.read_text())["key"] == job.key:
+                return f.parent
+        return None
+
+    second = wait_for(lambda: run_of(jobs[1]), 180, "the second run")
+    wait_for(lambda: processes_mentioning(str(second)), 60, "its server")
+    # a step under way (its first streamed second), not some seconds of sleep
+    wait_for(lambda: (Run.open(second).progress() or {}).get("now", "").startswith("r1 "), 120,
+             "a step under way")
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 130, out
+    first = Run.open(run_of(jobs[0]))
+    assert first.status == "complete" and (first.path / "report.html").exists()
+    assert Run.open(second).status == "interrupted"
+    assert len(list((tmp_path / "runs" / "thread_pool").glob("*"))) == 2  # no third run
+    assert "1 interrupted" in out and "1 complete" in out and not processes_mentioning(str(second))
+    (first_sweep,) = [d.name for d in (tmp_path / "sweeps").iterdir() if (d / "index.html").exists()]
+    again = sweep.Sweep("thread_pool", jobs[:1], tmp_path / "runs", tmp_path / "sweeps", id="second",
                         say=lambda m: None)
     again.run_here()
-    assert again.records[0]["skipped"] and again.records[0]["run_dir"] == str(runs[0].path)
+    assert again.records[0]["skipped"] and again.records[0]["run_dir"] == str(first.path)
     page = again.index().read_text()
     assert "report.html" in page and "(earlier)" in page and "**" not in page
-    assert again.records[0]["host"] == runs[0].metadata["host"]["hostname"]
+    assert again.records[0]["host"] == first.metadata["host"]["hostname"]
     # the runs side by side, and each report links back to the index
     table = again.combined()
     assert table[["run", "threads", "steps"]].drop_duplicates().values.tolist() == [[jobs[0].label, 1, 1]]
     assert set(table["arm"]) == {"one-thread-per-connection", "pool-of-threads"} and (table["qps_median"] > 0).all()
     assert "The runs side by side" in page and "<img src='figures/qps.png'" in page
     assert json.loads((again.path / "figures" / "qps.json").read_text())["problems"] == []
-    report = (runs[0].path / "report.html").read_text()
-    assert (f"<th>sweep</th><td>{s.id} — <a href='../../../sweeps/second/index.html'>the index of "
+    report = (first.path / "report.html").read_text()
+    assert (f"<th>sweep</th><td>{first_sweep} — <a href='../../../sweeps/second/index.html'>the index of "
             "sweep second: every run side by side</a>") in report
 
 
@@ -142,33 +173,6 @@ def test_a_worker_killed_mid_run_abandons_its_run_and_the_sweep_goes_on(cluster,
     wait_for(lambda: not processes_mentioning(where), 120, "the abandoned run's servers to stop")
     assert (sweep.Path(where) / "metadata.json").exists()
     assert "1 abandoned" in s.summary() and "1 complete" in s.summary()
-
-
-@pytest.mark.server
-def test_ctrl_c_of_a_sweep_here_ends_the_running_run_cleanly_and_starts_no_more(tmp_path):
-    import subprocess
-    import sys
-
-    from conftest import REPO
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(json.dumps({**FAST, "parameters": {**FAST["parameters"], "duration": 30},
-                                "grid": {"seed": [7, 8]}}))
-    p = subprocess.Popen([sys.executable, "-m", "dbstudies", "sweep", "thread_pool", "--grid", str(grid),
-                          "--runs-dir", str(tmp_path / "runs"), "--sweeps-dir", str(tmp_path / "sweeps")],
-                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    run_dir = wait_for(lambda: next(iter((tmp_path / "runs" / "thread_pool").glob("*/sweep.json")), None),
-                       120, "the first run").parent
-    wait_for(lambda: processes_mentioning(str(run_dir)), 60, "its server")
-    # a step under way (its first streamed second), not some seconds of sleep
-    wait_for(lambda: (Run.open(run_dir).progress() or {}).get("now", "").startswith("r1 "), 120,
-             "a step under way")
-    p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=300)
-    assert p.returncode == 130, out
-    assert Run.open(run_dir).status == "interrupted"
-    assert len(list((tmp_path / "runs" / "thread_pool").glob("*"))) == 1  # no second run
-    assert "1 interrupted" in out and not processes_mentioning(str(run_dir))
-    assert list((tmp_path / "sweeps").glob("*/index.html"))
 
 
 def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):

@@ -64,7 +64,7 @@ _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=
                budget=None, restart_every=1)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
-                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=4, repeats=2),
+                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=3, repeats=2),
     # 7 paired rounds: ≈ 11 % MDE on median TPS predicted from the A/A run's pairs
     "quick": dict(_COMMON, workloads=["oltp_write_only"], threads=[64], tables=4,
                   table_size=100_000, warmup=10, duration=60, repeats=7),

@@ -129,7 +129,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, candidates=["none", "page:zlib", "row:8"], workloads=["linkbench"],
                   settings=_SMALL_POOL,
                   threads=[4], nodes=10_000, buffer_pool="8M", min_data_ratio=0.0,
-                  tables=1, table_size=1000, warehouses=1, duration=4, repeats=2),
+                  tables=1, table_size=1000, warehouses=1, duration=3, repeats=2),
     # ≈ 330 MB of LinkBench-like data, 5× a 64 MiB pool
     "quick": dict(_COMMON, candidates=["none", "page:zlib", "page:lz4", "row:8"], settings=_SMALL_POOL,
                   workloads=["linkbench"], threads=[16], nodes=500_000, buffer_pool="64M",
