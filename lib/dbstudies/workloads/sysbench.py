@@ -93,6 +93,99 @@ def parse_types(text: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return types, seconds
 
 
+# open loop (dbs_openloop.lua): latency percentiles per second and of the step
+OPEN_LOOP_PERCENTILES = (50, 90, 99, 99.9)
+# a step sustained its offered load when, at its end, fewer than this share of its arrivals
+# were still waiting to start and none had waited this long
+SUSTAINED_QUEUE_SHARE, SUSTAINED_LAG_S = 0.02, 1.0
+
+
+def _pct_name(q: float) -> str:
+    """The column name of a percentile.
+
+    >>> _pct_name(99.9), _pct_name(50)
+    ('p99_9', 'p50')
+    """
+    return "p" + f"{q:g}".replace(".", "_")
+
+
+def _merge(hists: list[list[list[float]]]) -> pd.DataFrame:
+    counts: dict[float, int] = {}
+    for h in hists:
+        for upper, n in h:
+            counts[upper] = counts.get(upper, 0) + int(n)
+    return pd.DataFrame(sorted(counts.items()), columns=["value_ms", "count"])
+
+
+@dataclass
+class OpenLoop:
+    """What an open-loop step measured: `seconds` (per second of the run: arrivals due,
+    transactions completed, the queue of due arrivals not yet started and how late its oldest
+    was, latency percentiles from the scheduled start), `histogram` (every completed
+    transaction's latency from its scheduled start), `unstarted` (the arrivals still queued at
+    the end: how long each had waited, a lower bound of its latency) and `totals`."""
+    seconds: pd.DataFrame
+    histogram: pd.DataFrame
+    unstarted: pd.DataFrame
+    totals: dict[str, Any]
+
+
+def parse_open_loop(text: str, rate: float, duration: float) -> OpenLoop:
+    """The `ol_*` lines of an open-loop run: per-thread seconds merged, the reporter's queue
+    lines, the end line. Latency percentiles of a step that did not sustain its load include
+    the unstarted arrivals' waits and are lower bounds (`totals["lower_bound"]`)."""
+    per_second: dict[int, dict[str, Any]] = {}
+    queue, end = [], None
+    for line in text.splitlines():
+        if line.startswith('{"kind":"ol_interval"'):
+            r = json.loads(line)
+            s = per_second.setdefault(int(r["second"]), {"n": 0, "sum_ms": 0.0, "wait_sum_ms": 0.0,
+                                                         "max_ms": 0.0, "hists": []})
+            for k in ("n", "sum_ms", "wait_sum_ms"):
+                s[k] += r[k]
+            s["max_ms"] = max(s["max_ms"], r["max_ms"])
+            s["hists"].append(r["hist"])
+        elif line.startswith('{"kind":"ol_queue"'):
+            queue.append(json.loads(line))
+        elif line.startswith('{"kind":"ol_end"'):
+            end = json.loads(line)
+    if end is None:
+        raise ValueError("no open-loop end line: the run was not open-loop or did not finish")
+    rows = []
+    for sec, s in sorted(per_second.items()):
+        h = _merge(s["hists"])
+        rows.append({"second": sec, "completed": s["n"], "latency_avg_ms": s["sum_ms"] / s["n"],
+                     "wait_avg_ms": s["wait_sum_ms"] / s["n"], "latency_max_ms": s["max_ms"],
+                     **{f"latency_{_pct_name(q)}_ms": histogram_percentile(h, q)
+                        for q in OPEN_LOOP_PERCENTILES}})
+    lat = pd.DataFrame(rows, columns=["second", "completed", "latency_avg_ms", "wait_avg_ms",
+                                      "latency_max_ms",
+                                      *(f"latency_{_pct_name(q)}_ms" for q in OPEN_LOOP_PERCENTILES)])
+    q = pd.DataFrame(queue, columns=["time", "due", "started", "queued", "lag_ms", "dropped"])
+    q = q.assign(second=q["time"].round().astype("int64")).drop(columns="time")
+    q["arrivals"] = q["due"].diff().fillna(q["due"])
+    seconds = q.merge(lat, on="second", how="outer").sort_values("second").reset_index(drop=True)
+    seconds["completed"] = seconds["completed"].fillna(0).astype("int64")
+    hist = _merge([h for s in per_second.values() for h in s["hists"]])
+    unstarted = _merge([end["unstarted_hist"]])
+    completed = int(hist["count"].sum())
+    # the schedule's own window: from the first arrival (sysbench connected) to the end
+    window = float(end.get("window_s") or duration)
+    lag_end = float(unstarted["value_ms"].max() / 1000) if not unstarted.empty else 0.0
+    waiting = end["unstarted"] + end["dropped"]
+    sustained = waiting <= SUSTAINED_QUEUE_SHARE * max(end["due"], 1) and lag_end < SUSTAINED_LAG_S
+    both = _merge([hist.values.tolist(), unstarted.values.tolist()]) if not sustained else hist
+    totals = {"offered_rate": float(rate), "arrivals": int(end["due"]),
+              "arrival_rate": end["due"] / window, "completed": completed,
+              "achieved_rate": completed / window, "window_s": window, "unstarted": int(end["unstarted"]),
+              "dropped": int(end["dropped"]), "end_lag_s": lag_end, "sustained": bool(sustained),
+              "lower_bound": not sustained,
+              **{f"latency_{_pct_name(q)}_ms": histogram_percentile(both, q) for q in OPEN_LOOP_PERCENTILES},
+              "latency_max_ms": float(both["value_ms"].max() if not sustained else seconds["latency_max_ms"].max())
+              if len(both) else float("nan")}
+    return OpenLoop(seconds, hist, unstarted, totals)
+
+
 def parse_histogram(text: str) -> pd.DataFrame:
     """The `--histogram` block as rows (value_ms = bucket's upper latency, count)."""
     rows, inside = [], False
@@ -210,6 +303,7 @@ class SysbenchResult:
     stdout: str = field(repr=False)
     types: pd.DataFrame = field(default_factory=pd.DataFrame)          # our workloads: per type
     type_intervals: pd.DataFrame = field(default_factory=pd.DataFrame)  # … per type per second
+    open_loop: OpenLoop | None = None  # a run at an offered rate
 
 
 def version(binary: str = "sysbench") -> str:
@@ -288,13 +382,29 @@ class Sysbench:
 
     def run(self, workload: str, threads: int, duration: int, *, interval: int = 1,
             percentile: int = 99, seed: int | None = None, observer: Observer | None = None,
-            on_interval: Callable[[pd.DataFrame], None] | None = None) -> SysbenchResult:
+            on_interval: Callable[[pd.DataFrame], None] | None = None,
+            rate: float | None = None, arrivals: str = "poisson") -> SysbenchResult:
         """One measured (or warm-up) run. Raises SysbenchError, or ServerDied if the
         server went away under it; sysbench is never left running. `on_interval` gets each
-        interval's row (an `intervals_frame` of one row) as sysbench prints it."""
+        interval's row (an `intervals_frame` of one row) as sysbench prints it.
+        `rate` (transactions/s) makes it open-loop: `threads` connections serve arrivals at
+        that rate (`arrivals`: "poisson" or "constant"), each transaction timed from its
+        scheduled start (`SysbenchResult.open_loop`); sysbench's own latency figures are then
+        the service time only."""
         argv = self.argv("run", workload=workload, threads=threads, duration=duration,
                          interval=interval, percentile=percentile, seed=seed)
         env = {**self.env(workload), "DBSTUDIES_T0": f"{time.time():.3f}"}  # our per-type seconds' origin
+        if rate is not None:
+            problems = [f"rate must be a positive number of transactions/s, not {rate!r}"
+                        ] if not (isinstance(rate, (int, float)) and 0 < rate < 1e7) else []
+            problems += [f"arrivals must be 'poisson' or 'constant', not {arrivals!r}"
+                         ] if arrivals not in ("poisson", "constant") else []
+            if problems:
+                raise ParamError(problems)
+            env.update(DBSTUDIES_RATE=f"{rate:g}", DBSTUDIES_ARRIVALS=arrivals,
+                       DBSTUDIES_DURATION=str(duration))
+            if seed is not None:
+                env["DBSTUDIES_OL_SEED"] = str(seed)
         self._record("run", workload, argv, env)
         out, err = self._wait(argv, env, duration + GRACE_SECONDS + threads / 20, observer,
                               on_interval)
@@ -303,9 +413,10 @@ class Sysbench:
             raise SysbenchError(argv, 0, out, err, reason="printed no final report")
         hist = parse_histogram(out)
         types, per_second = parse_types(out)
+        open_loop = parse_open_loop(out, rate, duration) if rate is not None else None
         return SysbenchResult(workload, threads, duration, argv, env, self.calls[-1]["at"],
                               intervals_frame(intervals), hist, run_totals(total, hist), out,
-                              types, per_second)
+                              types, per_second, open_loop)
 
     def _wait(self, argv: list[str], env: dict[str, str], timeout: float,
               observer: Observer | None,

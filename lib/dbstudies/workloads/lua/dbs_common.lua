@@ -40,6 +40,7 @@ end
 local function bucket_upper_ms(b)
    return LOW_MS * math.exp((b + 1) / SCALE)
 end
+M.bucket, M.bucket_upper_ms = bucket, bucket_upper_ms  -- dbs_openloop's histograms too
 
 -- ---------------------------------------------------------------- per-type statistics
 

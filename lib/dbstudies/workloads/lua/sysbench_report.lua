@@ -6,6 +6,8 @@
 --   {"kind":"total", ...}     once, at the end of the run
 -- Table options (e.g. compression) come from DBSTUDIES_TABLE_OPTIONS (oltp_common's
 -- mysql_table_options global).
+-- DBSTUDIES_RATE (transactions/s) makes the load open-loop (dbs_openloop.lua): its lines
+-- ({"kind":"ol_…"}) follow each interval and total line.
 local workload = os.getenv("DBSTUDIES_WORKLOAD")
 if workload == nil or workload == "" then
    error("DBSTUDIES_WORKLOAD is not set")
@@ -16,6 +18,11 @@ if ours ~= nil and ours ~= "" then
    package.path = ours .. "/?.lua;" .. package.path
 end
 require(workload)
+local openloop = nil
+if os.getenv("DBSTUDIES_RATE") ~= nil and os.getenv("DBSTUDIES_RATE") ~= "" then
+   openloop = require("dbs_openloop")
+   openloop.install()
+end
 
 local function report(kind, stat)
    local seconds = stat.time_interval
@@ -32,5 +39,11 @@ local function report(kind, stat)
    io.flush()
 end
 
-sysbench.hooks.report_intermediate = function(stat) report("interval", stat) end
-sysbench.hooks.report_cumulative = function(stat) report("total", stat) end
+sysbench.hooks.report_intermediate = function(stat)
+   report("interval", stat)
+   if openloop then io.write(openloop.queue_line(stat)); io.flush() end
+end
+sysbench.hooks.report_cumulative = function(stat)
+   report("total", stat)
+   if openloop then io.write(openloop.end_line()); io.flush() end
+end
