@@ -87,7 +87,8 @@ SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8
               "versions.ipynb": ["--profile", "smoke"],  # the host's MariaDB and mysql-9.7 (rootfs)
               "checkpoint_stalls.ipynb": ["--profile", "smoke"],
               "dbt3_plans.ipynb": ["--profile", "smoke"],
-              "compression.ipynb": ["--profile", "smoke"]}
+              "compression.ipynb": ["--profile", "smoke"],
+              "latency.ipynb": ["--profile", "smoke"]}
 
 
 @pytest.fixture(scope="session")

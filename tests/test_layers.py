@@ -26,7 +26,7 @@ LAYERS = [
     ("numbers", ["stats", "timeseries", "plots"]),
     ("study contract", ["study"]),
     ("measurement loop", ["hooks", "experiment"]),
-    ("analysis", ["analysis", "analysis.queries", "analysis.storage"]),
+    ("analysis", ["analysis", "analysis.queries", "analysis.storage", "analysis.latency"]),
     ("studies", ["studies", "studies.*"]),
     ("report", ["report"]),
     ("runner", ["runner"]),

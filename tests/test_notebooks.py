@@ -86,6 +86,10 @@ def test_smoke_figures_are_readable_and_keep_one_colour_per_arm(name, smoke_run)
         for label, colour in props["colours"].items():
             colours.setdefault(label, set()).add(colour)
     assert {k: v for k, v in colours.items() if len(v) > 1} == {}
+    # the baseline (the first arm) has the palette's first colour wherever it appears
+    baseline = Run.open(run_dir).metadata["arms"][0]["label"]
+    mine = set().union(*(v for label, v in colours.items() if label.split(", ")[0] == baseline))
+    assert mine == {"#4c72b0"}, (baseline, colours)
 
 
 NBVAL = paths.REPO / "tests" / "nbval"

@@ -88,7 +88,7 @@ def test_the_block_plan_interleaves_repeats_and_is_seeded():
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():
     mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
-    pool, per_connection = tp.scheduler_intent(tp.POOL, 6), tp.scheduler_intent(tp.PER_CONNECTION, 6)
+    pool, per_connection = study.scheduler_intent(study.POOL, 6), study.scheduler_intent(study.PER_CONNECTION, 6)
     assert mariadb.settings_for(pool) == {"thread_handling": "pool-of-threads", "thread_pool_size": 6}
     assert mariadb.settings_for(per_connection) == mysql.settings_for(per_connection) == {
         "thread_handling": "one-thread-per-connection"}

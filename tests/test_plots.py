@@ -65,7 +65,7 @@ def test_query_charts_of_a_partial_run_draw_what_there_is():
     """A run that failed before any candidate ran holds the baseline only: the normalised
     chart holds the baseline's own spread, the per-query chart shows the baseline; long x
     labels (the forced-order chart) are wrapped, not overlapping."""
-    base = pd.DataFrame({"query": [3, 5], "arm": ["base", "base"], "median_s": [1.0, 2.0],
+    base = pd.DataFrame({"query": [3, 5], "arm": ["base", "base"], "geomean_s": [1.0, 2.0],
                          "min_s": [0.9, 1.8], "max_s": [1.1, 2.2]})
     fig = plots.normalised(base, "base")
     assert not fig.axes[0].patches  # no candidate bar; the baseline's own spread only
@@ -130,7 +130,7 @@ def test_problems_find_what_makes_a_figure_hard_to_read():
 
 def test_a_zoomed_chart_marks_the_values_beyond_its_edge():
     s = pd.DataFrame({"query": [3, 5, 3, 5], "arm": ["base", "base", "c", "c"],
-                      "median_s": [1.0, 1.0, 1.68, 0.95], "min_s": [0.9, 0.9, 1.6, 0.7],
+                      "geomean_s": [1.0, 1.0, 1.68, 0.95], "min_s": [0.9, 0.9, 1.6, 0.7],
                       "max_s": [1.1, 1.1, 1.7, 1.0]})
     fig = plots.normalised(s, "base", zoom=20)
     ax = fig.axes[0]

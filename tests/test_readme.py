@@ -45,7 +45,8 @@ def test_the_two_commands_and_ci():
                                             ("Version study parameters", "versions"),
                                             ("Checkpoint-stall study parameters", "checkpoint_stalls"),
                                             ("DBT3 study parameters", "dbt3_plans"),
-                                            ("Compression study parameters", "compression")])
+                                            ("Compression study parameters", "compression"),
+                                            ("Latency study parameters", "latency")])
 def test_parameter_table_matches_profiles(heading, study):
     s = load(study)
     section = README.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]

@@ -132,7 +132,8 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     assert len(types) == 2 * 5 and list(types["type"][:5]) == list(MIX)
     assert (types["per_s"] > 0).all() and types["share_pct"].between(0, 100).all()
     nopm = analysis.new_orders_per_minute(run, steps)
-    assert len(nopm) == 2 and (nopm["nopm_median"] > 0).all()
+    assert len(nopm) == 2 and (nopm[["nopm_median", "tps_median"]] > 0).all().all()
+    assert (nopm["tps_min"] <= nopm["tps_median"]).all()
     series, runs = analysis.tpcc_per_second(run, steps)  # the per-second chart's data
     assert set(series["step"]) == set(steps["step"]) == set(runs["step"])
     from dbstudies.results import TYPE_INTERVALS

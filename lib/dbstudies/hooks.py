@@ -49,6 +49,32 @@ STEPS = Table("steps", 3, {
    "the step for its server's flushing to settle (NaN: not waited, nothing written)")
 
 
+_PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}
+OPEN_LOOP = Table("open_loop", 1, {
+    "step": "int64", "offered_rate": "float64", "arrivals": "int64", "arrival_rate": "float64",
+    "completed": "int64", "achieved_rate": "float64", "window_s": "float64", "unstarted": "int64",
+    "dropped": "int64", "end_lag_s": "float64", "sustained": "bool", "lower_bound": "bool",
+    **{f"latency_{k}_ms": v for k, v in _PCTS.items()}, "latency_max_ms": "float64",
+}, "one row per open-loop step (a step at an offered rate): arrivals scheduled in its window, "
+   "transactions completed, the arrivals still waiting at its end (unstarted; dropped: beyond "
+   "the schedule's queue) and how long the oldest had waited (end_lag_s); sustained: the queue "
+   "at the end under 2 % of the arrivals and under 1 s old; latency from each transaction's "
+   "scheduled start — lower bounds (lower_bound) when not sustained, the unstarted counted "
+   "with their waits so far")
+OL_SECONDS = Table("open_loop_seconds", 1, {
+    "step": "int64", "second": "int64", "arrivals": "float64", "due": "float64",
+    "started": "float64", "queued": "float64", "lag_ms": "float64", "completed": "int64",
+    "latency_avg_ms": "float64", "wait_avg_ms": "float64", "latency_max_ms": "float64",
+    **{f"latency_{k}_ms": v for k, v in _PCTS.items()},
+}, "open-loop steps second by second: arrivals due in the second and so far, started so far, "
+   "the queue of due arrivals not yet started and how late its oldest was (lag_ms), "
+   "transactions completed in the second and their latency from the scheduled start "
+   "(wait_avg_ms: the part spent waiting for a connection)")
+OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
+                      "an open-loop step's latency histogram from the scheduled start (completed "
+                      "transactions)")
+
+
 @dataclass
 class Context:
     """What a hook sees: the parameters, the run, the arm's server and sysbench client."""
@@ -143,8 +169,11 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
+        rate = cell.get("rate")  # an offered load: open loop
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
-                               observer=sampler, on_interval=interval)
+                               observer=sampler, on_interval=interval,
+                               rate=None if rate is None or rate != rate else float(rate),
+                               arrivals=getattr(p, "arrivals", "poisson"))
     finally:
         intervals.close(), samples.close()
     return Attempt(cell, seed, res, sampler, (intervals, samples))
@@ -205,6 +234,13 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
     if not res.types.empty:  # our workloads: per transaction type
         ctx.run.append(TYPES, res.types.assign(step=step))
         ctx.run.append(TYPE_INTERVALS, res.type_intervals.assign(step=step))
+    if res.open_loop is not None:
+        ol = res.open_loop
+        ctx.run.append(OPEN_LOOP, pd.DataFrame([{"step": step, **{
+            k: ol.totals[k] for k in OPEN_LOOP.columns if k != "step"}}]))
+        ctx.run.append(OL_SECONDS, ol.seconds[[c for c in OL_SECONDS.columns if c != "step"]]
+                       .assign(step=step))
+        ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
 
 
 def sysbench_block_seconds(p: Any) -> float:

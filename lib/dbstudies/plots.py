@@ -418,8 +418,8 @@ def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "")
 def per_query(summary: pd.DataFrame, *, x: str = "query",
               title: str = "seconds per query: median, whiskers min–max (timed-out executions left out)"
               ) -> plt.Figure:
-    """Seconds per query (or other `x`) and candidate (`arm`): median with min–max whiskers,
-    log scale."""
+    """Seconds per query (or other `x`) and candidate (`arm`): the geometric mean (the
+    tables' estimator) with min–max whiskers, log scale."""
     arms = list(dict.fromkeys(summary["arm"]))
     colours = palette(arms)
     xs = list(dict.fromkeys(summary[x]))
@@ -430,7 +430,7 @@ def per_query(summary: pd.DataFrame, *, x: str = "query",
     for i, a in enumerate(arms):
         part = summary[summary["arm"] == a].set_index(x).reindex(xs)
         pos = [j + (i - (len(arms) - 1) / 2) * w for j in range(len(xs))]
-        med = part["median_s"]
+        med = part["geomean_s"]
         ax.errorbar(pos, med, yerr=[med - part["min_s"], part["max_s"] - med], fmt="o",
                     color=colours[a], capsize=2, label=a)
     ax.set_xticks(range(len(xs)), labels)
@@ -438,21 +438,22 @@ def per_query(summary: pd.DataFrame, *, x: str = "query",
     ax.set_ylabel("seconds")
     ax.set_title(title, fontsize="medium")
     _legend_below(fig, ax)
-    fig.dbstudies_alt = (f"Seconds per {x} on a log scale for {', '.join(arms)}: median with "
+    fig.dbstudies_alt = (f"Seconds per {x} on a log scale for {', '.join(arms)}: geometric mean with "
                          f"min–max whiskers.")
     return fig
 
 
 def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: float | None = None,
                title: str = "") -> plt.Figure:
-    """Each candidate's median as % of the baseline's (= 100 %) per `x`, a bar each, min/max
-    whiskers (also over the baseline's median); `zoom`: only 100 ± zoom % is shown, as the
+    """Each candidate's geometric mean as % of the baseline's (= 100 %) per `x`, a bar each —
+    the estimate the study's verdicts test, so a bar and its table agree —, min/max whiskers
+    (also over the baseline's geometric mean); `zoom`: only 100 ± zoom % is shown, as the
     sources' second chart does: a bar or whisker beyond it is cut at the edge, where a
     triangle and its value mark it."""
     cands = [a for a in dict.fromkeys(summary["arm"]) if a != baseline]
     colours = palette(list(dict.fromkeys(summary["arm"])))
     xs = list(dict.fromkeys(summary[x]))
-    base = summary[summary["arm"] == baseline].set_index(x)["median_s"]
+    base = summary[summary["arm"] == baseline].set_index(x)["geomean_s"]
     width = min(MAX_W, max(PANEL_W, 0.45 * len(xs) * max(1, len(cands))))
     fig, ax = plt.subplots(figsize=(width, PANEL_H))
     w = 0.8 / max(1, len(cands))
@@ -468,7 +469,7 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
     for i, c in enumerate(cands):
         part = summary[summary["arm"] == c].set_index(x).reindex(xs)
         b = base.reindex(xs)
-        med, lo, hi = (part["median_s"] / b * 100, part["min_s"] / b * 100, part["max_s"] / b * 100)
+        med, lo, hi = (part["geomean_s"] / b * 100, part["min_s"] / b * 100, part["max_s"] / b * 100)
         pos = [j + (i - (len(cands) - 1) / 2) * w * 0.85 + 0.06 for j in range(len(xs))]
         if zoom:
             edge = (100 - zoom, 100 + zoom)
@@ -486,15 +487,134 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
         ax.set_ylim(100 - zoom, 100 + zoom)
     else:
         ax.set_ylim(bottom=0)
-    ax.set_title(textwrap.fill((title + ": " if title else "") + f"median time as % of {baseline} "
+    ax.set_title(textwrap.fill((title + ": " if title else "") + f"time (geometric mean) as % of {baseline} "
                                "(= 100 %), whiskers min–max; below 100 % is faster"
                                + (f"; zoomed to ±{zoom:g} % (▲ a bar beyond the edge, its value "
                                   "written; △ a whisker's end beyond it)" if zoom else ""), 90),
                  fontsize="medium")
     _legend_below(fig, ax)
-    fig.dbstudies_alt = (f"Bar chart per query of each candidate's median time as a percentage of "
+    fig.dbstudies_alt = (f"Bar chart per query of each candidate's time (geometric mean) as a percentage of "
                          f"{baseline}'s, with min–max whiskers" + (f", zoomed to 100 ± {zoom:g} %" if zoom else "") + ".")
     return fig
+
+
+def _log_x(ax, low: float, high: float) -> None:
+    ax.set_xscale("log")
+    ticks, lo, hi = log_ticks(low, high)
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(plain))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def latency_vs_load(levels: pd.DataFrame, percentiles: Sequence[str] = ("p50", "p99"), *,
+                    target: float | None = None, hue: str = "arm") -> plt.Figure:
+    """Latency from the scheduled start against offered load, a panel per percentile (log
+    axes): per arm the median over rounds with min–max whiskers; a hollow marker where some
+    round did not sustain the load (the value is a lower bound); `target`: the p99 target
+    as a dashed line on the p99 panel."""
+    fig, axes = _panels(len(percentiles))
+    arms = list(dict.fromkeys(levels[hue]))
+    colours = palette(arms)
+    for ax, pct in zip(axes, percentiles):
+        key = pct.replace(".", "_")
+        for i, a in enumerate(arms):
+            g = levels[levels[hue] == a].sort_values("rate")
+            x = g["rate"] * (1 + DODGE * (i - (len(arms) - 1) / 2) / 4)
+            med = g[f"{key}_median"]
+            ax.errorbar(x, med, yerr=[med - g[f"{key}_min"], g[f"{key}_max"] - med], color=colours[a],
+                        marker="o", ms=5, capsize=2, lw=1.2, label=a)
+            lb = g["lower_bound"].astype(bool)
+            if lb.any():
+                ax.plot(x[lb], med[lb], "o", ms=9, mfc="white", mec=colours[a], mew=1.5, zorder=3,
+                        label=f"{a}: not sustained (a lower bound)")
+        low = min(levels[f"{k}_min"].min() for k in (p.replace(".", "_") for p in percentiles))
+        high = max(levels[f"{k}_max"].max() for k in (p.replace(".", "_") for p in percentiles))
+        if target and pct == "p99":
+            ax.axhline(target, color="0.3", ls="--", lw=1, label=f"p99 target {target:g} ms")
+            low, high = min(low, target), max(high, target)
+        _log_y(ax, low, high)
+        _log_x(ax, levels["rate"].min(), levels["rate"].max())
+        ax.set_xlabel("offered load (transactions/s)")
+        ax.set_ylabel(f"{pct} latency (ms)")
+        ax.set_title(f"{pct} from the scheduled start", fontsize="medium")
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = ("Latency percentiles (" + ", ".join(percentiles) + ") against offered "
+                         "load on log axes, one line per configuration, median with min–max whiskers.")
+    return fig
+
+
+def achieved(levels: pd.DataFrame, *, hue: str = "arm") -> plt.Figure:
+    """Achieved against offered transactions/s (log axes), per arm the median over rounds;
+    the diagonal is a load kept up with, a point below it a load that was not."""
+    fig, ax = plt.subplots(figsize=(PANEL_W, PANEL_H))
+    arms = list(dict.fromkeys(levels[hue]))
+    colours = palette(arms)
+    lo = min(levels["rate"].min(), levels["achieved_median"].min())
+    hi = max(levels["rate"].max(), levels["achieved_median"].max())
+    ax.plot([lo, hi], [lo, hi], color="0.6", lw=1, ls=":", label="achieved = offered")
+    for i, a in enumerate(arms):
+        g = levels[levels[hue] == a].sort_values("rate")
+        x = g["rate"] * (1 + DODGE * (i - (len(arms) - 1) / 2) / 4)
+        ax.plot(x, g["achieved_median"], marker="o", ms=5, color=colours[a], label=a)
+    _log_x(ax, lo, hi)
+    _log_y(ax, lo, hi)
+    ax.set_xlabel("offered load (transactions/s)")
+    ax.set_ylabel("achieved (transactions/s)")
+    ax.set_title("achieved against offered load", fontsize="medium")
+    _legend_below(fig, ax)
+    fig.dbstudies_alt = "Achieved against offered transactions per second, log axes, one line per configuration."
+    return fig
+
+
+def per_second(seconds: pd.DataFrame, title: str, *, hue: str = "arm") -> plt.Figure:
+    """Open-loop steps second by second: p99 from the scheduled start (log) and the queue of
+    arrivals due but not yet started, one line per step, coloured by arm."""
+    fig, (a, b) = _panels(2)
+    arms = list(dict.fromkeys(seconds[hue]))
+    colours = palette(arms)
+    for (arm, _), g in seconds.groupby([hue, "step"], sort=False):
+        g = g.sort_values("second")
+        a.plot(g["second"], g["latency_p99_ms"], color=colours[arm], marker=".", lw=1, alpha=0.8)
+        b.plot(g["second"], g["queued"].fillna(0), color=colours[arm], marker=".", lw=1, alpha=0.8)
+    for arm in arms:  # one legend entry per arm
+        a.plot([], [], color=colours[arm], marker=".", label=arm)
+    p99 = seconds["latency_p99_ms"].dropna()
+    _log_y(a, p99.min(), p99.max())
+    a.set_ylabel("p99 latency (ms)")
+    a.set_title("p99 each second, from the scheduled start", fontsize="medium")
+    b.set_ylabel("arrivals queued (due, not started)")
+    b.set_title("the queue each second", fontsize="medium")
+    top = max(float(seconds["queued"].max()), 1.0)
+    b.set_ylim(-0.05 * top, top * 1.15)
+    b.yaxis.set_major_locator(FixedLocator(_linear_ticks(top)))
+    b.yaxis.set_major_formatter(FuncFormatter(plain))
+    last = int(seconds["second"].max())
+    for ax in (a, b):
+        ax.set_xlabel("second of the step")
+        ax.set_xlim(0.5, last + 0.5)
+        ax.xaxis.set_major_locator(FixedLocator(_linear_ticks(last, start=1)))
+        ax.xaxis.set_major_formatter(FuncFormatter(plain))
+    fig.suptitle(title, fontsize="medium")
+    _legend_below(fig, a)
+    fig.dbstudies_alt = (f"{title}: p99 latency each second on a log scale, and the arrivals queued each "
+                         "second, one line per step coloured by configuration.")
+    return fig
+
+
+def _linear_ticks(top: float, start: float = 0) -> list[float]:
+    """At least three round ticks from `start` to `top`.
+
+    >>> _linear_ticks(2, start=1), _linear_ticks(10), _linear_ticks(0.5)
+    ([1.0, 1.5, 2.0], [0, 5, 10], [0.0, 0.2, 0.4])
+    """
+    span = max(top - start, 1e-9)
+    for step in sorted(m * 10 ** e for e in range(-3, 9) for m in (1, 2, 5))[::-1]:
+        ticks = [start + i * step for i in range(int(span // step) + 1)]
+        if len(ticks) >= 3:
+            return [round(t, 6) for t in ticks]
+    return [start, start + span / 2, start + span]
 
 
 def _mark_clipped(ax, xs: Sequence[float], values: pd.Series, edge: tuple[float, float], *,

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from . import experiment, paths
+from . import experiment, paths, plots
 from .errors import DbStudiesError
 from .results import Run
 from .study import against_profile, unused_parameters
@@ -184,35 +184,59 @@ def data_sizes(meta: dict[str, Any]) -> str:
 
 
 def client_commands(meta: dict[str, Any]) -> str:
-    """The sysbench command line of the measured steps, one per workload, with the values
-    that change from step to step (client threads, seed) written as {…}; "" without sysbench."""
+    """The sysbench command line of the measured steps, one per workload (and per closed or
+    open loop: an offered rate is said by DBSTUDIES_RATE), with the values that change from
+    step to step (client threads, seed, rate) written as {…}; "" without sysbench."""
     calls = [c for c in (meta.get("sysbench") or {}).get("calls") or [] if c.get("command") == "run"]
     duration = (meta.get("parameters") or {}).get("duration")
     calls = [c for c in calls if f"--time={duration}" in c.get("argv", [])] or calls
     lines = []
-    for workload in dict.fromkeys(c.get("workload") for c in calls):
-        mine = [c for c in calls if c.get("workload") == workload]
-        varying = {}
-        for c in mine:
-            for a in c["argv"]:
-                if a.startswith(("--threads=", "--rand-seed=", "--mysql-socket=")):
-                    varying.setdefault(a.split("=", 1)[0], []).append(a.split("=", 1)[1])
-        argv = []
-        for a in mine[0]["argv"]:
-            a = re.sub(r"^.*/(lib/dbstudies/)", r"\1", a)  # wherever the repository was
-            name = a.split("=", 1)[0]
-            if name in varying:
-                values = sorted(set(varying[name]), key=lambda v: (len(v), v))
-                a = (f"{name}={values[0]}" if len(values) == 1 else
-                     f"{name}={{{', '.join(values)}}}" if name == "--threads" else f"{name}=…")
-            argv.append(a)
-        env = " ".join(f"{k}={v}" for k, v in (mine[0].get("env") or {}).items()
-                       if k == "DBSTUDIES_WORKLOAD")
-        lines.append(f"<pre>{_e(env + ' ' if env else '')}{_e(' '.join(argv))}</pre>")
+    kinds = dict.fromkeys((c.get("workload"), "DBSTUDIES_RATE" in (c.get("env") or {})) for c in calls)
+    for workload, open_loop in kinds:
+        mine = [c for c in calls if c.get("workload") == workload
+                and ("DBSTUDIES_RATE" in (c.get("env") or {})) == open_loop]
+        argv = [_varying(re.sub(r"^.*/(lib/dbstudies/)", r"\1", a),  # wherever the repository was
+                         [next((b for b in c["argv"] if b.split("=", 1)[0] == a.split("=", 1)[0]), a)
+                          for c in mine])
+                for a in mine[0]["argv"]]
+        env = [_varying(f"{k}={v}", [f"{k}={(c.get('env') or {}).get(k, '')}" for c in mine])
+               for k, v in (mine[0].get("env") or {}).items()
+               if k in ("DBSTUDIES_WORKLOAD", "DBSTUDIES_RATE", "DBSTUDIES_ARRIVALS")]
+        lines.append(f"<pre>{_e(' '.join(env) + ' ' if env else '')}{_e(' '.join(argv))}</pre>")
     if not lines:
         return ""
     return ("<p>sysbench 1.0.20 through our reporting wrapper (per-second rows, the full latency "
-            "histogram); <code>{…}</code>: the values the steps ran with.</p>" + "".join(lines))
+            "histogram; with DBSTUDIES_RATE, open loop at that many transactions/s: "
+            "<code>lua/dbs_openloop.lua</code>); <code>{…}</code>: the values the steps ran with.</p>"
+            + "".join(lines))
+
+
+_VARYING = ("--threads", "--rand-seed", "--mysql-socket", "DBSTUDIES_RATE")
+
+
+def _numeric_first(value: str) -> tuple[float, str]:
+    try:
+        return float(value), value
+    except ValueError:
+        return float("inf"), value
+
+
+def _varying(arg: str, seen: list[str]) -> str:
+    """`arg` as the command shows it: a value that changes between steps as {the values}
+    (threads, rates) or … (seeds, sockets).
+
+    >>> _varying("--threads=8", ["--threads=8", "--threads=64"]), _varying("--rand-seed=1", ["--rand-seed=1", "--rand-seed=2"])
+    ('--threads={8, 64}', '--rand-seed=…')
+    """
+    name = arg.split("=", 1)[0]
+    if name not in _VARYING:
+        return arg
+    values = sorted({a.split("=", 1)[1] for a in seen}, key=_numeric_first)
+    if len(values) == 1:
+        return f"{name}={values[0]}"
+    if name in ("--threads", "DBSTUDIES_RATE"):
+        return f"{name}={{{', '.join(values)}}}"
+    return f"{name}=…"
 
 
 def _sweep_row(run: Run) -> str:
@@ -501,11 +525,14 @@ def answer(verdicts: Any, text: str) -> None:
 def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
     """How the run was measured, for judging its answer: the design in one line, what each
     comparison table could detect (said once here), the servers' settings that matter and
-    what differs between arms, the data against each buffer pool, the client command."""
+    what differs between arms, the data against each buffer pool, the client command.
+    It comes before the figures: the arms get their colours here, baseline first, so a
+    configuration has the same colour in every figure whatever order a figure meets it in."""
     from IPython.display import HTML, display
 
     from .stats import reachability
     meta = run.metadata
+    plots.palette([a["label"] for a in meta.get("arms", [])])
     parts = [f"<p><b>Design.</b> {_e(design_line(meta))}.</p>"]
     reach = [(name, reachability(rel)) for name, rel in (tables or {}).items()
              if rel is not None and not rel.empty and "mde_pct" in rel]

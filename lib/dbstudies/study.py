@@ -46,7 +46,7 @@ from . import servers, workloads
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
             "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls",
             "dbt3_plans": "dbstudies.studies.dbt3_plans",
-            "compression": "dbstudies.studies.compression"}
+            "compression": "dbstudies.studies.compression", "latency": "dbstudies.studies.latency"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
@@ -286,6 +286,52 @@ def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
     base = arms[0]
     twin = dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label)
     return [base, twin, *arms[1:]]
+
+
+# ---------------------------------------------------------------- schedulers as arms
+
+PER_CONNECTION, POOL = "one-thread-per-connection", "pool-of-threads"
+SCHEDULERS = (PER_CONNECTION, POOL)
+
+
+def scheduler_intent(scheduler: str, server_cpus: int) -> servers.Intent:
+    """What a scheduler asks of the server; the pool gets one group per server CPU."""
+    if scheduler == POOL:
+        return servers.Intent(thread_pool=True, thread_pool_size=server_cpus)
+    return servers.Intent(thread_pool=False)
+
+
+def lacks_pool(flavour: str) -> str | None:
+    """Why `flavour` cannot run the pool (its dialect says), or None when it can."""
+    return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
+
+
+def _scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str) -> str:
+    return scheduler if len(p.flavours) == 1 else f"{flavour} · {scheduler}"
+
+
+def scheduler_arms(p: "MultiServerParams", schedulers: list[str]) -> list[Arm]:
+    """One arm per server × scheduler it has; the baseline (the baseline server's
+    one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
+    order = sorted(schedulers, key=SCHEDULERS.index)
+    return [Arm(_scheduler_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
+            for f in p.servers() for s in order if s != POOL or not lacks_pool(f)]
+
+
+def schedulers_unavailable(p: "MultiServerParams", schedulers: list[str]) -> list[tuple[str, str]]:
+    """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
+    a flavour without one (MySQL community)."""
+    return [(_scheduler_label(p, f, POOL), f) for f in p.servers()
+            if POOL in schedulers and lacks_pool(f)]
+
+
+def schedulers_problems(p: "MultiServerParams", schedulers: list[str]) -> list[str]:
+    """Unknown schedulers, bad flavours, and a pool asked of servers none of which has one."""
+    problems = P.check_choices("schedulers", schedulers, SCHEDULERS)
+    bad = p.flavour_problems()
+    if not bad and POOL in schedulers and all(lacks_pool(f) for f in p.flavours):
+        bad.append(f"schedulers: none of {', '.join(p.flavours)} has a thread pool")
+    return problems + bad
 
 
 class StudyModule(Protocol):

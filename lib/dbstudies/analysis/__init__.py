@@ -196,7 +196,7 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     return text
 
 
-CELL_KEYS = ("workload", "threads", "query", "all")  # what names a cell, where a table has it
+CELL_KEYS = ("workload", "threads", "offered", "query", "all")  # what names a cell, where a table has it
 
 
 def _cell_name(r: Any) -> str:
@@ -409,16 +409,19 @@ def transaction_types(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def new_orders_per_minute(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
-    """TPC-C-like New-Order transactions per minute per measured step (rolled-back ones
-    included, as tpmC counts them), summarised per workload × arm × threads: nopm_median,
-    _min, _max. A tpmC-like figure from a sysbench run: not a TPC-C result."""
+    """TPC-C-like throughput per workload × arm × threads, as TPC-C reports it: all
+    transactions per second (`tps_median`, _min, _max) and New-Order transactions per minute
+    (`nopm_…`, rolled-back ones included, as tpmC counts them) of each measured step. A
+    tpmC-like figure from a sysbench run: not a TPC-C result."""
     t = run.table(TYPES)
-    t = t[t["type"] == "new_order"].merge(steps[["step", "workload", "arm", "threads", "seconds"]], on="step")
+    t = t[t["type"] == "new_order"].merge(steps[["step", "workload", "arm", "threads", "seconds", "tps"]],
+                                          on="step")
     if t.empty:
         return pd.DataFrame()
     t = t.assign(nopm=t["count"] / t["seconds"] * 60)
-    return (t.groupby(["workload", "arm", "threads"])["nopm"].agg(["median", "min", "max"])
-            .add_prefix("nopm_").reset_index())
+    g = t.groupby(["workload", "arm", "threads"])
+    return pd.concat([g["tps"].agg(["median", "min", "max"]).add_prefix("tps_"),
+                      g["nopm"].agg(["median", "min", "max"]).add_prefix("nopm_")], axis=1).reset_index()
 
 
 def tpcc_per_second(run: Run, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

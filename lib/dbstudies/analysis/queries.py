@@ -220,13 +220,13 @@ def forced_table(fo: pd.DataFrame, p: Any) -> pd.DataFrame:
 def forced_summary(fo: pd.DataFrame) -> pd.DataFrame:
     """Seconds of each forced rewrite beside the two plans it sits between, for a chart: x is
     "Q<n> on <candidate>", arm the variant (its own plan, the other order forced, the other
-    candidate's own plan); median with min–max from the phase's executions."""
+    candidate's own plan); geometric mean with min–max from the phase's executions."""
     rows = []
     for r in fo[fo["forced"]].itertuples() if not fo.empty else []:
         x = f"Q{r.query} on {r.candidate}"
         for arm, s in (("own plan", r.own), ("the other order forced (STRAIGHT_JOIN)", r.forced_s),
                        ("the other candidate's own plan", r.theirs)):
-            rows.append({"case": x, "arm": arm, "median_s": s["median_s"], "min_s": s["min_s"],
+            rows.append({"case": x, "arm": arm, "geomean_s": s["geomean_s"], "min_s": s["min_s"],
                          "max_s": s["max_s"]})
     return pd.DataFrame(rows)
 

@@ -15,16 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, servers
-from .. import params as P
+from .. import analysis
 from .. import study as S
 
 if TYPE_CHECKING:
     import pandas as pd
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
-PER_CONNECTION, POOL = "one-thread-per-connection", "pool-of-threads"
-SCHEDULERS = (PER_CONNECTION, POOL)
+PER_CONNECTION, POOL, SCHEDULERS = S.PER_CONNECTION, S.POOL, S.SCHEDULERS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,12 +34,7 @@ class Params(S.MultiServerParams):
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
     def check(self) -> list[str]:
-        problems = P.check_choices("schedulers", self.schedulers, SCHEDULERS)
-        bad = self.flavour_problems()
-        if not bad and POOL in self.schedulers and all(
-                _lacks_pool(f) for f in self.flavours):
-            bad.append(f"schedulers: none of {', '.join(self.flavours)} has a thread pool")
-        return problems + bad
+        return S.schedulers_problems(self, self.schedulers)
 
 
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
@@ -66,35 +59,16 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def scheduler_intent(scheduler: str, server_cpus: int) -> "servers.Intent":
-    """What a scheduler asks of the server; the pool gets one group per server CPU."""
-    if scheduler == POOL:
-        return servers.Intent(thread_pool=True, thread_pool_size=server_cpus)
-    return servers.Intent(thread_pool=False)
-
-
-def _lacks_pool(flavour: str) -> str | None:
-    """Why `flavour` cannot run the pool (its dialect says), or None when it can."""
-    return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
-
-
-def _label(p: Params, flavour: str, scheduler: str) -> str:
-    return scheduler if len(p.flavours) == 1 else f"{flavour} · {scheduler}"
-
-
 def arms(p: Params) -> list[S.Arm]:
     """One arm per server × scheduler it has; the baseline (the baseline server's
     one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
-    order = sorted(p.schedulers, key=SCHEDULERS.index)
-    return [S.Arm(_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
-            for f in p.servers() for s in order if s != POOL or not _lacks_pool(f)]
+    return S.scheduler_arms(p, p.schedulers)
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
-    return [(_label(p, f, POOL), f) for f in p.servers()
-            if POOL in p.schedulers and _lacks_pool(f)]
+    return S.schedulers_unavailable(p, p.schedulers)
 
 
 # ---------------------------------------------------------------- analysis

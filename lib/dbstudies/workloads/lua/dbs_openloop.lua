@@ -39,10 +39,11 @@ typedef struct {
    int poisson;
    int started_flag;
    uint64_t rng;        /* the arrivals' random stream (an LCG: one stream for all threads) */
-   uint64_t due;        /* arrivals generated (all due by `last`) */
-   uint64_t started;    /* arrivals a worker took */
-   uint64_t dropped;    /* arrivals lost because the queue was full */
-   uint64_t head, tail, cap;
+   /* counts as doubles (exact to 2^53): plain Lua numbers, no boxed 64-bit integers */
+   double due;          /* arrivals generated */
+   double started;      /* arrivals a worker took */
+   double dropped;      /* arrivals lost because the queue was full */
+   double head, tail, cap;
    double *queue;       /* scheduled times of generated, not yet started arrivals */
 } dbs_ol_t;
 int pthread_mutex_init(dbs_mutex_t *m, const void *attr);

@@ -1,0 +1,311 @@
+"""The latency study's analysis: calibration (closed-loop peak per arm), the offered-load
+cells it implies, per-level latency from the scheduled start, comparisons per level that
+never treat a lower bound as a number, and the capacity at a p99 target."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import experiment
+from ..errors import StoreError
+from ..hooks import OL_SECONDS, OPEN_LOOP
+from ..results import Run
+from ..study import Arm
+from . import cell_text, compare_arms, is_paired, with_unavailable
+
+CELL = ["workload", "threads", "rate"]
+PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
+               "p99.9": "latency_p99_9_ms"}
+
+
+def split(run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The measured steps as (calibration: closed loop, offered load: open loop with their
+    open-loop figures — `ol_…` — and `rate`, the offered transactions/s)."""
+    steps = experiment.measured(run)
+    planned = pd.DataFrame(run.metadata.get("follow_up") or [], columns=["step", "load"])
+    steps = steps.merge(planned[["step", "load"]], on="step", how="left")
+    try:
+        ol = run.table(OPEN_LOOP)
+    except StoreError:
+        ol = pd.DataFrame(columns=list(OPEN_LOOP.columns))
+    ol = ol.rename(columns={c: f"ol_{c}" for c in ol.columns if c != "step"})
+    loaded = steps.merge(ol, on="step")
+    loaded = loaded.assign(rate=loaded["ol_offered_rate"])
+    return steps[~steps["step"].isin(loaded["step"])].reset_index(drop=True), loaded
+
+
+def peaks(calibration: pd.DataFrame) -> pd.DataFrame:
+    """Per workload × threads × arm: the closed-loop transactions/s (median, min, max over
+    rounds) and the closed-loop p99 (median)."""
+    if calibration.empty:
+        return pd.DataFrame(columns=["workload", "threads", "arm", "n", "tps_median", "tps_min",
+                                     "tps_max", "closed_p99_ms_median"])
+    g = calibration.groupby(["workload", "threads", "arm"], sort=False)
+    return g.agg(n=("tps", "size"), tps_median=("tps", "median"), tps_min=("tps", "min"),
+                 tps_max=("tps", "max"), closed_p99_ms_median=("latency_p99_ms", "median")).reset_index()
+
+
+def load_cells(run: Run, p: Any, baseline: str) -> list[dict[str, Any]]:
+    """The offered-load cells: per workload, each level as transactions/s — `rates` as
+    given, else each of `loads` × the baseline's median calibrated peak (so every arm is
+    offered the same rate)."""
+    cal, _ = split(run)
+    cells = []
+    for w in p.workloads:
+        for t in p.threads:
+            if p.rates:
+                cells += [{"workload": w, "threads": t, "load": math.nan, "rate": float(r)}
+                          for r in sorted(p.rates)]
+                continue
+            mine = cal[(cal["workload"] == w) & (cal["threads"] == t) & (cal["arm"] == baseline)]
+            if mine.empty:
+                raise StoreError(f"no calibration step of {baseline} ({w}, {t} connections): "
+                                 "the offered loads are fractions of its peak")
+            peak = float(mine["tps"].median())
+            cells += [{"workload": w, "threads": t, "load": float(f), "rate": round(f * peak, 1)}
+                      for f in sorted(p.loads)]
+    return cells
+
+
+def offered(rate: float, load: float | None = None) -> str:
+    """How a level reads in tables.
+
+    >>> offered(2000.4, 0.5), offered(150.0)
+    ('2,000/s (50 % of peak)', '150/s')
+    """
+    text = f"{rate:,.0f}/s"
+    return text + (f" ({load * 100:.0f} % of peak)" if load is not None and load == load else "")
+
+
+def levels(loaded: pd.DataFrame) -> pd.DataFrame:
+    """Per workload × threads × rate × arm: rounds, how many sustained the load, the achieved
+    rate and each latency percentile from the scheduled start (median, min, max over rounds;
+    `lower_bound` when any round did not sustain it: then the figures are lower bounds)."""
+    if loaded.empty:
+        return pd.DataFrame()
+    g = loaded.groupby([*CELL, "arm"], sort=True)
+    out = g.agg(load=("load", "first"), n=("step", "size"), sustained=("ol_sustained", "sum"),
+                achieved_median=("ol_achieved_rate", "median"),
+                unstarted_max=("ol_unstarted", "max"))
+    for name, col in PERCENTILES.items():
+        key = name.replace(".", "_")
+        out[f"{key}_median"] = g[f"ol_{col}"].median()
+        out[f"{key}_min"] = g[f"ol_{col}"].min()
+        out[f"{key}_max"] = g[f"ol_{col}"].max()
+    out = out.reset_index()
+    out["lower_bound"] = out["sustained"] < out["n"]
+    out["offered"] = [offered(r, lo) for r, lo in zip(out["rate"], out["load"])]
+    return out
+
+
+def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: str,
+                   missing: list[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Every arm against the baseline per level on one percentile (lower is better), one
+    Holm family. A level some round of either arm did not sustain is not compared: its
+    latencies are lower bounds; the row says who did not keep up."""
+    if loaded.empty:
+        return pd.DataFrame()
+    column = f"ol_{PERCENTILES[percentile]}"
+    rel = compare_arms(loaded, arms, by=CELL, value=column, higher_is_better=False,
+                       threshold=p.draw_threshold)
+    if rel.empty:
+        return rel
+    behind = (loaded.groupby([*CELL, "arm"])["ol_sustained"].all().rename("kept_up").reset_index())
+    base = arms[0].label
+
+    def who(r: Any) -> list[str]:
+        mine = behind[(behind["workload"] == r.workload) & (behind["threads"] == r.threads)
+                      & (behind["rate"] == r.rate)].set_index("arm")["kept_up"]
+        return [a for a in (base, r.candidate) if a in mine and not mine[a]]
+
+    rows = []
+    for r in rel.itertuples(index=False):
+        row = r._asdict()
+        late = who(r)
+        if late:
+            row.update({k: math.nan for k in ("ratio", "delta_pct", "ci_low", "ci_high", "p_value",
+                                              "p_holm", "mde_pct") if k in row},
+                       verdict="not compared: " + " and ".join(late) + " did not keep up (lower bounds)")
+        rows.append(row)
+    out = pd.DataFrame(rows).assign(baseline=base)
+    load = loaded.groupby(CELL)["load"].first()
+    out["offered"] = [offered(r, load.get((w, t, r), math.nan))
+                      for w, t, r in zip(out["workload"], out["threads"], out["rate"])]
+    return with_unavailable(out, list(missing)) if missing else out
+
+
+def layout(rel: pd.DataFrame) -> pd.DataFrame:
+    """Offered load down, one column per candidate vs baseline (· workload), each cell
+    `−12.0 % [−20.1, −3.2] better` or why it was not compared."""
+    if rel.empty:
+        return rel
+    cell = rel.apply(cell_text, axis=1)
+    column = rel["candidate"] + " vs " + rel["baseline"]
+    if rel["workload"].nunique() > 1:
+        column = column + " · " + rel["workload"]
+    order = (rel.sort_values("rate") if "rate" in rel else rel)["offered"].drop_duplicates().tolist()
+    out = rel.assign(cell=cell, column=column).pivot(index="offered", columns="column", values="cell")
+    return out.loc[order, list(dict.fromkeys(column))].reset_index().rename_axis(columns=None)
+
+
+def seconds_at(run: Run, loaded: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The open-loop steps of one level second by second (`plots.per_second`), with a title:
+    the highest level every arm sustained in every round (else the lowest level) of the
+    first workload."""
+    if loaded.empty:
+        return pd.DataFrame(), ""
+    mine = loaded[loaded["workload"] == loaded["workload"].iloc[0]]
+    kept = mine.groupby("rate")["ol_sustained"].all()
+    rate = kept[kept].index.max() if kept.any() else kept.index.min()
+    steps = mine[mine["rate"] == rate][["step", "arm", "load"]]
+    seconds = run.table(OL_SECONDS).merge(steps, on="step")
+    load = steps["load"].iloc[0]
+    return seconds, (f"{mine['workload'].iloc[0]} at {offered(rate, load)}"
+                     + ("" if kept.any() else ": not sustained"))
+
+
+# ---------------------------------------------------------------- capacity at a p99 target
+
+def capacity_of(curve: pd.DataFrame, target: float) -> tuple[float, str]:
+    """The highest offered rate whose p99 stays under `target` on one round's curve (rate,
+    p99, sustained), log-interpolated between the last level under the target and the first
+    over it; ("≥", highest rate) when every level stayed under, ("<", lowest) when none did.
+    A level that was not sustained counts as over the target and is not interpolated to
+    (its p99 is a lower bound): the capacity then lies between the last level under the
+    target and it, and only the bound ("≥", that last level) is known.
+
+    >>> c = pd.DataFrame({"rate": [100, 200, 400], "p99": [2.0, 8.0, 32.0], "sustained": [True] * 3})
+    >>> round(capacity_of(c, 16.0)[0], 1), capacity_of(c, 16.0)[1]
+    (282.8, '=')
+    >>> capacity_of(c, 64.0), capacity_of(c, 1.0)
+    ((400.0, '≥'), (100.0, '<'))
+    >>> capacity_of(c.assign(sustained=[True, True, False]), 16.0)
+    (200.0, '≥')
+    """
+    c = curve.sort_values("rate")
+    over = (c["p99"] > target) | ~c["sustained"].astype(bool)
+    if not over.any():
+        return float(c["rate"].iloc[-1]), "≥"
+    first = int(np.argmax(over.to_numpy()))
+    if first == 0:
+        return float(c["rate"].iloc[0]), "<"
+    lo, hi = c.iloc[first - 1], c.iloc[first]
+    if not hi["sustained"]:
+        return float(lo["rate"]), "≥"
+    if not hi["p99"] > lo["p99"]:
+        return float(lo["rate"]), "="
+    f = (math.log(target) - math.log(lo["p99"])) / (math.log(hi["p99"]) - math.log(lo["p99"]))
+    return float(math.exp(math.log(lo["rate"]) + f * (math.log(hi["rate"]) - math.log(lo["rate"])))), "="
+
+
+def capacities(loaded: pd.DataFrame, target: float) -> pd.DataFrame:
+    """Per workload × threads × arm × round: the capacity at `target` and whether it is
+    censored ("≥": every level stayed under the target; "<": none did)."""
+    rows = []
+    for (w, t, arm, repeat), g in loaded.groupby(["workload", "threads", "arm", "repeat"]):
+        curve = g.rename(columns={"ol_latency_p99_ms": "p99", "ol_sustained": "sustained"})
+        cap, kind = capacity_of(curve[["rate", "p99", "sustained"]], target)
+        rows.append({"workload": w, "threads": t, "arm": arm, "repeat": repeat,
+                     "pair": int(repeat), "capacity": cap, "censored": kind})
+    return pd.DataFrame(rows)
+
+
+def compare_capacity(loaded: pd.DataFrame, arms: list[Arm], p: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per arm: the capacity's median, min, max over rounds and how many rounds were
+    censored; the comparison with the baseline, higher is better, paired by round). A
+    comparison where either arm's capacity was censored in some round is not made: the
+    levels did not bracket the target — widen `loads`."""
+    cap = capacities(loaded, p.p99_target_ms)
+    if cap.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    per_arm = cap.groupby(["workload", "threads", "arm"], sort=False).agg(
+        n=("capacity", "size"), capacity_median=("capacity", "median"),
+        capacity_min=("capacity", "min"), capacity_max=("capacity", "max"),
+        at_least=("censored", lambda s: int((s == "≥").sum())),
+        below=("censored", lambda s: int((s == "<").sum()))).reset_index()
+    rel = compare_arms(cap if is_paired(loaded) else cap.drop(columns="pair"), arms,
+                       by=["workload", "threads"], value="capacity", higher_is_better=True,
+                       threshold=p.draw_threshold)
+    if rel.empty:
+        return per_arm, rel
+    censored = per_arm.set_index(["workload", "threads", "arm"])
+    rows = []
+    for r in rel.itertuples(index=False):
+        row = r._asdict()
+        bad = [a for a in (arms[0].label, r.candidate)
+               if (r.workload, r.threads, a) in censored.index
+               and (censored.loc[(r.workload, r.threads, a), ["at_least", "below"]].sum() > 0)]
+        if bad:
+            row.update({k: math.nan for k in ("ratio", "delta_pct", "ci_low", "ci_high", "p_value",
+                                              "p_holm", "mde_pct") if k in row},
+                       verdict="not compared: only a bound for " + " and ".join(bad)
+                       + " (the levels do not resolve where p99 crosses the target)")
+        rows.append(row)
+    return per_arm, pd.DataFrame(rows).assign(baseline=arms[0].label, offered=f"p99 ≤ {p.p99_target_ms:g} ms")
+
+
+# ---------------------------------------------------------------- the study's tables and text
+
+def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = ()) -> dict[str, pd.DataFrame]:
+    """Everything the report shows: `peaks` (calibration), `peak` (closed-loop tps
+    comparison), `levels`, `p99` and `p50` (per level), `capacity` (per arm) and
+    `capacity_rel` (the comparison)."""
+    cal, loaded = split(run)
+    peak_rel = compare_arms(cal, arms, by=["workload", "threads"], value="tps",
+                            higher_is_better=True, threshold=p.draw_threshold) if len(cal) else pd.DataFrame()
+    per_arm, cap_rel = compare_capacity(loaded, arms, p) if len(loaded) else (pd.DataFrame(), pd.DataFrame())
+    return {"peaks": peaks(cal), "peak": peak_rel.assign(baseline=arms[0].label) if len(peak_rel) else peak_rel,
+            "levels": levels(loaded),
+            "p99": compare_levels(loaded, arms, p, "p99", missing),
+            "p50": compare_levels(loaded, arms, p, "p50", missing),
+            "capacity": per_arm, "capacity_rel": cap_rel, "loaded": loaded}
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.1f} %".replace("-", "−")
+
+
+def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    base = arms[0].label
+    lines = []
+    for r in t["peaks"].itertuples():
+        lines.append(f"- Closed loop at {r.threads} connections ({r.workload}): {r.arm} peaks at "
+                     f"{r.tps_median:,.0f} transactions/s (median of {r.n}), closed-loop p99 "
+                     f"{r.closed_p99_ms_median:.3g} ms.")
+    cap, rel = t["capacity"], t["capacity_rel"]
+    for r in cap.itertuples():
+        bound = ("≥ " if r.at_least == r.n else "< " if r.below == r.n else "")
+        partly = r.at_least + r.below
+        lines.append(f"- Capacity at p99 ≤ {p.p99_target_ms:g} ms ({r.workload}): {r.arm} "
+                     f"{bound}{r.capacity_median:,.0f}/s (median of {r.n} rounds, "
+                     f"{r.capacity_min:,.0f}–{r.capacity_max:,.0f}"
+                     + (f"; in {partly} of them only a bound" if 0 < partly < r.n else "") + ").")
+    for r in rel.itertuples() if len(rel) else []:
+        if r.delta_pct == r.delta_pct:
+            lines.append(f"- **{r.candidate} vs {base}**: capacity {_pct(r.delta_pct)} "
+                         f"[{_pct((r.ci_low - 1) * 100)}, {_pct((r.ci_high - 1) * 100)}]: {r.verdict}.")
+        else:
+            lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
+    for name in ("p99", "p50"):
+        rel = t[name]
+        if rel.empty:
+            continue
+        tested = rel[rel["delta_pct"].notna()]
+        counts = rel["verdict"].astype(str).str.split(":").str[0].value_counts()
+        parts = [f"{n} {v}" for v, n in counts.items()]
+        line = f"- {name} per offered level: {', '.join(parts)}"
+        if len(tested):
+            big = tested.loc[tested["delta_pct"].abs().idxmax()]
+            line += (f"; the largest difference {_pct(big.delta_pct)} at {big.offered} "
+                     f"({big.candidate}, {big.verdict})")
+        lines.append(line + ".")
+    lv = t["levels"]
+    if len(lv) and lv["lower_bound"].any():
+        behind = lv[lv["lower_bound"]]
+        lines.append("- Not sustained (latency a lower bound): " + "; ".join(
+            f"{r.arm} at {r.offered}" for r in behind.itertuples()) + ".")
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""Latency at a fixed offered load: what p99 users see at a given transaction rate, and how
+much load each configuration takes while p99 stays under a target (modelled on the
+thread-pool sources' case at high concurrency, measured open-loop: no coordinated omission).
+
+Arms: the schedulers on each server of `flavours`, as in the thread-pool study (the pool
+where the flavour has one). The measurement has two phases, both in paired rounds (all
+servers up, the arms of a cell back to back):
+
+1. **Calibration**: every arm closed-loop at `threads` connections for `duration` seconds per
+   workload — its peak transactions/s (recorded, compared like the thread-pool study's).
+2. **Offered load**: each level of `loads` (fractions of the *baseline's* calibrated peak, so
+   every arm gets the same absolute rate) or of `rates` (transactions/s), open-loop: Poisson
+   (or constant, `arrivals`) arrivals served by `threads` connections, every transaction timed
+   from its scheduled start (`dbs_openloop.lua`). A level an arm could not keep up with is
+   marked not sustained: its latency is a lower bound and is never compared as a number.
+
+Per level, p99 and p50 of every arm are compared with the baseline (one Holm family per
+metric). The capacity at `p99_target_ms` is, per round, the highest offered rate whose p99
+stays under the target (log-interpolated between the two levels around the crossing); arms
+are compared on it by their per-round ratios.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .. import hooks
+from .. import params as P
+from .. import study as S
+from ..analysis import latency as L
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..results import Run
+
+WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
+ARRIVALS = ("poisson", "constant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params(S.MultiServerParams):
+    """The study's parameters (README "Latency study parameters"). `threads`: the
+    connections serving the offered load (and the calibration's closed-loop threads)."""
+    schedulers: list[str]
+    loads: list[float]
+    rates: list[float] | None = None
+    arrivals: str = "poisson"
+    p99_target_ms: float = 10.0
+    WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
+    RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
+
+    def check(self) -> list[str]:
+        problems = S.schedulers_problems(self, self.schedulers)
+        if len(self.threads) != 1:
+            problems.append(f"threads: one connection count serves the offered load, got {self.threads}")
+        levels = self.rates if self.rates else self.loads
+        name = "rates" if self.rates else "loads"
+        if not levels or len(set(levels)) != len(levels) or not all(
+                isinstance(x, (int, float)) and x > 0 for x in levels):
+            problems.append(f"{name}: need distinct positive levels, got {levels}")
+        elif not self.rates and max(levels) > 3:
+            problems.append(f"loads: fractions of the baseline's peak (0.5 = half), at most 3, "
+                            f"got {levels}; absolute transactions/s go in `rates`")
+        problems += P.check_choices("arrivals", [self.arrivals], ARRIVALS)
+        if not self.p99_target_ms > 0:
+            problems.append(f"p99_target_ms: must be > 0, got {self.p99_target_ms}")
+        if self.budget is not None:
+            problems.append("budget: the latency study measures `repeats` rounds of each phase; "
+                            "leave budget unset")
+        return problems
+
+    def levels(self) -> list[float]:
+        """The offered-load levels in order: transactions/s, or fractions of the peak."""
+        return sorted(self.rates or self.loads)
+
+
+_COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(S.SCHEDULERS),
+               seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
+               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
+               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0)
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[8], tables=1, table_size=1000,
+                  warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2, loads=[0.3, 1.5],
+                  p99_target_ms=50.0),
+    # ≈ 20 min here: 64 connections, 4 levels up to past the baseline's peak, 5 rounds
+    "quick": dict(_COMMON, workloads=["oltp_read_only"], threads=[64], tables=4, table_size=100_000,
+                  warmup=5, duration=10, repeats=5, loads=[0.25, 0.5, 0.75, 0.9, 1.1],
+                  p99_target_ms=20.0),
+    "full": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"], threads=[256], tables=16,
+                 table_size=1_000_000, warmup=30, duration=30, repeats=10,
+                 loads=[0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1],
+                 settings={"innodb_buffer_pool_size": "5G"}),
+}
+
+
+def arms(p: Params) -> list[S.Arm]:
+    """One arm per server × scheduler it has, the baseline (one-thread-per-connection on
+    `flavour`) first."""
+    return S.scheduler_arms(p, p.schedulers)
+
+
+def not_available(p: Params) -> list[tuple[str, str]]:
+    return S.schedulers_unavailable(p, p.schedulers)
+
+
+def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
+    """The offered-load cells, from the calibration the plan measured: per workload, each
+    level as a rate (a fraction of the baseline's median peak transactions/s, or `rates`)."""
+    return L.load_cells(run, p, arms(p)[0].label)
+
+
+def block_seconds(p: Params) -> float:
+    """One round per arm: the calibration cells now, the offered-load cells after (the
+    follow-up); both are counted so the estimate covers the whole run."""
+    cells = len(p.workloads) * (1 + len(p.levels()))
+    return p.warmup + cells * (p.duration + hooks.STEP_OVERHEAD)
+
+
+# ---------------------------------------------------------------- analysis
+
+def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
+    """The study's tables from the run: calibration (peak per arm), per level, the
+    comparisons per level on p99 and p50, and the capacity at the target."""
+    return L.tables(run, p, arms(p), not_available(p))
+
+
+def conclusion(t: dict[str, "pd.DataFrame"], p: Params) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    return L.conclusion(t, p, arms(p))

@@ -1,0 +1,76 @@
+"""The latency study: parameters checked before anything starts, a calibration that sets the
+offered levels, open-loop steps stored with their queue and percentiles, levels not sustained
+kept out of the comparisons, the capacity at a p99 target, the report."""
+import pandas as pd
+import pytest
+
+from dbstudies import experiment
+from dbstudies.analysis import latency as L
+from dbstudies.hooks import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
+from dbstudies.params import ParamError
+from dbstudies.results import Run
+from dbstudies.study import load
+
+study = load("latency")
+
+
+def test_bad_levels_and_targets_are_parameter_errors():
+    with pytest.raises(ParamError) as e:
+        experiment.resolve(study, "smoke", loads=[0.5, 0.5], threads=[4, 8], p99_target_ms=0,
+                           arrivals="bursty", budget=5)
+    text = str(e.value)
+    for said in ("loads: need distinct positive levels", "threads: one connection count",
+                 "p99_target_ms: must be > 0", "arrivals", "budget: the latency study"):
+        assert said in text, said
+    with pytest.raises(ParamError, match="absolute transactions/s go in `rates`"):
+        experiment.resolve(study, "smoke", loads=[1000, 2000])
+    p = experiment.resolve(study, "smoke", rates=[500, 100])
+    assert p.levels() == [100, 500]
+
+
+def curve(p99s, sustained=None):
+    return pd.DataFrame({"rate": [100, 200, 400, 800][:len(p99s)], "p99": p99s,
+                         "sustained": sustained or [True] * len(p99s)})
+
+
+def test_the_capacity_interpolates_the_crossing_and_says_when_it_is_only_a_bound():
+    cap, kind = L.capacity_of(curve([1, 4, 16, 64]), 8)
+    assert kind == "=" and 200 < cap < 400 and cap == pytest.approx(200 * 2 ** 0.5)
+    assert L.capacity_of(curve([1, 2, 3, 4]), 8) == (800, "≥")       # never crossed
+    assert L.capacity_of(curve([9, 20, 30, 40]), 8) == (100, "<")    # crossed before the first
+    # the level over the target was not sustained: its p99 is a lower bound, no interpolation
+    assert L.capacity_of(curve([1, 4, 16, 64], [True, True, False, False]), 8) == (200, "≥")
+
+
+@pytest.mark.notebook
+@pytest.mark.server
+def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdicts(smoke_run):
+    proc, run_dir = smoke_run("latency.ipynb")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = Run.open(run_dir)
+    p = experiment.resolve(study, "smoke")
+    cal, loaded = L.split(run)
+    # calibration: closed loop, every arm each round; then every level on every arm each round
+    assert len(cal) == 2 * 2 and len(loaded) == 2 * 2 * 2
+    peak = cal[cal["arm"] == "one-thread-per-connection"]["tps"].median()
+    assert sorted(loaded["rate"].unique()) == [round(0.3 * peak, 1), round(1.5 * peak, 1)]
+    assert set(loaded["load"]) == {0.3, 1.5}
+    # open-loop tables: per step, per second, the histogram
+    for table in (OPEN_LOOP, OL_SECONDS, OL_HISTOGRAMS):
+        assert set(run.table(table)["step"]) == set(loaded["step"]), table.name
+    low, high = (loaded[loaded["load"] == x] for x in (0.3, 1.5))
+    assert low["ol_sustained"].all() and not high["ol_sustained"].any()  # 150 % of the peak
+    assert (high["ol_achieved_rate"] < 0.9 * high["rate"]).all() and high["ol_lower_bound"].all()
+    t = study.tables(run, p)
+    for name in ("p99", "p50"):
+        rel = t[name].set_index("load" if "load" in t[name] else "offered")
+        over = t[name][t[name]["offered"].str.contains("150 %")]
+        assert over["verdict"].str.startswith("not compared").all() and over["delta_pct"].isna().all()
+        assert t[name][~t[name]["offered"].str.contains("150 %")]["delta_pct"].notna().all(), rel
+    assert t["levels"]["lower_bound"].tolist() == [False, False, True, True]
+    assert set(t["capacity"]["arm"]) == {"one-thread-per-connection", "pool-of-threads"}
+    html = (run.path / "report.html").read_text()
+    assert "DBSTUDIES_RATE={" in html and "did not keep up" in html
+    for figure in ("latency_vs_load", "achieved_vs_offered"):
+        assert (run.path / "figures" / f"{figure}.png").exists()
+    assert "Capacity at p99 ≤ 50 ms" in proc.stdout and "Not sustained" in proc.stdout
