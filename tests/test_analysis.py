@@ -8,6 +8,7 @@ import pytest
 
 from dbstudies import experiment
 from dbstudies.hooks import STEPS
+from dbstudies.params import ParamError
 from dbstudies.study import arms_of, load
 
 tp = load("thread_pool")
@@ -81,10 +82,10 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     assert "throughput, pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, 6 draw" in text
     assert "detectable: " in text and "in the median cell" in text
     assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — no false difference (its median MDE" in text
-    assert "2 measured step(s) still ran on a busy host after 2 retries" in text
-    assert "3 attempt(s) at a step ran on a busy host (other processes used more than 10 % of " \
+    assert "2 measured steps still ran on a busy host after 2 retries" in text
+    assert "3 attempts at a step ran on a busy host (other processes used more than 10 % of " \
            "the machine, or the hypervisor stole more than 5 %) and were measured again" in text
-    assert "attempt(s)" not in tp.conclusion(tp.summary(synthetic_steps()), tables, p, host_cpus=2)
+    assert "attempt" not in tp.conclusion(tp.summary(synthetic_steps()), tables, p, host_cpus=2)
     assert "2-CPU host" in text
 
 
@@ -169,5 +170,5 @@ def test_flavours_are_checked():
                         ({"flavour": "mysql-9.7", "flavours": ["mysql-9.7"]},
                          "schedulers: none of mysql-9.7 has a thread pool"),
                         ({"flavours": ["mariadb-10.11", "mariadb-10.11"]}, "need distinct flavours")]:
-        with pytest.raises(tp.P.ParamError, match=message):
+        with pytest.raises(ParamError, match=message):
             experiment.resolve(tp, "smoke", **kw)

@@ -74,3 +74,36 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
     for figure in ("latency_vs_load", "achieved_vs_offered"):
         assert (run.path / "figures" / f"{figure}.png").exists()
     assert "Capacity at p99 ≤ 50 ms" in proc.stdout and "Not sustained" in proc.stdout
+    # `dbstudies plan` predicts the per-level tables keyed by level (fractions of the peak
+    # compare across runs); a level not sustained gives no observations
+    from dbstudies import planner
+    noise = planner.cell_noise(study, [run], 0)
+    assert noise[["workload", "threads", "level", "df"]].values.tolist() == [["oltp_point_select", 8, 0.3, 1]]
+    assert planner.predict(study, p, noise)["comparisons"] == 2  # two levels × one candidate
+
+
+def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
+    from types import SimpleNamespace
+
+    from dbstudies.study import Arm
+    rows = []
+    for repeat in (1, 2, 3):
+        for rate, level in ((100.0, 0.5), (300.0, 1.5)):
+            for arm, p99 in (("base", 10.0), ("pool", 5.0)):
+                rows.append({"step": len(rows) + 1, "repeat": repeat, "pair": repeat * 10 + int(level * 2),
+                             "arm": arm, "workload": "w", "threads": 8, "rate": rate, "load": level,
+                             "ol_latency_p99_ms": p99 * (1 + repeat / 100), "ol_latency_p50_ms": 1.0,
+                             "ol_sustained": not (arm == "pool" and level == 1.5)})
+    loaded = pd.DataFrame(rows)
+    p = SimpleNamespace(draw_threshold=0.05)
+    rel = L.compare_levels(loaded, [Arm("base"), Arm("pool")], p, "p99",
+                           missing=[("mysql · pool", "mysql-9.7")])
+    mine = rel[rel["candidate"] == "pool"].set_index("offered")
+    assert mine.loc["100/s (50 % of peak)", "verdict"] == "better"
+    assert mine.loc["100/s (50 % of peak)", "delta_pct"] == pytest.approx(-50)
+    assert mine.loc["300/s (150 % of peak)", "verdict"] == "not compared: pool did not keep up (lower bounds)"
+    gone = rel[rel["candidate"] == "mysql · pool"]
+    assert len(gone) == 2 and (gone["verdict"] == "not available on mysql-9.7").all()
+    table = L.layout(rel)
+    assert table["offered"].tolist() == ["100/s (50 % of peak)", "300/s (150 % of peak)"]
+    assert list(table.columns) == ["offered", "pool vs base", "mysql · pool vs base"]

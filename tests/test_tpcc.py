@@ -122,7 +122,7 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     from dbstudies.hooks import STEPS
     from dbstudies.study import load
     tp = load("thread_pool")
-    p = experiment.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1)
+    p = experiment.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks")
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
     steps = experiment.measured(run)

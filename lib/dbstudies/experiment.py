@@ -271,7 +271,7 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
             raise errors.NothingMeasured(f"run {run.path.name} ended {run.status} before any "
                                          "step finished: there is nothing to analyse")
         print(f"Run {run.path.name} ended {run.status}; nothing is measured again: the "
-              f"sections below analyse the {n} measured step(s) it holds.")
+              f"sections below analyse the {n} measured step{'s' if n != 1 else ''} it holds.")
         return
     if (run.path / "tables").exists():
         raise errors.StoreError(f"run {run.path.name} already holds measurements; runs are "

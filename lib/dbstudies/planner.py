@@ -94,7 +94,8 @@ def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame) -> dict[str
     study's cells × candidates at `p`'s rounds, from per-cell noise (its columns before
     s2 and df name the cell)."""
     by = [c for c in noise.columns if c not in ("s2", "df")]
-    cells = pd.DataFrame(cells_of(study, p))
+    own = hook(study, "table_cells")  # the cells of its verdict tables, where not its plan's
+    cells = pd.DataFrame(own(p) if own else cells_of(study, p))
     cands = len([a for a in arms_of(study, p)[1:] if a.twin_of is None])
     m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
     s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())

@@ -586,7 +586,7 @@ def per_second(seconds: pd.DataFrame, title: str, *, hue: str = "arm") -> plt.Fi
     a.set_title("p99 each second, from the scheduled start", fontsize="medium")
     b.set_ylabel("arrivals queued (due, not started)")
     b.set_title("the queue each second", fontsize="medium")
-    top = max(float(seconds["queued"].max()), 1.0)
+    top = max(float(seconds["queued"].fillna(0).max()), 1.0)
     b.set_ylim(-0.05 * top, top * 1.15)
     b.yaxis.set_major_locator(FixedLocator(_linear_ticks(top)))
     b.yaxis.set_major_formatter(FuncFormatter(plain))

@@ -339,7 +339,9 @@ class StudyModule(Protocol):
 
     Optional hooks, looked up with `hook(study, name)`: `cells(p)` (default: the parameters'
     own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
-    `warmup_seconds(p)`, `follow_up(p, run)` and `paired_tables(run)`."""
+    `warmup_seconds(p)`, `follow_up(p, run)`, `paired_tables(run)` and `table_cells(p)` (the
+    cells of the tables `paired_tables` gives, where they are not the plan's: the latency
+    study's offered levels come after its calibration)."""
     __name__: str
     __doc__: str | None
     Params: type[StudyParams]

@@ -150,10 +150,12 @@ def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: st
     return rel.assign(baseline=arms[0].label) if not rel.empty else rel
 
 
-def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]]) -> pd.DataFrame:
+def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]],
+                     by: list[str] = BY) -> pd.DataFrame:
     """`rel` plus, for each (arm label, flavour) that cannot be measured, one row per cell
-    with verdict "not available on <flavour>" and no figures — shown, never dropped or faked."""
-    cells = rel[BY].drop_duplicates()
+    (of `by`) with verdict "not available on <flavour>" and no figures — shown, never dropped
+    or faked."""
+    cells = rel[by].drop_duplicates()
     extra = [cells.assign(candidate=label, verdict=f"not available on {flavour}",
                           **({"baseline": rel["baseline"].iloc[0]} if "baseline" in rel and len(rel) else {}))
              for label, flavour in missing]
@@ -276,8 +278,8 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
         n = int((~rel["verdict"].astype(str).str.startswith("not available")).sum())
         lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: "
                      f"{verdicts(rel)}; largest "
-                     f"difference {big.delta_pct:+.1f}% ({who}{big.workload}, "
-                     f"{threads(big.threads)}, Holm p = {big.p_holm:.2g}).")
+                     f"difference {signed(big.delta_pct)} ({who}{big.workload}, "
+                     f"{threads(big.threads)}, {_judged(big)}).")
         lines += [f"  - {stats.reach_short(rel)}."]
     return lines
 
@@ -295,12 +297,31 @@ def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], v
         lines.append(f"- {what}, vs {versus}: {verdicts(rel)}"
                      + "".join(f"; {r.candidate} identical in every repeat ({r.workload}, {threads(r.threads)})"
                                if s else
-                               f"; {r.candidate} {r.delta_pct:+.1f}% ({r.workload}, "
-                               f"{threads(r.threads)}, Holm p = {r.p_holm:.2g}, {r.verdict})"
+                               f"; {r.candidate} {signed(r.delta_pct)} ({r.workload}, "
+                               f"{threads(r.threads)}, {_judged(r)})"
                                for r, s in zip(rel.itertuples(), same)) + ".")
         if not same.all():
             lines += [f"  - {stats.reach_short(rel)}."]
     return lines
+
+
+def signed(pct: float) -> str:
+    """A difference as the reports write it.
+
+    >>> signed(-3.42), signed(17.2)
+    ('−3.4 %', '+17.2 %')
+    """
+    return f"{pct:+.1f} %".replace("-", "−")
+
+
+def _judged(r: Any, alpha: float = stats.ALPHA) -> str:
+    """Holm p and the verdict, with why a significant difference is still a draw.
+
+    >>> _judged(pd.Series({"p_holm": 0.029, "verdict": "draw"})), _judged(pd.Series({"p_holm": 0.3, "verdict": "draw"}))
+    ('Holm p = 0.029, draw: within the draw threshold', 'Holm p = 0.3, draw')
+    """
+    text = f"Holm p = {r.p_holm:.2g}, {r.verdict}"
+    return text + (": within the draw threshold" if r.verdict == "draw" and r.p_holm < alpha else "")
 
 
 def aa_line(aa: pd.DataFrame | None, baseline: str) -> list[str]:
@@ -322,10 +343,10 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
     limits = (f"other processes used more than {probes.BUSY_OTHER_PCT:.0f} % of the machine, "
               f"or the hypervisor stole more than {probes.BUSY_STEAL_PCT:.0f} %")
     if again:
-        lines.append(f"- {again} attempt(s) at a step ran on a busy host ({limits}) and were "
+        lines.append(f"- {again} attempt{'s' if again != 1 else ''} at a step ran on a busy host ({limits}) and were "
                      f"measured again; the discarded attempts are kept in `steps` (phase busy).")
     if busy:
-        lines.append(f"- {busy} measured step(s) still ran on a busy host after "
+        lines.append(f"- {busy} measured step{'s' if busy != 1 else ''} still ran on a busy host after "
                      f"{hooks.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "

@@ -14,7 +14,7 @@ from ..errors import StoreError
 from ..hooks import OL_SECONDS, OPEN_LOOP
 from ..results import Run
 from ..study import Arm
-from . import cell_text, compare_arms, is_paired, with_unavailable
+from . import cell_text, compare_arms, is_paired, signed, with_unavailable
 
 CELL = ["workload", "threads", "rate"]
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
@@ -134,7 +134,7 @@ def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: st
     load = loaded.groupby(CELL)["load"].first()
     out["offered"] = [offered(r, load.get((w, t, r), math.nan))
                       for w, t, r in zip(out["workload"], out["threads"], out["rate"])]
-    return with_unavailable(out, list(missing)) if missing else out
+    return with_unavailable(out, list(missing), [*CELL, "offered"]) if missing else out
 
 
 def layout(rel: pd.DataFrame) -> pd.DataFrame:
@@ -264,10 +264,6 @@ def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = (
             "capacity": per_arm, "capacity_rel": cap_rel, "loaded": loaded}
 
 
-def _pct(v: float) -> str:
-    return f"{v:+.1f} %".replace("-", "−")
-
-
 def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     base = arms[0].label
@@ -280,14 +276,15 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
     for r in cap.itertuples():
         bound = ("≥ " if r.at_least == r.n else "< " if r.below == r.n else "")
         partly = r.at_least + r.below
+        spread = ("the same in every round" if r.capacity_min == r.capacity_max
+                  else f"{r.capacity_min:,.0f}–{r.capacity_max:,.0f}")
         lines.append(f"- Capacity at p99 ≤ {p.p99_target_ms:g} ms ({r.workload}): {r.arm} "
-                     f"{bound}{r.capacity_median:,.0f}/s (median of {r.n} rounds, "
-                     f"{r.capacity_min:,.0f}–{r.capacity_max:,.0f}"
+                     f"{bound}{r.capacity_median:,.0f}/s (median of {r.n} rounds, {spread}"
                      + (f"; in {partly} of them only a bound" if 0 < partly < r.n else "") + ").")
     for r in rel.itertuples() if len(rel) else []:
         if r.delta_pct == r.delta_pct:
-            lines.append(f"- **{r.candidate} vs {base}**: capacity {_pct(r.delta_pct)} "
-                         f"[{_pct((r.ci_low - 1) * 100)}, {_pct((r.ci_high - 1) * 100)}]: {r.verdict}.")
+            lines.append(f"- **{r.candidate} vs {base}**: capacity {signed(r.delta_pct)} "
+                         f"[{signed((r.ci_low - 1) * 100)}, {signed((r.ci_high - 1) * 100)}]: {r.verdict}.")
         else:
             lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
     for name in ("p99", "p50"):
@@ -300,7 +297,7 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
         line = f"- {name} per offered level: {', '.join(parts)}"
         if len(tested):
             big = tested.loc[tested["delta_pct"].abs().idxmax()]
-            line += (f"; the largest difference {_pct(big.delta_pct)} at {big.offered} "
+            line += (f"; the largest difference {signed(big.delta_pct)} at {big.offered} "
                      f"({big.candidate}, {big.verdict})")
         lines.append(line + ".")
     lv = t["levels"]

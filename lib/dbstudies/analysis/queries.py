@@ -17,7 +17,7 @@ import pandas as pd
 from .. import stats
 from ..study import Arm
 from ..workloads import sql
-from . import compare_arms, is_paired, verdicts
+from . import compare_arms, is_paired, signed, verdicts
 
 OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
 
@@ -238,8 +238,8 @@ def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: l
     lines = []
     for r in geo.itertuples():
         lines.append(f"- Geometric mean over {len(p.queries)} queries: {r.candidate} "
-                     f"{r.delta_pct:+.1f}% vs {base} [{(r.ci_low - 1) * 100:+.1f}, "
-                     f"{(r.ci_high - 1) * 100:+.1f}] → **{r.verdict}** (lower time is better).")
+                     f"{signed(r.delta_pct)} vs {base} [{signed((r.ci_low - 1) * 100)}, "
+                     f"{signed((r.ci_high - 1) * 100)}] → **{r.verdict}** (lower time is better).")
     if not rel.empty:
         lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")
         tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]

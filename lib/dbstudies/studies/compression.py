@@ -218,7 +218,7 @@ def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dic
 # ---------------------------------------------------------------- analysis
 
 METRICS = {  # table → (column of the per-step table, higher is better, words)
-    "tps": ("median_tps", True, "steady (I/O-bound) throughput, median TPS after steady state"),
+    "tps": ("median_tps", True, "steady throughput, median TPS after steady state"),
     "load": ("load_seconds", False, "load time"),
     "footprint": ("allocated_after_load_mib", False, "allocated footprint after the load"),
     "wa": ("write_amplification", False, "write amplification"),

@@ -82,10 +82,10 @@ _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=l
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[8], tables=1, table_size=1000,
                   warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2, loads=[0.3, 1.5],
-                  p99_target_ms=50.0),
-    # ≈ 20 min here: 64 connections, 4 levels up to past the baseline's peak, 5 rounds
+                  p99_target_ms=50.0, restart_every=2),
+    # ≈ 12 min here: 64 connections, 4 levels up to the baseline's peak, 5 rounds
     "quick": dict(_COMMON, workloads=["oltp_read_only"], threads=[64], tables=4, table_size=100_000,
-                  warmup=5, duration=10, repeats=5, loads=[0.25, 0.5, 0.75, 0.9, 1.1],
+                  warmup=5, duration=10, repeats=5, loads=[0.25, 0.5, 0.75, 1.0],
                   p99_target_ms=20.0),
     "full": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"], threads=[256], tables=16,
                  table_size=1_000_000, warmup=30, duration=30, repeats=10,
@@ -115,6 +115,23 @@ def block_seconds(p: Params) -> float:
     follow-up); both are counted so the estimate covers the whole run."""
     cells = len(p.workloads) * (1 + len(p.levels()))
     return p.warmup + cells * (p.duration + hooks.STEP_OVERHEAD)
+
+
+def table_cells(p: Params) -> list[dict[str, Any]]:
+    """The cells of the per-level verdict tables (what `dbstudies plan` predicts): workload ×
+    connections × level (a fraction of the peak, or transactions/s with `rates`)."""
+    return [{"workload": w, "threads": t, "level": x} for w in p.workloads for t in p.threads
+            for x in p.levels()]
+
+
+def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+    """What `dbstudies plan` predicts: p99 and p50 per offered level, keyed by the level (a
+    fraction of the peak stays comparable between runs whose peaks differ)."""
+    _, loaded = L.split(run)
+    loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
+    loaded = loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
+    return [(f"{name} per offered level", loaded, ["workload", "threads", "level"], f"ol_{col}")
+            for name, col in (("p99", L.PERCENTILES["p99"]), ("p50", L.PERCENTILES["p50"]))]
 
 
 # ---------------------------------------------------------------- analysis
