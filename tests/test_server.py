@@ -109,3 +109,14 @@ def test_check_alive_reports_a_killed_server(server):
     server._proc.wait(10)
     with pytest.raises(servers.ServerDied, match="died during the test .exit code -9."):
         server.check_alive(during="the test")
+
+
+def test_a_query_to_a_killed_server_says_the_server_died(server):
+    """…not the client library's "Can't connect through socket" (a real kill between steps
+    ended a run with that)."""
+    import os
+    import signal
+    os.kill(server.pid, signal.SIGKILL)
+    server._proc.wait(10)
+    with pytest.raises(servers.ServerDied, match=r"died during a query \(SHOW\) \(exit code -9\)"):
+        server.query("SHOW GLOBAL STATUS")

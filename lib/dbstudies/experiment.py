@@ -591,7 +591,7 @@ def finished_steps(run: Run) -> bool:
 
 def _steps_stored(run: Run) -> int:
     """Measured steps in the run's step tables (those with `step` and `phase` columns:
-    sysbench's steps, DBT3's queries), when no progress was recorded."""
+    sysbench's steps, DBT3's queries)."""
     steps: set[int] = set()
     for name, table in (run.metadata.get("tables") or {}).items():
         if {"step", "phase"} <= set(table.get("columns", {})):
@@ -613,7 +613,9 @@ def how_far(run: Run) -> dict[str, Any]:
         iv = run.table(INTERVALS)
         seconds = iv[(iv["step"] > 0) & ~iv["step"].isin(finished)].groupby("step").size()
         streamed = int(seconds.iloc[-1]) if len(seconds) else None
-    done = now["done"] if "done" in now else _steps_stored(run)
+    # what is stored, not the progress counter: in the paired design a pair's first step is
+    # counted when its second begins, but both are stored only when the pair is whole
+    done = _steps_stored(run)
     return {"done": int(done), "planned": planned, "running": running,
             "streamed_s": streamed}
 

@@ -39,6 +39,14 @@ def palette(labels: Sequence[str]) -> dict[str, tuple]:
     return {label: _COLOURS[str(label)] for label in dict.fromkeys(labels)}
 
 
+def in_colour_order(labels: Sequence[str]) -> list[str]:
+    """`labels` once each, those with a colour in the order they got it (the baseline first,
+    `report.setup` registers the arms so), the others after them as they come."""
+    seen = list(dict.fromkeys(map(str, labels)))
+    known = list(_COLOURS)
+    return sorted(seen, key=lambda x: (known.index(x) if x in known else len(known), seen.index(x)))
+
+
 def plain(v: float, _: object = None) -> str:
     """A tick label as a plain number: 2,000 · 50 · 0.2.
 
@@ -100,16 +108,22 @@ def log_ticks(low: float, high: float) -> tuple[list[float], float, float]:
     return ticks, lo, hi
 
 
-def _log_y(ax, low: float, high: float) -> None:
-    ax.set_yscale("log")
+def _log_axis(ax, which: str, low: float, high: float) -> None:
+    """A log `which` ("x" or "y") axis for data from `low` to `high`, with `log_ticks`."""
+    getattr(ax, f"set_{which}scale")("log")
     if not (low > 0 and math.isfinite(low) and math.isfinite(high)):
         return
     ticks, lo, hi = log_ticks(low, high)
-    ax.set_ylim(lo, hi)
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(plain))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{which}lim")(lo, hi)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(plain))
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _log_y(ax, low: float, high: float) -> None:
+    _log_axis(ax, "y", low, high)
 
 
 def thread_ticks(threads: Sequence[int]) -> list[int]:
@@ -499,13 +513,7 @@ def normalised(summary: pd.DataFrame, baseline: str, *, x: str = "query", zoom: 
 
 
 def _log_x(ax, low: float, high: float) -> None:
-    ax.set_xscale("log")
-    ticks, lo, hi = log_ticks(low, high)
-    ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(plain))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    _log_axis(ax, "x", low, high)
 
 
 def latency_vs_load(levels: pd.DataFrame, percentiles: Sequence[str] = ("p50", "p99"), *,
@@ -515,7 +523,7 @@ def latency_vs_load(levels: pd.DataFrame, percentiles: Sequence[str] = ("p50", "
     round did not sustain the load (the value is a lower bound); `target`: the p99 target
     as a dashed line on the p99 panel."""
     fig, axes = _panels(len(percentiles))
-    arms = list(dict.fromkeys(levels[hue]))
+    arms = in_colour_order(levels[hue])
     colours = palette(arms)
     for ax, pct in zip(axes, percentiles):
         key = pct.replace(".", "_")
@@ -549,7 +557,7 @@ def achieved(levels: pd.DataFrame, *, hue: str = "arm") -> plt.Figure:
     """Achieved against offered transactions/s (log axes), per arm the median over rounds;
     the diagonal is a load kept up with, a point below it a load that was not."""
     fig, ax = plt.subplots(figsize=(PANEL_W, PANEL_H))
-    arms = list(dict.fromkeys(levels[hue]))
+    arms = in_colour_order(levels[hue])
     colours = palette(arms)
     lo = min(levels["rate"].min(), levels["achieved_median"].min())
     hi = max(levels["rate"].max(), levels["achieved_median"].max())
@@ -572,7 +580,7 @@ def per_second(seconds: pd.DataFrame, title: str, *, hue: str = "arm") -> plt.Fi
     """Open-loop steps second by second: p99 from the scheduled start (log) and the queue of
     arrivals due but not yet started, one line per step, coloured by arm."""
     fig, (a, b) = _panels(2)
-    arms = list(dict.fromkeys(seconds[hue]))
+    arms = in_colour_order(seconds[hue])
     colours = palette(arms)
     for (arm, _), g in seconds.groupby([hue, "step"], sort=False):
         g = g.sort_values("second")

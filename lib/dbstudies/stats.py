@@ -351,17 +351,24 @@ def reach_short(table: pd.DataFrame) -> str:
 
     >>> reach_short(pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]}))
     'detectable: 16 % in the median cell (12–20 % across cells)'
+    >>> reach_short(pd.DataFrame({"n_baseline": [1, 2], "n_candidate": [1, 2], "mde_pct": [np.nan, 69.0],
+    ...                           "p_value": [np.nan, 0.03]}))
+    'detectable: 69 % in the median cell; 1 cell with a single repeat could not be tested'
     """
     if table.empty:
         return "nothing could be compared"
-    n = int(table[["n_baseline", "n_candidate"]].min().min())
-    if n < 2:
-        return f"with {n} {'pair' if is_paired(table) else 'repeat'} per cell no verdict is possible"
-    mdes = table["mde_pct"].dropna()
+    unit = "pair" if is_paired(table) else "repeat"
+    n_cell = table[["n_baseline", "n_candidate"]].min(axis=1)
+    untested = (table["p_value"].isna() if "p_value" in table else n_cell < 2) & (n_cell < 2)
+    mdes = table.loc[~untested, "mde_pct"].dropna()
+    if mdes.empty:
+        return f"with {int(n_cell.min())} {unit} per cell no verdict is possible"
     lo, hi, mid = mde_text(mdes.min()), mde_text(mdes.max()), mde_text(mdes.median())
     spread = ("" if lo == hi else f" ({lo.removesuffix(' %')}–{hi} across cells)" if mdes.max() <= 1000
               else f" ({lo} to {hi} across cells)")
-    return f"detectable: {mid} in the median cell{spread}"
+    few = int(untested.sum())
+    return (f"detectable: {mid} in the median cell{spread}"
+            + (f"; {few} cell{'s' if few != 1 else ''} with a single {unit} could not be tested" if few else ""))
 
 
 def mde_text(x: float) -> str:

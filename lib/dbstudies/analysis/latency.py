@@ -121,20 +121,26 @@ def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: st
                       & (behind["rate"] == r.rate)].set_index("arm")["kept_up"]
         return [a for a in (base, r.candidate) if a in mine and not mine[a]]
 
-    rows = []
-    for r in rel.itertuples(index=False):
-        row = r._asdict()
-        late = who(r)
-        if late:
-            row.update({k: math.nan for k in ("ratio", "delta_pct", "ci_low", "ci_high", "p_value",
-                                              "p_holm", "mde_pct") if k in row},
-                       verdict="not compared: " + " and ".join(late) + " did not keep up (lower bounds)")
-        rows.append(row)
-    out = pd.DataFrame(rows).assign(baseline=base)
+    out = _not_compared(rel, lambda r: (" and ".join(who(r)) + " did not keep up in every round "
+                                        "(lower bounds)") if who(r) else None).assign(baseline=base)
     load = loaded.groupby(CELL)["load"].first()
     out["offered"] = [offered(r, load.get((w, t, r), math.nan))
                       for w, t, r in zip(out["workload"], out["threads"], out["rate"])]
     return with_unavailable(out, list(missing), [*CELL, "offered"]) if missing else out
+
+
+def _not_compared(rel: pd.DataFrame, why: Any) -> pd.DataFrame:
+    """`rel` with the rows `why(row)` gives a reason for turned into "not compared: <reason>",
+    their figures emptied: a bound is never tested as if it were a measurement."""
+    figures = [c for c in ("ratio", "delta_pct", "ci_low", "ci_high", "p_value", "p_holm", "mde_pct")
+               if c in rel]
+    rows = []
+    for r in rel.itertuples(index=False):
+        row, reason = r._asdict(), why(r)
+        if reason:
+            row.update({k: math.nan for k in figures}, verdict="not compared: " + reason)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def layout(rel: pd.DataFrame) -> pd.DataFrame:
@@ -232,19 +238,15 @@ def compare_capacity(loaded: pd.DataFrame, arms: list[Arm], p: Any) -> tuple[pd.
     if rel.empty:
         return per_arm, rel
     censored = per_arm.set_index(["workload", "threads", "arm"])
-    rows = []
-    for r in rel.itertuples(index=False):
-        row = r._asdict()
-        bad = [a for a in (arms[0].label, r.candidate)
-               if (r.workload, r.threads, a) in censored.index
-               and (censored.loc[(r.workload, r.threads, a), ["at_least", "below"]].sum() > 0)]
-        if bad:
-            row.update({k: math.nan for k in ("ratio", "delta_pct", "ci_low", "ci_high", "p_value",
-                                              "p_holm", "mde_pct") if k in row},
-                       verdict="not compared: only a bound for " + " and ".join(bad)
-                       + " (the levels do not resolve where p99 crosses the target)")
-        rows.append(row)
-    return per_arm, pd.DataFrame(rows).assign(baseline=arms[0].label, offered=f"p99 ≤ {p.p99_target_ms:g} ms")
+
+    def bound(r: Any) -> list[str]:
+        return [a for a in (arms[0].label, r.candidate)
+                if (r.workload, r.threads, a) in censored.index
+                and censored.loc[(r.workload, r.threads, a), ["at_least", "below"]].sum() > 0]
+
+    out = _not_compared(rel, lambda r: ("only a bound for " + " and ".join(bound(r)) + " (the levels "
+                                        "do not resolve where p99 crosses the target)") if bound(r) else None)
+    return per_arm, out.assign(baseline=arms[0].label, offered=f"p99 ≤ {p.p99_target_ms:g} ms")
 
 
 # ---------------------------------------------------------------- the study's tables and text

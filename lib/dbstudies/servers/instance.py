@@ -95,6 +95,12 @@ def _drop_page_cache() -> bool:
         return False
 
 
+# the client library's errors when a server is not there (any more): can't connect through
+# the socket / to the host, server has gone away, lost connection during the query, lost
+# connection during the handshake
+CONNECTION_LOST = frozenset({2002, 2003, 2006, 2013, 2055})
+
+
 class SqlClient:
     """Statements over `connect()` (a private server's socket, a remote one's TCP)."""
 
@@ -315,6 +321,16 @@ class Server(SqlClient):
     def pid(self) -> int | None:
         """The server's own PID (under bwrap: its child, not bwrap), for CPU sampling."""
         return None if self._proc is None else launch.server_pid(self.flavour, self._proc.pid)
+
+    def query(self, sql: str) -> list[tuple]:
+        """As SqlClient's; a connection that fails because the server is gone raises
+        ServerDied (with its error log's tail), not the client library's error."""
+        try:
+            return super().query(sql)
+        except Exception as e:
+            if getattr(e, "errno", None) in CONNECTION_LOST:
+                self.check_alive(during=f"a query ({sql.split(None, 1)[0]})")
+            raise
 
     def check_alive(self, during: str = "the run") -> None:
         """Raise ServerDied (with the error log's tail) if the server is gone."""
