@@ -282,7 +282,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
     steps = experiment.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
-    assert (steps["seconds"].round() == 3).all()
+    assert (steps["seconds"].round() == 2).all()
     intervals = run.table("intervals")
     assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {2, 3, 4}
     warmups = raw[raw["phase"] == "warmup"]["step"]

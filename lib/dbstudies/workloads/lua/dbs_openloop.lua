@@ -70,8 +70,9 @@ M.poisson = (os.getenv("DBSTUDIES_ARRIVALS") or "poisson") ~= "constant"
 function M.create()
    -- once, in the main thread before any worker starts (sysbench's init())
    local s = ffi.cast("dbs_ol_t *", ffi.C.calloc(1, ffi.sizeof("dbs_ol_t")))
+   assert(s ~= nil, "dbs_openloop: out of memory")
    s.queue = ffi.cast("double *", ffi.C.calloc(QUEUE, ffi.sizeof("double")))
-   assert(s ~= nil and s.queue ~= nil, "dbs_openloop: out of memory")
+   assert(s.queue ~= nil, "dbs_openloop: out of memory for the queue")
    ffi.C.pthread_mutex_init(s.mu, nil)
    s.rate, s.poisson, s.cap = M.rate, M.poisson and 1 or 0, QUEUE
    s.rng = tonumber(os.getenv("DBSTUDIES_OL_SEED") or "") or math.floor(common.now() * 1e6)
