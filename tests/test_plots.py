@@ -157,3 +157,13 @@ def test_a_sweeps_runs_side_by_side_are_readable():
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["threads=[1]", "threads=[8]", "threads=[64]"]
     assert plots.problems(plots.properties(fig)) == []
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["one-thread-per-connection", "pool-of-threads"]
+
+
+def test_whiskers_of_a_tight_spread_far_from_zero_are_not_cut_by_the_frame():
+    """Per-run panels start at zero; the autoscaled top, kept when rescaled from zero, sat a
+    pixel above the markers of a tight spread (a checkpoint smoke run's median TPS)."""
+    s = pd.DataFrame({"arm": ["a", "b"], "x_median": [4440.0, 4300.0], "x_min": [4430.0, 4290.0],
+                      "x_max": [4450.0, 4310.0], "y_median": [0.0, 0.0], "y_min": [0.0, 0.0], "y_max": [0.0, 0.0]})
+    fig = plots.whiskers(s, {"x": "median TPS", "y": "stall seconds"})
+    assert plots.problems(plots.properties(fig)) == []
+    assert fig.axes[1].get_ylim()[1] == 1  # nothing stalled: an axis up to 1

@@ -284,7 +284,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
     assert (steps["seconds"].round() == 2).all()
     intervals = run.table("intervals")
-    assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {2, 3, 4}
+    # one per second of a 2-s step; sysbench may drop the last, which coincides with its end
+    assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {1, 2, 3}
     warmups = raw[raw["phase"] == "warmup"]["step"]
     assert set(intervals[intervals["step"].isin(warmups)].groupby("step").size()) <= {1}  # 1 s warm-ups
     for name in ("notebook.ipynb", "report.html", "figures/qps_vs_threads.png", "figures/qps_pairs.png",

@@ -419,7 +419,10 @@ def whiskers(summary: pd.DataFrame, metrics: dict[str, str], *, title: str = "")
                         marker="o", capsize=4, color=colours[arm], ms=7)
         ax.set_xticks(range(len(arms)), arms)
         ax.set_xlim(-0.6, len(arms) - 0.4)
-        top = max(ax.get_ylim()[1], 1)  # all zero (no stall): an axis up to 1
+        # from zero to a tenth above the highest whisker: the autoscaled top, rescaled from
+        # zero, can sit a pixel above a marker of a tight spread; all zero (no stall): up to 1
+        high = summary[[f"{prefix}_max", f"{prefix}_median"]].max().max()
+        top = max(float(high) * 1.1, 1) if high == high else 1
         ax.set_ylim(-0.04 * top, top)   # a marker at zero is not cut by the frame
         ax.set_ylabel("\n".join(textwrap.wrap(label, 32)))
     fig.suptitle((title + ": " if title else "") + "median over repeats, whiskers min–max", y=1.02)
