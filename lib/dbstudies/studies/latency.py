@@ -28,6 +28,7 @@ from .. import hooks
 from .. import params as P
 from .. import study as S
 from ..analysis import latency as L
+from ..workloads import sysbench
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from ..results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
-ARRIVALS = ("poisson", "constant")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +62,7 @@ class Params(S.MultiServerParams):
         elif not self.rates and max(levels) > 3:
             problems.append(f"loads: fractions of the baseline's peak (0.5 = half), at most 3, "
                             f"got {levels}; absolute transactions/s go in `rates`")
-        problems += P.check_choices("arrivals", [self.arrivals], ARRIVALS)
+        problems += P.check_choices("arrivals", [self.arrivals], sysbench.ARRIVALS)
         if not self.p99_target_ms > 0:
             problems.append(f"p99_target_ms: must be > 0, got {self.p99_target_ms}")
         if self.budget is not None:

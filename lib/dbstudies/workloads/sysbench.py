@@ -95,6 +95,7 @@ def parse_types(text: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 # open loop (dbs_openloop.lua): latency percentiles per second and of the step
 OPEN_LOOP_PERCENTILES = (50, 90, 99, 99.9)
+ARRIVALS = ("poisson", "constant")  # the open-loop schedules dbs_openloop.lua knows
 # a step sustained its offered load when, at its end, fewer than this share of its arrivals
 # were still waiting to start and none had waited this long
 SUSTAINED_QUEUE_SHARE, SUSTAINED_LAG_S = 0.02, 1.0
@@ -397,8 +398,8 @@ class Sysbench:
         if rate is not None:
             problems = [f"rate must be a positive number of transactions/s, not {rate!r}"
                         ] if not (isinstance(rate, (int, float)) and 0 < rate < 1e7) else []
-            problems += [f"arrivals must be 'poisson' or 'constant', not {arrivals!r}"
-                         ] if arrivals not in ("poisson", "constant") else []
+            problems += [f"arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals!r}"
+                         ] if arrivals not in ARRIVALS else []
             if problems:
                 raise ParamError(problems)
             env.update(DBSTUDIES_RATE=f"{rate:g}", DBSTUDIES_ARRIVALS=arrivals,
