@@ -28,6 +28,21 @@ def test_bad_levels_and_targets_are_parameter_errors():
     assert p.levels() == [100, 500]
 
 
+def test_named_configurations_are_the_arms_when_given():
+    from dbstudies.study import arms_of
+    p = experiment.resolve(study, "smoke", configs={"bp 64M": {"buffer_pool": "64M"},
+                                                    "pool": {"thread_pool": True}})
+    arms = arms_of(study, p)
+    assert [a.label for a in arms] == ["bp 64M", "pool"] and arms[1].intent.thread_pool
+    assert study.not_available(p) == [] and p.servers() == ["mariadb-10.11"]
+    with pytest.raises(ParamError) as e:
+        experiment.resolve(study, "smoke", configs={"a": {"innodb_no_such_thing": 1}},
+                           flavours=["mariadb-10.11", "mysql-9.7"])
+    text = str(e.value)
+    assert "configs[a]: ['innodb_no_such_thing'] are not options of mariadb-10.11" in text
+    assert "flavours: with `configs`, each configuration names its own `flavour`" in text
+
+
 def curve(p99s, sustained=None):
     return pd.DataFrame({"rate": [100, 200, 400, 800][:len(p99s)], "p99": p99s,
                          "sustained": sustained or [True] * len(p99s)})

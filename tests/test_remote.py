@@ -46,6 +46,8 @@ def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
     text = "\n".join(e.value.problems)
     assert "pool-of-threads: needs a server start with thread_pool" in text
     assert "test-remote is a remote server dbstudies does not restart or reconfigure" in text
+    with pytest.raises(ParamError, match="one-thread-per-connection: needs a server start with thread_pool"):
+        experiment.resolve(load("latency"), "smoke", flavour=str(toml), flavours=[str(toml)])
     with pytest.raises(ParamError, match="needs a server start with innodb_flush_log_at_trx_commit"):
         experiment.resolve(load("checkpoint_stalls"), "smoke", flavour=str(toml), configs={"as is": {}})
     with pytest.raises(ParamError, match="cold: cold executions restart test-remote"):
@@ -61,9 +63,11 @@ def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
 @pytest.mark.server
 def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_path):
     toml, password = remote
-    argv = [sys.executable, "-m", "dbstudies", "run", "checkpoint_stalls", "--profile", "smoke",
-            "-p", "flavour", str(toml), "-p", "configs", '{"as is": {}}', "-p", "settings", "{}",
-            "-p", "repeats", "1", "-p", "duration", "2", "--runs-dir", str(tmp_path / "runs")]
+    # the latency study, as a remote target is measured: one named configuration, "as is"
+    # (its calibration and offered-load steps give sysbench the password by option file)
+    argv = [sys.executable, "-m", "dbstudies", "run", "latency", "--profile", "smoke",
+            "-p", "flavour", str(toml), "-p", "flavours", f'["{toml}"]', "-p", "configs", '{"as is": {}}',
+            "-p", "repeats", "1", "--runs-dir", str(tmp_path / "runs")]
     secrets_before = {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")}
     p = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=REPO,
                        env={**os.environ, ENV: password})
@@ -84,6 +88,12 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     # sysbench's option file (the only copy on disk) is gone with the run
     assert {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")} == secrets_before
     assert (run_dir / "report.html").exists()
+    from dbstudies.analysis import latency
+    calibration, loaded = latency.split(run)  # one closed-loop step, then the two levels open-loop
+    assert len(calibration) == 1 and sorted(loaded["load"]) == [0.3, 1.5]
+    # on loopback the server's process is found: its CPU is the server's, not "other load"
+    # that would mark every step busy and measure it three times
+    assert srv["pid"] and (experiment.measured(run)["cpu_server_pct"] > 0).all()
 
 
 def test_the_password_comes_from_the_environment_or_an_option_file(tmp_path, monkeypatch):

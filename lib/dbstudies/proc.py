@@ -86,6 +86,27 @@ def alive(pid: int) -> bool:
         return False
 
 
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def listening_pid(host: str, port: int) -> int | None:
+    """The PID of the process listening on `host`:`port` when that is this machine (a
+    loopback address) and the process can be seen; else None (a server elsewhere).
+
+    >>> listening_pid("db.example.org", 3306) is None
+    True
+    """
+    if host not in LOOPBACK:
+        return None
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:  # another user's sockets: not ours to see
+        return None
+    pids = {c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr
+            and c.laddr.port == port and c.pid is not None}
+    return pids.pop() if len(pids) == 1 else None
+
+
 def kill_pids(pids: Sequence[int], grace: float = 30.0) -> None:
     """SIGTERM to processes that are not our children (a server a dead run left behind),
     then SIGKILL to those still alive after `grace` seconds; waits until they are gone."""

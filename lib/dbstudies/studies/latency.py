@@ -3,7 +3,9 @@ much load each configuration takes while p99 stays under a target (modelled on t
 thread-pool sources' case at high concurrency, measured open-loop: no coordinated omission).
 
 Arms: the schedulers on each server of `flavours`, as in the thread-pool study (the pool
-where the flavour has one). The measurement has two phases, both in paired rounds (all
+where the flavour has one) — or, given `configs`, named configurations as in the
+checkpoint-stall study (each its settings, intents and flavour; the first is the baseline).
+The measurement has two phases, both in paired rounds (all
 servers up, the arms of a cell back to back):
 
 1. **Calibration**: every arm closed-loop at `threads` connections for `duration` seconds per
@@ -47,11 +49,18 @@ class Params(S.MultiServerParams):
     rates: list[float] | None = None
     arrivals: str = "poisson"
     p99_target_ms: float = 10.0
+    configs: dict | None = None  # named configurations as the arms, instead of the schedulers
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
     def check(self) -> list[str]:
-        problems = S.schedulers_problems(self, self.schedulers)
+        if self.configs is None:
+            problems = S.schedulers_problems(self, self.schedulers)
+        else:
+            problems = S.configs_problems("configs", self.configs, self.flavour)
+            if self.flavours != [self.flavour]:
+                problems.append(f"flavours: with `configs`, each configuration names its own "
+                                f"`flavour` (default: {self.flavour}); got flavours {self.flavours}")
         if len(self.threads) != 1:
             problems.append(f"threads: one connection count serves the offered load, got {self.threads}")
         levels = self.rates if self.rates else self.loads
@@ -70,6 +79,12 @@ class Params(S.MultiServerParams):
                             "leave budget unset")
         return problems
 
+    def servers(self) -> list[str]:
+        """The flavours started: the configurations' (given `configs`), else `flavours`."""
+        if self.configs is None:
+            return super().servers()
+        return S.config_servers(self.configs, self.flavour)
+
     def levels(self) -> list[float]:
         """The offered-load levels in order: transactions/s, or fractions of the peak."""
         return sorted(self.rates or self.loads)
@@ -78,7 +93,7 @@ class Params(S.MultiServerParams):
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(S.SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
-               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0)
+               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[8], tables=1, table_size=1000,
                   warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2, loads=[0.3, 1.5],
@@ -95,13 +110,16 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 
 def arms(p: Params) -> list[S.Arm]:
-    """One arm per server × scheduler it has, the baseline (one-thread-per-connection on
-    `flavour`) first."""
+    """One arm per configuration (given `configs`, the first the baseline), else one per
+    server × scheduler it has, the baseline (one-thread-per-connection on `flavour`) first."""
+    if p.configs is not None:
+        return S.config_arms(p.configs, p.flavour)
     return S.scheduler_arms(p, p.schedulers)
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
-    return S.schedulers_unavailable(p, p.schedulers)
+    """(arm, flavour) of the schedulers a server cannot run (none with `configs`)."""
+    return [] if p.configs is not None else S.schedulers_unavailable(p, p.schedulers)
 
 
 def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
