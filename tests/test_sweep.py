@@ -197,3 +197,24 @@ def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_a_latency_sweep_shows_each_offered_level_side_by_side(tmp_path):
+    """The latency study's runs side by side: per workload × level (a fraction of the peak,
+    the same panel whatever each run's peak), the open-loop p99 — none where a level was
+    not sustained — not the closed-loop calibration's."""
+    from conftest import FIXTURES
+    (fixture,) = (FIXTURES / "runs" / "latency").iterdir()
+    jobs = sweep.expand("latency", {"profile": "smoke", "grid": {"arrivals": ["poisson", "constant"]}})
+    s = sweep.Sweep("latency", jobs, tmp_path / "runs", tmp_path / "sweeps", id="l", say=lambda m: None)
+    s.records = [{"key": j.key, "label": j.label, "status": "complete", "run_dir": str(fixture)}
+                 for j in jobs]
+    table = s.combined()
+    assert table["workload"].unique().tolist() == ["oltp_point_select at 30 % of peak",
+                                                   "oltp_point_select at 150 % of peak"]
+    assert table["arm"].iloc[0] == "one-thread-per-connection"  # the baseline's colour first
+    assert table["run"].unique().tolist() == ['arrivals="poisson"', 'arrivals="constant"']
+    over = table[table["workload"].str.contains("150 %")]
+    assert over["p99_ms_median"].isna().all() and table["p99_ms_median"].notna().sum() == 4
+    page = s.index().read_text()
+    assert "oltp_point_select at 30 % of peak" in page

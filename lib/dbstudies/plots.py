@@ -665,7 +665,12 @@ def sweep(table: pd.DataFrame, metric: str, ylabel: str, *, x: str = "run") -> p
                     ls=styles[k // max(1, len(colours)) % len(styles)] if many else "-")
         ax.set_xticks(range(len(runs)), [textwrap.fill(str(r), 16) for r in runs])
         ax.set_xlim(-0.5, len(runs) - 0.5)
-        _log_y(ax, part[metric].min(), part[metric].max())
+        if part[metric].notna().any():
+            _log_y(ax, part[metric].min(), part[metric].max())
+        else:  # e.g. a latency level no run sustained: its p99 is no figure
+            ax.text(0.5, 0.5, "no value in any run", transform=ax.transAxes, ha="center",
+                    va="center", color="0.4")
+            ax.set_yticks([])
         ax.set_title(str(f))
         ax.set_ylabel(ylabel)
     fig.suptitle(f"{ylabel} per run of the sweep: median over each run's measured steps", y=1.02)

@@ -46,7 +46,7 @@ import pandas as pd
 from . import experiment, paths, proc
 from .errors import ParamError, StoreError
 from .results import Run
-from .study import load
+from .study import hook, load
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
 MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
@@ -346,6 +346,8 @@ class Sweep:
         frames = []
         swept = self.swept()
         jobs = {j.key: j for j in self.jobs}
+        # a study may say which steps a sweep compares (latency: its offered levels)
+        shown = hook(load(self.study), "sweep_steps", experiment.measured)
         for r in self.records:
             if r.get("status") != "complete" or not r.get("run_dir"):
                 continue
@@ -353,7 +355,7 @@ class Sweep:
             name = (", ".join(f"{k}={json.dumps(job.parameters.get(k))}" for k in swept)
                     if job and swept else r["label"])
             run = Run.open(r["run_dir"])
-            steps = experiment.measured(run) if experiment.finished_steps(run) else pd.DataFrame()
+            steps = shown(run) if experiment.finished_steps(run) else pd.DataFrame()
             if steps.empty:
                 continue
             frames.append(steps.groupby(["arm", "workload", "threads"], sort=False)

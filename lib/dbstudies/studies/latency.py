@@ -154,6 +154,21 @@ def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]
 
 # ---------------------------------------------------------------- analysis
 
+def sweep_steps(run: "Run") -> "pd.DataFrame":
+    """What a sweep shows of a run side by side: the offered-load steps, a panel per
+    workload × level (a fraction of the peak: runs with different peaks stay comparable),
+    their p99 from the scheduled start — none where the level was not sustained (a lower
+    bound is no figure)."""
+    _, loaded = L.split(run)
+    order = {a["label"]: k for k, a in enumerate(run.metadata.get("arms") or [])}  # baseline first
+    loaded = loaded.assign(_arm=loaded["arm"].map(order)).sort_values(
+        ["load", "rate", "_arm", "step"]).drop(columns="_arm")
+    label = [f"{w} at {x * 100:.0f} % of peak" if x == x else f"{w} at {r:,.0f}/s"
+             for w, r, x in zip(loaded["workload"], loaded["rate"], loaded["load"])]
+    return loaded.assign(workload=label, latency_p99_ms=loaded[f"ol_{L.PERCENTILES['p99']}"]
+                         .where(loaded["ol_sustained"].astype(bool)))
+
+
 def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
     """The study's tables from the run: calibration (peak per arm), per level, the
     comparisons per level on p99 and p50, and the capacity at the target."""
