@@ -172,3 +172,36 @@ def test_flavours_are_checked():
                         ({"flavours": ["mariadb-10.11", "mariadb-10.11"]}, "need distinct flavours")]:
         with pytest.raises(ParamError, match=message):
             experiment.resolve(tp, "smoke", **kw)
+
+
+def test_costs_say_which_per_transaction_costs_moved_where_a_verdict_was_reached():
+    """The pool 30 % faster, its server CPU per transaction 25 % lower, its context switches
+    unchanged, no redo (a read-only cell: not comparable on a log scale, left out)."""
+    from dbstudies.analysis import costs
+    p = experiment.resolve(tp, "quick")
+    rng = np.random.default_rng(11)
+    rows = []
+    for repeat in range(1, 9):
+        for arm, gain in ((PC, 1.0), (POOL, 1.3)):
+            for t in (1, 64):
+                faster = gain if t == 64 else 1.0  # only at 64 threads
+                noise = np.exp(rng.normal(0, 0.02, 3))
+                rows.append({**{c: 0 for c in STEPS.columns}, "step": len(rows) + 1,
+                             "phase": "measure", "repeat": repeat, "pair": repeat * 10 + t,
+                             "arm": arm, "workload": "oltp_point_select", "threads": t,
+                             "qps": 10_000 * faster * noise[0], "latency_p99_ms": 1.0,
+                             "cpu_server_us_per_txn": 100 / faster * noise[1],
+                             "cs_server_voluntary_per_txn": 2.0 * noise[2],
+                             "redo_bytes_per_txn": 0.0, "rows_read_per_txn": np.nan})
+    steps = STEPS.conform(pd.DataFrame(rows))
+    t = costs.tables(steps, arms_of(tp, p), p)
+    assert set(t) == {"cpu_server_us_per_txn", "cs_server_voluntary_per_txn"}  # no zeros, no NaN
+    cpu = t["cpu_server_us_per_txn"].set_index("threads")
+    assert cpu.loc[64, "verdict"] == "better" and cpu.loc[1, "verdict"] == "draw"
+    rel = tp.relative(steps, p)
+    m = costs.moved({"QPS": rel}, t)
+    assert m[["threads", "candidate"]].values.tolist() == [[64, POOL]]  # the one judged cell
+    row = m.iloc[0]
+    assert re.fullmatch(r"QPS: better \(\+(29|30)\.\d %\)", row["judged"]) and row["within the draw"] == 1
+    assert re.fullmatch(r"server CPU µs per transaction −2\d\.\d % \[−\d+\.\d %, −\d+\.\d %\]",
+                        row["costs that moved"]), row["costs that moved"]

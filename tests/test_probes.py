@@ -77,3 +77,52 @@ def test_settle_on_a_real_server_after_writes(server):
     assert dirty + flushed > 0 and age >= 0  # the writes show in the counters read
     waited, settled = probes.settle(server, timeout=120, quiet=1.0)
     assert settled and waited >= 1.0
+
+
+def test_costs_per_transaction_are_each_counters_rate_over_the_steps():
+    # server CPU 0.5 s over 2 s at 1,000 tx/s: 250 µs per transaction; redo read from
+    # MySQL's LSN; a counter read once (involuntary switches) gives no cost
+    s = recorded([(0, CPU_SERVER, 10.0), (0, "Innodb_redo_log_current_lsn", 0.0),
+                  (0, probes.CS_SERVER_INVOL, 5.0),
+                  (2, CPU_SERVER, 10.5), (2, "Innodb_redo_log_current_lsn", 600_000.0)])
+    costs = s.per_transaction(1000.0)
+    assert set(costs) == set(probes.COSTS)
+    assert costs["cpu_server_us_per_txn"] == pytest.approx(250.0)
+    assert costs["redo_bytes_per_txn"] == pytest.approx(300.0)
+    assert costs["cs_server_involuntary_per_txn"] != costs["cs_server_involuntary_per_txn"]  # NaN
+    assert all(v != v for v in s.per_transaction(0.0).values())  # no transaction: no cost
+
+
+def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
+    """The kernel counts context switches per thread: the probe sums every thread's, and
+    what an ended thread did before the reading stays counted."""
+    import os
+    import threading
+    import time
+
+    def sleeper():
+        for _ in range(200):
+            time.sleep(0.0005)  # each sleep: a voluntary switch
+
+    def burst(n):
+        ts = [threading.Thread(target=sleeper) for _ in range(n)]
+        for t in ts:
+            t.start()
+        return ts
+
+    probe = probes.ThreadSwitches(os.getpid(), ("v", "i"))
+    start = probe()["v"]
+    first = burst(4)
+    time.sleep(0.05)
+    mid = probe()["v"]  # the four threads, counted while they run
+    for t in first:
+        t.join()
+    second = burst(4)  # new threads, the first four gone
+    time.sleep(0.05)
+    end = probe()["v"]
+    for t in second:
+        t.join()
+    # each burst did ≈ 4 × 100 sleeps in 50 ms (each a voluntary switch); the first burst's
+    # count stays in the total after its threads ended, the second's is added whole
+    assert mid - start >= 40 and end - mid >= 40, (start, mid, end)
+    assert probes.ThreadSwitches(None, ("v", "i"))() == {}

@@ -283,6 +283,16 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     steps = experiment.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
     assert (steps["seconds"].round() == 2).all()
+    # per-transaction costs: a point select reads one row; its client blocks on each answer
+    # (≈ 1 voluntary switch), the server's threads switch too (counted over all of them:
+    # the main thread alone would give ≈ 0); no redo; server CPU per transaction agrees
+    # with its CPU % and TPS
+    assert steps["rows_read_per_txn"].between(0.95, 1.05).all(), steps["rows_read_per_txn"]
+    assert steps["cs_client_voluntary_per_txn"].between(0.8, 1.2).all(), steps["cs_client_voluntary_per_txn"]
+    assert ((steps["cs_server_voluntary_per_txn"] + steps["cs_server_involuntary_per_txn"]) > 0.25).all()
+    assert (steps["redo_bytes_per_txn"] < 1).all()
+    cpu = steps["cpu_server_pct"] / 100 / steps["tps"] * 1e6
+    assert ((steps["cpu_server_us_per_txn"] / cpu).between(0.8, 1.25)).all(), (steps["cpu_server_us_per_txn"], cpu)
     intervals = run.table("intervals")
     # one per second of a 2-s step; sysbench may drop the last, which coincides with its end
     assert set(intervals[intervals["step"] > 0].groupby("step").size()) <= {1, 2, 3}

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import servers, workloads
-from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, COSTS, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .study import Arm
 from .workloads.sysbench import Sysbench, SysbenchResult
@@ -32,7 +32,7 @@ WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8  # our workloads warm 
 BUSY_RETRIES = 2
 PROGRESS_EVERY = 10        # a long step updates the progress every this many seconds
 
-STEPS = Table("steps", 3, {
+STEPS = Table("steps", 4, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
     "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
     "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
@@ -41,12 +41,17 @@ STEPS = Table("steps", 3, {
     "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
     "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
     "pair": "int64", "position": "int64", "settle_s": "float64",
+    **{column: "float64" for column in COSTS},
 }, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
    "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
    "other processes, % of the machine; host_busy: other or steal above the limits; pair: "
    "the pair of a paired design's round (its arms' steps of one cell, back to back; 0 in "
    "the block design), position: the step's place in it; settle_s: seconds waited after "
-   "the step for its server's flushing to settle (NaN: not waited, nothing written)")
+   "the step for its server's flushing to settle (NaN: not waited, nothing written); "
+   "…_per_txn (v4): the step's costs per transaction — CPU µs of server and client, their "
+   "threads' voluntary and involuntary context switches, KB read and written by the server "
+   "process and by its datadir's device, redo bytes, rows read — each counter's "
+   "increase per second over the step's transactions per second (NaN: not sampled)")
 
 
 _PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}
@@ -226,7 +231,7 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
         "host_other_pct": other, "host_steal_pct": steal,
         "host_busy": _busy(host), "pair": cell.get("pair", 0), "position": cell.get("position", 0),
-        "settle_s": attempt.settle_s,
+        "settle_s": attempt.settle_s, **sampler.per_transaction(t["tps"]),
     }]))
     ctx.run.append(INTERVALS, res.intervals.assign(step=step))
     ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))

@@ -513,6 +513,35 @@ def details(title: str, shown: Any, caption: str = "") -> None:
                  + (f"<p>{_inline(caption)}</p>" if caption else "") + styler.to_html() + "</details>"))
 
 
+COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",
+                "delta_pct", "ci_low_pct", "ci_high_pct", "p_holm", "verdict", "mde_pct"]
+
+
+def costs(moved: Any, tables: dict[str, Any]) -> None:
+    """Why a verdict came out as it did: per cell judged better or worse, the costs per
+    transaction that moved (`analysis.costs.moved`), then every cost's comparison, collapsed."""
+    import pandas as pd
+    from IPython.display import Markdown, display
+
+    from .analysis import in_percent
+    if not tables:
+        skip("This run recorded no per-transaction costs (measured before they were recorded).")
+        return
+    if moved.empty:
+        display(Markdown("*No cell was judged better or worse, so there is no verdict to explain; "
+                         "every cost's comparison is below.*"))
+    else:
+        display(table(moved))
+    every = pd.concat([in_percent(t) for t in tables.values()], ignore_index=True)
+    details("Every cost per transaction, compared", table(every, [c for c in COST_COLUMNS if c in every]),
+            "Each cost is its own Holm family (lower is better): server and client CPU µs, their "
+            "threads' context switches, KB read and written by the server process and by its "
+            "datadir's device (the device's figures include anything else on it), redo bytes and "
+            "rows read (MySQL: `Innodb_rows_read`; MariaDB: `Rows_read`) — each counter's increase "
+            "over the step's transactions. A cell is "
+            "compared where every step has the cost above zero.")
+
+
 def answer(verdicts: Any, text: str) -> None:
     """The report's answer: the verdicts in one short table (`analysis.verdict_summary`),
     then the conclusion (Markdown, computed from the tables; printed by `dbstudies run`)."""
