@@ -160,7 +160,7 @@ class ThreadSwitches:
     ({voluntary name: …, involuntary name: …}). Threads come and go (a connection's ends with
     it): each reading adds what every thread seen before did since, and a new thread's
     whole count; a thread that ends between two readings loses what it did after the
-    first. Reading costs ≈ 20 µs per thread, so with many threads (4,096 connections) it
+    first, and one that starts and ends between them is not counted at all. Reading costs ≈ 20 µs per thread, so with many threads (4,096 connections) it
     reads only every few calls, keeping itself under ≈ 1 % of a core (no row meanwhile)."""
 
     BUDGET_S = 0.01  # CPU seconds a reading may take per call on average
