@@ -71,8 +71,9 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
     assert sorted(loaded["rate"].unique()) == [round(0.3 * peak, 1), round(1.5 * peak, 1)]
     assert set(loaded["load"]) == {0.3, 1.5}
     # open-loop tables: per step, per second, the histogram
+    # (an attempt discarded because the host was busy is kept too, under a negative step)
     for table in (OPEN_LOOP, OL_SECONDS, OL_HISTOGRAMS):
-        assert set(run.table(table)["step"]) == set(loaded["step"]), table.name
+        assert {s for s in run.table(table)["step"] if s > 0} == set(loaded["step"]), table.name
     low, high = (loaded[loaded["load"] == x] for x in (0.3, 1.5))
     assert low["ol_sustained"].all() and not high["ol_sustained"].any()  # 150 % of the peak
     assert (high["ol_achieved_rate"] < 0.9 * high["rate"]).all() and high["ol_lower_bound"].all()
