@@ -249,6 +249,28 @@ def compare_capacity(loaded: pd.DataFrame, arms: list[Arm], p: Any) -> tuple[pd.
     return per_arm, out.assign(baseline=arms[0].label, offered=f"p99 ≤ {p.p99_target_ms:g} ms")
 
 
+def capacity_view(per_arm: pd.DataFrame) -> pd.DataFrame:
+    """The per-arm capacities (`compare_capacity`) as the report shows them: rounds, the
+    median and the min–max in transactions/s, and how many rounds gave only a bound.
+
+    >>> capacity_view(pd.DataFrame({"workload": ["w"], "threads": [8], "arm": ["a"], "n": [3],
+    ...     "capacity_median": [900.0], "capacity_min": [800.0], "capacity_max": [950.0],
+    ...     "at_least": [1], "below": [0]})).iloc[0].astype(str).tolist()
+    ['w', '8', 'a', '3', '900.0', '800.0', '950.0', '1 (≥)']
+    """
+    if per_arm.empty:
+        return per_arm
+
+    def bounds(r: Any) -> str:
+        kinds = [f"{n} ({k})" for n, k in ((r.at_least, "≥"), (r.below, "<")) if n]
+        return ", ".join(kinds) or "none"
+    return pd.DataFrame({
+        "workload": per_arm["workload"], "threads": per_arm["threads"], "arm": per_arm["arm"],
+        "rounds": per_arm["n"], "capacity median (tx/s)": per_arm["capacity_median"],
+        "min (tx/s)": per_arm["capacity_min"], "max (tx/s)": per_arm["capacity_max"],
+        "rounds only a bound": [bounds(r) for r in per_arm.itertuples()]})
+
+
 # ---------------------------------------------------------------- the study's tables and text
 
 def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = ()) -> dict[str, pd.DataFrame]:
