@@ -83,7 +83,7 @@ def kill_leftovers():
 # notebook → the `dbstudies run` arguments of its one execution in the suite (a smoke run);
 # a new notebook must be added here. The thread-pool one is the README's example.
 SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
-                                    "-p", "duration", "2"],
+                                    "-p", "duration", "2", "-p", "cpu_profile", "true"],
               "versions.ipynb": ["--profile", "smoke"],  # the host's MariaDB and mysql-9.7 (rootfs)
               "checkpoint_stalls.ipynb": ["--profile", "smoke"],
               "dbt3_plans.ipynb": ["--profile", "smoke"],

@@ -1,5 +1,6 @@
 """The thread-pool study end to end against real servers: failures, Ctrl-C, the CLI."""
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -252,7 +253,7 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
 def test_cli_runs_the_study_end_to_end(smoke_run):
     """The README/issue example: a smoke run with three thread counts, report rendered
     (the suite's one execution of the notebook, shared with test_notebooks.py)."""
-    cmd = "dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2"
+    cmd = "dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2 -p cpu_profile true"
     assert cmd in (REPO / "README.md").read_text()
     assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool.ipynb"]]
     p, run_dir = smoke_run("thread_pool.ipynb")
@@ -273,7 +274,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert int(pool["global_variables"]["max_connections"]) >= 64
     assert meta["sysbench"]["version"] == "1.0.20"
     raw = run.table("steps")  # every sysbench run is a row: warm-ups and busy retries too
-    assert (raw["phase"] == "warmup").sum() == 4 and (raw["phase"] == "measure").sum() == 2 * 2 * 3
+    # two rounds, then the profiled cells (cpu_profile: a round of their own, after a restart)
+    assert (raw["phase"] == "warmup").sum() == 4 + 2 and (raw["phase"] == "measure").sum() == 2 * 2 * 3
     # paired: each cell's two arms back to back, each arm first in one of the two rounds
     m = raw[raw["phase"] == "measure"].sort_values("step")
     assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(tp.SCHEDULERS))).all()
@@ -313,7 +315,9 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "\nConclusion\n- **oltp_point_select**: peak median" in p.stdout
     assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
                              f"dbstudies: run complete: {run_dir}\n")
-    assert "12/12" in p.stderr and "step" in p.stderr  # the progress bar
+    # the progress bar: the 12 planned steps, then the profiled ones (cpu_profile) counted on
+    profiled = len(meta["cpu_profile_plan"])
+    assert re.findall(r"(\d+)/(\d+) \[", p.stderr)[-1] == (str(12 + profiled),) * 2 and "step" in p.stderr
     for noise in ("<IPython", "<Figure", "Executing", "WARNING", "run directory: "):
         assert noise not in p.stdout + p.stderr, noise
     # the other subcommands: list the studies, re-render a report from the run's notebook

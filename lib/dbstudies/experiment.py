@@ -288,14 +288,30 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
         more = hook(study, "follow_up", lambda p, run: [])(p, run)
         if more:
-            first = int(steps["step"].max()) + 1
-            follow = (paired_plan(arms, more, p.repeats, p.seed + 1, first_step=first,
-                                  first_pair=int(steps["pair"].max()) + 1) if paired
-                      else plan(arms, more, p.repeats, p.seed + 1, first_step=first))
+            follow = _next_plan(arms, more, p.repeats, p.seed + 1, steps, paired)
             run.update(follow_up=follow.to_dict("records"))
             print(f"follow-up: {len(follow)} more steps ({len(more)} per "
                   f"{'round and arm' if paired else 'block'})", flush=True)
             (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
+            steps = follow
+        chosen = hook(study, "profile_cells", lambda p, run: [])(p, run) if getattr(
+            p, "cpu_profile", False) else []
+        if chosen:  # one round more: each chosen cell on every arm, its server sampled by perf
+            profiled = _next_plan([a for a in arms if a.twin_of is None],
+                                  [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
+            run.update(cpu_profile_plan=profiled.to_dict("records"))
+            print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(_cell_text(c) for c in chosen)} "
+                  "on every arm)", flush=True)
+            (loop.rounds if paired else loop.blocks)(profiled, by_label, progress, before=loop.done)
+
+
+def _next_plan(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int,
+               last: pd.DataFrame, paired: bool) -> pd.DataFrame:
+    """A later phase's plan, its steps (and pairs) numbered on from the `last` phase's."""
+    first = int(last["step"].max()) + 1
+    if paired:
+        return paired_plan(arms, cells, repeats, seed, first_step=first, first_pair=int(last["pair"].max()) + 1)
+    return plan(arms, cells, repeats, seed, first_step=first)
 
 
 def provision(names: list[str], run: Run, total: int) -> None:

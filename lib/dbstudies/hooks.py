@@ -6,7 +6,9 @@ OLTP — our TPC-C-/LinkBench-like workloads alone: with themselves — (`sysben
 and measure one workload × client threads cell per step (`sysbench_step`): one sysbench run
 with the 1 Hz sampler, its intervals and status samples streamed to the run as they come (a
 step that dies keeps them), then stored whole. A measured step that ran on a busy host is
-measured again (`BUSY_RETRIES`); the discarded attempts are kept with phase `busy`.
+measured again (`BUSY_RETRIES`); the discarded attempts are kept with phase `busy`. A cell
+with `cpu_profile` is measured with `perf` sampling its server (`profiler`): stored with
+phase `profile`, its folded stacks under profiles/ and a row of `cpu_profiles`.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import servers, workloads
+from . import profiler, servers, workloads
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, COSTS, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .study import Arm
@@ -75,6 +77,10 @@ OL_SECONDS = Table("open_loop_seconds", 1, {
    "the queue of due arrivals not yet started and how late its oldest was (lag_ms), "
    "transactions completed in the second and their latency from the scheduled start "
    "(wait_avg_ms: the part spent waiting for a connection)")
+CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "frequency_hz": "int64",
+                                          "file": "str"},
+                     "one row per profiled step (phase profile): the on-CPU samples perf took of "
+                     "the server's threads and the folded stacks' file, relative to the run")
 OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
                       "an open-loop step's latency histogram from the scheduled start (completed "
                       "transactions)")
@@ -151,6 +157,7 @@ class Attempt:
     sampler: Sampler
     streams: tuple[Any, ...]
     settle_s: float = np.nan
+    recorder: profiler.Recorder | None = None  # the step's on-CPU profile (`cpu_profile` cells)
 
     @property
     def busy(self) -> bool:
@@ -172,20 +179,51 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             ctx.progress(f"{second} of {duration} s")
 
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
+    recorder = None
+    if profiled_cell(cell) and ctx.server.pid is not None:
+        recorder = profiler.Recorder(ctx.server.pid, ctx.run.path / PROFILE_DIR / f"step-{cell['step']}.folded")
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
         rate = cell.get("rate")  # an offered load: open loop
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
-                               observer=sampler, on_interval=interval,
+                               observer=sampler if recorder is None else _Both(sampler, recorder),
+                               on_interval=interval,
                                rate=None if rate is None or rate != rate else float(rate),
                                arrivals=getattr(p, "arrivals", "poisson"))
     finally:
         intervals.close(), samples.close()
-    return Attempt(cell, seed, res, sampler, (intervals, samples))
+    return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder)
+
+
+PROFILE_DIR = "profiles"  # in the run: the profiled steps' folded stacks
+
+
+def profiled_cell(cell: dict[str, Any]) -> bool:
+    """Whether a plan's cell is to be measured with its server profiled."""
+    v = cell.get("cpu_profile")
+    return isinstance(v, (bool, np.bool_)) and bool(v)
+
+
+class _Both:
+    """Two observers of one sysbench run (the status sampler and a profiler)."""
+
+    def __init__(self, *observers: Any):
+        self.observers = observers
+
+    def start(self, t0: float, client_pid: int) -> None:
+        for o in self.observers:
+            o.start(t0, client_pid)
+
+    def stop(self) -> None:
+        for o in self.observers:
+            o.stop()
 
 
 def keep(ctx: Context, attempt: Attempt, step: int, phase: str) -> None:
-    """Store an attempt as `step` with `phase`; its streamed rows are then dropped."""
+    """Store an attempt as `step` with `phase` (a profiled cell's measured attempt: phase
+    `profile`, kept out of the verdicts); its streamed rows are then dropped."""
+    if phase == "measure" and profiled_cell(attempt.cell):
+        phase = "profile"
     store_sysbench_step(ctx, step, phase, attempt)
     for stream in attempt.streams:
         stream.discard()
@@ -246,6 +284,11 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append(OL_SECONDS, ol.seconds[[c for c in OL_SECONDS.columns if c != "step"]]
                        .assign(step=step))
         ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
+    if attempt.recorder is not None and phase == "profile":
+        r = attempt.recorder
+        ctx.run.append(CPU_PROFILES, pd.DataFrame([{
+            "step": step, "samples": r.samples, "frequency_hz": r.frequency,
+            "file": str(r.out.relative_to(ctx.run.path))}]))
 
 
 def sysbench_block_seconds(p: Any) -> float:

@@ -345,6 +345,8 @@ table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom
 table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
 table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
 tr.dbs-differs td { background: #fff8e1; }
+.dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
+.dbs-flame svg { max-width: 100%; height: auto; }
 .dbs-setup pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
 .dbs-header summary, details.dbs-details > summary { font-weight: bold; margin: .4em 0; cursor: pointer; }
 .dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
@@ -540,6 +542,39 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
             "rows read (MySQL: `Innodb_rows_read`; MariaDB: `Rows_read`) — each counter's increase "
             "over the step's transactions. A cell is "
             "compared where every step has the cost above zero.")
+
+
+def cpu_profiles(run: Run, arms: list[Any]) -> None:
+    """Where each arm's server spent its CPU in the profiled cells (`analysis.profiles`):
+    per cell the flame graph of every arm, then per candidate the functions whose CPU per
+    transaction moved most against the baseline and its difference flame graph; last, what
+    profiling cost. The SVGs are also written to the run's profiles/."""
+    from IPython.display import HTML, Markdown, display
+
+    from .analysis import profiles
+    views = profiles.views(run, arms)
+    if not views:
+        skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
+        return
+    folder = run.path / "profiles"
+    for v in views:
+        display(Markdown(f"**{v['title']}** — " + ", ".join(
+            f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s" for a in v["arms"])))
+        for a in v["arms"]:
+            (folder / f"flame-{experiment.slug(a['arm'])}-{v['workload']}-{v['threads']}.svg").write_text(a["svg"])
+            display(HTML(f"<div class='dbs-flame'>{a['svg']}</div>"))
+        for d in v["differences"]:
+            display(Markdown(f"*{d['candidate']} against {v['arms'][0]['arm']}: the functions whose own CPU "
+                             "per transaction changed most (µs: the function's share of the samples × the "
+                             "step's server CPU per transaction).*"))
+            display(table(d["table"]))
+            (folder / f"difference-{experiment.slug(d['candidate'])}-{v['workload']}-{v['threads']}.svg"
+             ).write_text(d["svg"])
+            display(HTML(f"<div class='dbs-flame'>{d['svg']}</div>"))
+    cost = profiles.overhead(run, profiles.profiled(run))
+    details("What profiling cost", table(cost), "Throughput of each profiled step against the median "
+            "of the same arm and cell measured without perf in this run (one step each: noise "
+            "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")
 
 
 def answer(verdicts: Any, text: str) -> None:

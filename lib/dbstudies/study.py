@@ -11,6 +11,8 @@ A study is a module `dbstudies.studies.<name>` that declares:
 - optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)` and
   `warmup_seconds(p)` (the defaults in `experiment` load and drive sysbench), and
   `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
+  `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on
+  every arm with the server profiled (`profiler`), after the plan and its follow-up;
 - its analysis: tables, conclusion; optionally `paired_tables(run)`: the tables `dbstudies
   plan` predicts, as (words, observations, cell columns, value) — default: sysbench QPS and
   p99 per workload × threads.
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Protocol
 
 from . import params as P
-from . import servers, workloads
+from . import profiler, servers, workloads
 
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
@@ -178,6 +180,29 @@ class MultiServerParams(SysbenchParams):
         if self.flavour not in self.flavours:
             problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
                             f"{self.flavours}")
+        return problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuProfiled:
+    """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
+    `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
+    its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
+    verdicts choosing them. Mixed in before a `SysbenchParams`."""
+    cpu_profile: bool = False
+    cpu_profile_cells: list[str] | None = None
+
+    def shared_problems(self) -> list[str]:
+        problems = super().shared_problems()  # type: ignore[misc]
+        for text in self.cpu_profile_cells or []:
+            workload, _, threads = str(text).rpartition("@")
+            if workload not in self.workloads or not threads.isdigit() or int(threads) not in self.threads:
+                problems.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
+                                f"with a workload of {self.workloads} and threads of {self.threads})")
+        if self.cpu_profile_cells and not self.cpu_profile:
+            problems.append("cpu_profile_cells: names cells to profile, but cpu_profile is false")
+        if self.cpu_profile:
+            problems += profiler.problems("cpu_profile")
         return problems
 
 

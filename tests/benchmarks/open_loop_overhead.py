@@ -14,14 +14,10 @@ shared and noisy, so read the figure with its interval.
 from __future__ import annotations
 
 import argparse
-import math
-import statistics
 import tempfile
 from pathlib import Path
 
-from scipy.stats import t
-
-from dbstudies import servers
+from dbstudies import servers, stats
 from dbstudies.workloads.sysbench import Sysbench
 
 
@@ -50,12 +46,9 @@ def main() -> None:
                     opened.append(res.open_loop.totals["achieved_rate"])
             print(f"repeat {r + 1}: closed {closed[-1]:,.0f}/s, open loop (saturated) "
                   f"{opened[-1]:,.0f}/s", flush=True)
-    logs = [math.log(o / c) for o, c in zip(opened, closed)]
-    mean, sd = statistics.fmean(logs), statistics.stdev(logs) if len(logs) > 1 else float("nan")
-    half = t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs)) if len(logs) > 1 else float("nan")
+    ratio, low, high = stats.paired_ratio(closed, opened)
     print(f"open loop / closed loop, transactions/s at {a.threads} connections ({a.workload}): "
-          f"{math.exp(mean):.3f} [{math.exp(mean - half):.3f}, {math.exp(mean + half):.3f}] "
-          f"(geometric mean of {len(logs)} paired repeats, 95 % CI)")
+          f"{ratio:.3f} [{low:.3f}, {high:.3f}] (geometric mean of {len(opened)} paired repeats, 95 % CI)")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ For each run (one per study; `dbstudies run <study> --profile smoke` makes one; 
 run given again rebuilds only its notebook, e.g. after the study notebook changed):
 
 1. the run becomes the study's fixture, tests/fixtures/runs/<study>/<run id>/: its
-   metadata (without its owner) and its tables, each table's parts compacted into one
-   Parquet file — nothing else, so that it stays small;
+   metadata (without its owner), its tables, each table's parts compacted into one
+   Parquet file, and the folded stacks of profiled steps — nothing else, so that it stays
+   small;
 2. tests/nbval/<study>.ipynb becomes the study's notebook with the fixture's parameters
    injected after its parameters cell (as papermill injects them, `run_dir` included), executed
    here on the fixture (it measures nothing: the run has ended), its outputs stored (but the
@@ -38,7 +39,7 @@ from dbstudies import paths
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "runs"
 CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "report.answer(", "report.setup(",
-           "report.details(", "# CHECK_OUTPUT")
+           "report.details(", "report.cpu_profiles(", "# CHECK_OUTPUT")
 INJECTED = "injected-parameters"
 
 
@@ -67,6 +68,10 @@ def fixture(run: Path) -> Path:
     meta.pop("owner", None)  # nobody owns a fixture: analysing it never changes its status
     (dest / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
     compact(run, dest)
+    if (run / "profiles").is_dir():  # the profiled steps' stacks (cpu_profile), not their SVGs
+        (dest / "profiles").mkdir()
+        for f in (run / "profiles").glob("*.folded"):
+            shutil.copy2(f, dest / "profiles" / f.name)
     return dest
 
 

@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import analysis
 from .. import study as S
+from ..analysis import profiles
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = S.PER_CONNECTION, S.POOL, S.SCHEDULERS
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.MultiServerParams):
+class Params(S.CpuProfiled, S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     schedulers: list[str]
@@ -39,7 +42,8 @@ class Params(S.MultiServerParams):
 
 _COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
-               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1)
+               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1,
+               cpu_profile=False, cpu_profile_cells=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
@@ -69,6 +73,12 @@ def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
     return S.schedulers_unavailable(p, p.schedulers)
+
+
+def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
+    """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
+    better or worse, else the largest difference; or `cpu_profile_cells`)."""
+    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p)
 
 
 # ---------------------------------------------------------------- analysis

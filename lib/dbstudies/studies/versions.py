@@ -15,16 +15,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import analysis
 from .. import study as S
+from ..analysis import profiles
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..results import Run
 
 WORKLOADS = ("oltp_read_only", "oltp_point_select", "oltp_read_write")
 FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.MultiServerParams):
+class Params(S.CpuProfiled, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
     WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")
 
@@ -35,7 +38,8 @@ class Params(S.MultiServerParams):
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
                server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
-               budget=None, design="paired", restart_every=1)
+               budget=None, design="paired", restart_every=1,
+               cpu_profile=False, cpu_profile_cells=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
                   threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
@@ -54,6 +58,12 @@ PROFILES: dict[str, dict[str, Any]] = {
 def arms(p: Params) -> list[S.Arm]:
     """One arm per flavour, the baseline first, each on its own server."""
     return [S.Arm(f, {}, flavour=f) for f in p.servers()]
+
+
+def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
+    """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
+    better or worse, else the largest difference; or `cpu_profile_cells`)."""
+    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p)
 
 
 # ---------------------------------------------------------------- analysis

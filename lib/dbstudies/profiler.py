@@ -1,0 +1,156 @@
+"""On-CPU profiles of a server process with Linux `perf`, folded into stacks.
+
+A `Recorder` watches one sysbench step (it is a `workloads.sysbench.Observer`): it attaches
+`perf record -e cpu-clock -g` to every thread of the server process when the step starts,
+stops it when the step ends, and folds what perf sampled into one line per distinct stack —
+`thread;outermost;…;innermost count` — the form flame graphs are drawn from. The raw
+perf.data is removed once folded.
+
+Only the software event `cpu-clock` is used: these VMs expose no hardware counters. Stacks
+are unwound by frame pointers (perf's default), so they are as deep as the binary keeps its
+frame pointers; the innermost function of a sample — where the CPU was — is always right,
+which is what the difference between two arms is computed from. Frames without a symbol
+are named by their object file (`[libc.so.6]`).
+
+    >>> fold('''mariadbd
+    ... \\t  5e1 do_select (/usr/sbin/mariadbd)
+    ... \\t  4f0 dispatch_command (/usr/sbin/mariadbd)
+    ...
+    ... mariadbd
+    ... \\t  7a1 [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)
+    ... ''')
+    {'mariadbd;dispatch_command;do_select': 1, 'mariadbd;[libc.so.6]': 1}
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Mapping
+
+from . import proc
+
+FREQUENCY = 499      # samples per second per CPU (a prime: no lock-step with periodic work)
+STOP_TIMEOUT = 30.0  # seconds perf may take to write its data after SIGINT
+SCRIPT_TIMEOUT = 300.0
+PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
+_FRAME = re.compile(r"^\s+[0-9a-f]+\s+(?P<sym>.*?)(?:\s+\((?P<dso>[^()]*)\))?\s*$")
+
+
+def problems(what: str = "cpu_profile") -> list[str]:
+    """Why this machine cannot profile a server (empty: it can): no `perf`, or a kernel
+    that refuses the software event to this user. Asked of perf itself (a 0.1-s trial),
+    so a refusal is a parameter error before any server starts."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return [f"{what}: `perf` is not installed (Debian's linux-perf; `make setup` installs it)"]
+    with tempfile.TemporaryDirectory(prefix="dbs-perf-") as tmp:
+        try:
+            r = proc.run([perf, "record", "-q", "-e", "cpu-clock", "-o", f"{tmp}/trial.data",
+                          "--", "sleep", "0.1"], timeout=30, check=False)
+        except proc.ProcError as e:
+            return [f"{what}: `perf record` could not run: {e}"]
+    if r.returncode != 0:
+        level = PARANOID.read_text().strip() if PARANOID.exists() else "?"
+        return [f"{what}: the kernel refused `perf record -e cpu-clock` (perf_event_paranoid = "
+                f"{level}; as root: sysctl kernel.perf_event_paranoid=1): "
+                f"{proc.tail(r.stderr, 3) or r.returncode}"]
+    return []
+
+
+def frame_name(sym: str, dso: str | None) -> str:
+    """One frame as a flame graph names it: the symbol without its offset, or the object
+    file's name where perf knows no symbol.
+
+    >>> frame_name("do_select+0x1f", "/usr/sbin/mariadbd"), frame_name("[unknown]", "/lib/libc.so.6")
+    ('do_select', '[libc.so.6]')
+    """
+    sym = re.sub(r"\+0x[0-9a-f]+$", "", sym.strip())
+    if sym in ("", "[unknown]"):
+        return f"[{Path(dso).name}]" if dso and dso != "[unknown]" else "[unknown]"
+    return sym.replace(";", ":")
+
+
+def fold(script: str) -> dict[str, int]:
+    """`perf script -F comm,ip,sym,dso` output → {folded stack: samples}: each sample's
+    thread name, then its frames outermost first (perf prints the innermost first)."""
+    stacks: Counter[str] = Counter()
+    thread, frames = None, []
+
+    def close() -> None:
+        if thread is not None:
+            stacks[";".join([thread.replace(";", ":"), *reversed(frames)])] += 1
+
+    for line in script.splitlines():
+        if not line.strip():
+            close()
+            thread, frames = None, []
+        elif not line[0].isspace():
+            close()
+            thread, frames = line.strip() or "[unknown]", []
+        else:
+            m = _FRAME.match(line)
+            if m and thread is not None:
+                frames.append(frame_name(m["sym"], m["dso"]))
+    close()
+    return dict(stacks)
+
+
+def write_folded(stacks: Mapping[str, int], path: Path) -> None:
+    """Stacks in the folded text form, most sampled first (one `stack count` a line)."""
+    lines = [f"{s} {n}" for s, n in sorted(stacks.items(), key=lambda kv: (-kv[1], kv[0]))]
+    path.write_text("\n".join(lines) + ("\n" if lines else ""))
+
+
+def read_folded(path: Path) -> dict[str, int]:
+    """A folded file back into {stack: samples}."""
+    out: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if stack:
+            out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+class Recorder:
+    """`perf record` of process `pid` (all its threads) for the length of a step, folded
+    into `out` (a .folded file) when it stops. An Observer of `Sysbench.run`."""
+
+    def __init__(self, pid: int, out: Path, frequency: int = FREQUENCY):
+        self.pid, self.out, self.frequency = pid, Path(out), frequency
+        self.data = self.out.with_suffix(".perf.data")
+        self._p: subprocess.Popen | None = None
+        self.samples = 0
+
+    def start(self, t0: float, client_pid: int) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._p = proc.spawn(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(self.frequency),
+                              "-g", "-p", str(self.pid), "-o", str(self.data)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> None:
+        """Stop perf (SIGINT: it writes its data and exits), fold its samples into `out`."""
+        p, self._p = self._p, None
+        if p is None:
+            return
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGINT)
+        try:
+            _, err = p.communicate(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill(p)
+            raise proc.ProcError(p.args, None, reason=f"perf record did not stop within {STOP_TIMEOUT:g} s") from None
+        if not self.data.exists():
+            raise proc.ProcError(p.args, p.returncode, stderr=(err or b"").decode("utf-8", "replace"),
+                                 reason="perf record wrote no data")
+        script = proc.run(["perf", "script", "-i", str(self.data), "-F", "comm,ip,sym,dso"],
+                          timeout=SCRIPT_TIMEOUT)
+        stacks = fold(script.stdout)
+        write_folded(stacks, self.out)
+        self.samples = sum(stacks.values())
+        self.data.unlink()

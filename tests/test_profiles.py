@@ -1,0 +1,146 @@
+"""On-CPU profiles: perf's samples folded into stacks, flame graphs drawn from them, what moved
+between two arms, the parameter checks, and the thread-pool smoke run profiled end to end."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from dbstudies import experiment, flamegraph, profiler
+from dbstudies.analysis import profiles
+from dbstudies.errors import ParamError
+from dbstudies.hooks import CPU_PROFILES
+from dbstudies.results import Run
+from dbstudies.study import load
+
+# `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
+SCRIPT = """mariadbd
+\t    55d0c1a2 row_search_mvcc+0x2f1 (/usr/sbin/mariadbd)
+\t    55d0c0f0 handler::ha_index_read_map+0x40 (/usr/sbin/mariadbd)
+\t    55d0b000 dispatch_command (/usr/sbin/mariadbd)
+
+mariadbd
+\t    55d0c1a2 row_search_mvcc+0x11 (/usr/sbin/mariadbd)
+\t    55d0c0f0 handler::ha_index_read_map+0x40 (/usr/sbin/mariadbd)
+\t    55d0b000 dispatch_command (/usr/sbin/mariadbd)
+
+ib_pg_flush_co
+\t    7f0011 [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+mariadbd
+\t    ffffffff81000000 [unknown] ([unknown])
+"""
+
+
+def test_perf_samples_fold_into_stacks_outermost_first_with_their_thread():
+    st = profiler.fold(SCRIPT)
+    assert st == {"mariadbd;dispatch_command;handler::ha_index_read_map;row_search_mvcc": 2,
+                  "ib_pg_flush_co;[libc.so.6]": 1, "mariadbd;[unknown]": 1}
+
+
+def test_folded_stacks_survive_a_round_trip_most_sampled_first(tmp_path):
+    st = profiler.fold(SCRIPT)
+    profiler.write_folded(st, tmp_path / "a.folded")
+    lines = (tmp_path / "a.folded").read_text().splitlines()
+    assert lines[0].endswith(" 2") and profiler.read_folded(tmp_path / "a.folded") == st
+
+
+def test_a_flame_graph_draws_each_box_as_wide_as_its_samples():
+    st = {"t;main;a": 30, "t;main;b": 10, "t;other": 60}
+    svg = flamegraph.svg(st, "title", width=1020)  # 1000 px inside the padding
+    boxes = {re.search(r"<title>([^:]+):", g)[1]: float(re.search(r'width="([\d.]+)"', g)[1])
+             for g in svg.split("<g>")[1:]}
+    assert boxes == pytest.approx({"t": 1000, "main": 400, "a": 300, "b": 100, "other": 600})
+    assert "t: 100 samples (100.00 %)" in svg and "title — 100 samples" in svg
+    # a difference graph: a grown share in red, a shrunk one in blue, unchanged white
+    diff = flamegraph.svg(st, "d", delta={"a": 5.0, "other": -5.0, "t": 0.0})
+    fills = dict(re.findall(r"<title>(\w+):[^<]*</title><rect[^>]*fill=\"([^\"]+)\"", diff))
+    assert fills["a"] == "rgb(235,65,65)" and fills["other"] == "rgb(65,65,235)"
+    assert fills["t"] == "rgb(235,235,235)" and "+5.00 points against the other arm" in diff
+
+
+def test_shares_count_a_recursive_function_once_per_sample():
+    df = flamegraph.shares({"t;f;f;g": 3, "t;f": 1}).set_index("function")
+    assert df.loc["f", "total"] == 4 and df.loc["f", "self"] == 1 and df.loc["g", "self_pct"] == 75
+
+
+def test_the_difference_lists_the_largest_change_in_cpu_per_transaction_first():
+    base = profiles.functions({"t;a": 50, "t;b": 50}, us_per_txn=100)       # a: 50 µs, b: 50 µs
+    cand = profiles.functions({"t;a": 20, "t;b": 60, "t;c": 20}, us_per_txn=200)  # a 40, b 120, c 40
+    d = profiles.difference(base, cand)
+    assert d["function"].tolist() == ["b", "c", "a", "t"]  # +70, +40, −10, 0 µs
+    row = d.set_index("function")
+    assert row.loc["b", "change µs/txn"] == pytest.approx(70) and row.loc["a", "change µs/txn"] == pytest.approx(-10)
+    assert row.loc["c", "self µs/txn baseline"] == 0 and row.loc["c", "samples candidate"] == 20
+    assert row.loc["a", "change (points)"] == pytest.approx(-30)
+    assert profiles.delta_of(base, cand)["c"] == pytest.approx(20)
+
+
+def test_a_machine_without_perf_or_a_refusing_kernel_is_a_parameter_error(monkeypatch):
+    monkeypatch.setattr(profiler.shutil, "which", lambda name: None)
+    assert "`perf` is not installed" in profiler.problems()[0]
+    monkeypatch.undo()
+    monkeypatch.setattr(profiler.proc, "run", lambda *a, **k: profiler.proc.Result(
+        list(a[0]), 255, "", "Error: No permission to enable cpu-clock event."))
+    (problem,) = profiler.problems()
+    assert "perf_event_paranoid" in problem and "No permission" in problem
+    with pytest.raises(ParamError) as e:
+        experiment.resolve(load("thread_pool"), "smoke", cpu_profile=True)
+    assert "cpu_profile: the kernel refused" in str(e.value)
+
+
+def test_named_cells_must_be_cells_of_the_run():
+    with pytest.raises(ParamError) as e:
+        experiment.resolve(load("thread_pool"), "smoke", cpu_profile_cells=["oltp_point_select@3", "nope@1"])
+    text = str(e.value)
+    assert "'oltp_point_select@3' is not a cell of this run" in text and "'nope@1'" in text
+    assert "cpu_profile is false" in text
+    p = experiment.resolve(load("thread_pool"), "smoke", cpu_profile=True,
+                           cpu_profile_cells=["oltp_point_select@4"])
+    assert profiles.cells(None, [], p) == [{"workload": "oltp_point_select", "threads": 4}]
+
+
+def test_a_recorder_samples_a_busy_process_and_keeps_only_the_folded_stacks(tmp_path):
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\n"
+                             "while time.time() - t < 20: sum(i * i for i in range(1000))"])
+    try:
+        rec = profiler.Recorder(busy.pid, tmp_path / "p" / "step-1.folded")
+        rec.start(time.monotonic(), 0)
+        deadline = time.monotonic() + 10
+        while not rec.data.exists() and time.monotonic() < deadline:  # perf attached and writing
+            time.sleep(0.05)
+        time.sleep(1.0)
+        rec.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    stacks = profiler.read_folded(rec.out)
+    assert rec.samples == sum(stacks.values()) > 50  # ≈ 499 a second of one busy thread
+    assert all(s.startswith("python") for s in stacks) and not rec.data.exists()
+
+
+@pytest.mark.notebook
+@pytest.mark.server
+def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_run):
+    proc, run_dir = smoke_run("thread_pool.ipynb")  # conftest: -p cpu_profile true
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = Run.open(run_dir)
+    plan = pd.DataFrame(run.metadata["cpu_profile_plan"])
+    cells = plan[["workload", "threads"]].drop_duplicates()
+    assert 1 <= len(cells) <= profiles.MAX_CELLS and (plan.groupby(["workload", "threads"]).size() == 2).all()
+    steps = run.table("steps")
+    shot = steps[steps["phase"] == "profile"]
+    assert sorted(shot["step"]) == sorted(plan["step"])
+    assert not set(shot["step"]) & set(experiment.measured(run)["step"])  # kept out of the verdicts
+    rows = run.table(CPU_PROFILES)
+    assert set(rows["step"]) == set(plan["step"]) and (rows["samples"] > 50).all()
+    for f in rows["file"]:
+        assert any("dispatch_command" in s for s in profiler.read_folded(run.path / f))  # symbols of mariadbd
+    html = (run.path / "report.html").read_text()
+    assert "Where the server spent its CPU" in html and len(re.findall(r"class=[\"']dbs-flame", html)) >= 3
+    assert "pool-of-threads against one-thread-per-connection" in html and "change µs/txn" in html
+    assert len(list((run.path / "profiles").glob("flame-*.svg"))) == 2 * len(cells)
