@@ -10,12 +10,12 @@ import time
 import pandas as pd
 import pytest
 
-from dbstudies import experiment, flamegraph, profiler
+from dbstudies import experiment, flamegraph, ownership, profiler
 from dbstudies.analysis import profiles
 from dbstudies.errors import ParamError
 from dbstudies.hooks import CPU_PROFILES
 from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.study import arms_of, load
 
 # `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
 SCRIPT = """mariadbd
@@ -144,3 +144,23 @@ def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_
     assert "Where the server spent its CPU" in html and len(re.findall(r"class=[\"']dbs-flame", html)) >= 3
     assert "pool-of-threads against one-thread-per-connection" in html and "change µs/txn" in html
     assert len(list((run.path / "profiles").glob("flame-*.svg"))) == 2 * len(cells)
+
+
+@pytest.mark.server
+def test_named_cells_are_profiled_with_the_waits_of_an_arm_that_turned_performance_schema_on(tmp_path):
+    tp = load("thread_pool")
+    p = experiment.resolve(tp, "smoke", threads=[4], repeats=1, duration=1, warmup=0, design="blocks",
+                           cpu_profile=True, cpu_profile_cells=["oltp_point_select@4"],
+                           settings={"performance_schema": "ON"})
+    run = ownership.open_run(tp, p, root=tmp_path)
+    experiment.measure(tp, p, run, progress=False)
+    (view,) = profiles.views(run, arms_of(tp, p))
+    assert [a["arm"] for a in view["arms"]] == list(tp.SCHEDULERS) and view["title"] == "oltp_point_select, 4 threads"
+    waits = view["waits"].set_index("event")
+    # every point select reads its row through the handler: one table I/O wait per transaction
+    per_k = waits.loc["wait/io/table/sql/handler", [f"{a}: waits per 1,000 txn" for a in tp.SCHEDULERS]]
+    assert per_k.between(900, 1100).all(), per_k
+    assert not waits.index.str.startswith(profiles.NOT_WAITS).any()
+    assert (run.table("waits")["event"] == "idle").any()  # stored whole, left out of the table
+    (diff,) = view["differences"]
+    assert diff["candidate"] == tp.POOL and len(diff["table"]) == profiles.TOP

@@ -8,7 +8,8 @@ with the 1 Hz sampler, its intervals and status samples streamed to the run as t
 step that dies keeps them), then stored whole. A measured step that ran on a busy host is
 measured again (`BUSY_RETRIES`); the discarded attempts are kept with phase `busy`. A cell
 with `cpu_profile` is measured with `perf` sampling its server (`profiler`): stored with
-phase `profile`, its folded stacks under profiles/ and a row of `cpu_profiles`.
+phase `profile`, its folded stacks under profiles/ and a row of `cpu_profiles` (and, where
+performance_schema is on, the waits of the step in `waits`).
 """
 from __future__ import annotations
 
@@ -81,6 +82,9 @@ CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "f
                                           "file": "str"},
                      "one row per profiled step (phase profile): the on-CPU samples perf took of "
                      "the server's threads and the folded stacks' file, relative to the run")
+WAITS = Table("waits", 1, {"step": "int64", "event": "str", "count": "int64", "wait_ms": "float64"},
+              "per profiled step on a server with performance_schema on: each wait event's count "
+              "and time waited during the step (events_waits_summary_global_by_event_name)")
 OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
                       "an open-loop step's latency histogram from the scheduled start (completed "
                       "transactions)")
@@ -158,6 +162,7 @@ class Attempt:
     streams: tuple[Any, ...]
     settle_s: float = np.nan
     recorder: profiler.Recorder | None = None  # the step's on-CPU profile (`cpu_profile` cells)
+    waits: list[dict[str, Any]] = field(default_factory=list)  # performance_schema's, profiled cells
 
     @property
     def busy(self) -> bool:
@@ -179,9 +184,11 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             ctx.progress(f"{second} of {duration} s")
 
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
-    recorder = None
-    if profiled_cell(cell) and ctx.server.pid is not None:
-        recorder = profiler.Recorder(ctx.server.pid, ctx.run.path / PROFILE_DIR / f"step-{cell['step']}.folded")
+    recorder = waited = None
+    if profiled_cell(cell):
+        waited = profiler.wait_totals(ctx.server)
+        if ctx.server.pid is not None:
+            recorder = profiler.Recorder(ctx.server.pid, ctx.run.path / PROFILE_DIR / f"step-{cell['step']}.folded")
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
         rate = cell.get("rate")  # an offered load: open loop
@@ -192,7 +199,8 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
                                arrivals=getattr(p, "arrivals", "poisson"))
     finally:
         intervals.close(), samples.close()
-    return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder)
+    waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []
+    return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits)
 
 
 PROFILE_DIR = "profiles"  # in the run: the profiled steps' folded stacks
@@ -286,9 +294,10 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
     if attempt.recorder is not None and phase == "profile":
         r = attempt.recorder
-        ctx.run.append(CPU_PROFILES, pd.DataFrame([{
-            "step": step, "samples": r.samples, "frequency_hz": r.frequency,
-            "file": str(r.out.relative_to(ctx.run.path))}]))
+        ctx.run.append_rows(CPU_PROFILES, [{"step": step, "samples": r.samples, "frequency_hz": r.frequency,
+                                            "file": str(r.out.relative_to(ctx.run.path))}])
+    if attempt.waits and phase == "profile":
+        ctx.run.append_rows(WAITS, [{**w, "step": step} for w in attempt.waits])
 
 
 def sysbench_block_seconds(p: Any) -> float:

@@ -1,10 +1,15 @@
 """On-CPU profiles of a server process with Linux `perf`, folded into stacks.
 
-A `Recorder` watches one sysbench step (it is a `workloads.sysbench.Observer`): it attaches
-`perf record -e cpu-clock -g` to every thread of the server process when the step starts,
-stops it when the step ends, and folds what perf sampled into one line per distinct stack —
-`thread;outermost;…;innermost count` — the form flame graphs are drawn from. The raw
-perf.data is removed once folded.
+A `Recorder` watches one sysbench step (it is a `workloads.sysbench.Observer`): it starts
+`perf record -e cpu-clock -g -a` when the step starts and stops it when the step ends, then
+folds the samples taken while a thread of the server process was on a CPU into one line per
+distinct stack — `thread;outermost;…;innermost count` — the form flame graphs are drawn from.
+The raw perf.data is removed once folded. It samples every CPU, not the server's threads
+(`-p PID`): per-thread events are switched at every context switch, and the server's
+threads switch at every round trip — measured here (tests/benchmarks/profiling_overhead.py,
+oltp_read_only at 8 threads, paired 5-s steps) per-thread sampling cost 34 % of the
+throughput (0.66 [0.60, 0.73], 8 pairs), per-CPU sampling 3–6 %, within the noise (0.97
+[0.90, 1.05] in 6 pairs, 0.94 [0.88, 1.01] in 8).
 
 Only the software event `cpu-clock` is used: these VMs expose no hardware counters. Stacks
 are unwound by frame pointers (perf's default), so they are as deep as the binary keeps its
@@ -31,7 +36,7 @@ import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from . import proc
 
@@ -44,14 +49,14 @@ _FRAME = re.compile(r"^\s+[0-9a-f]+\s+(?P<sym>.*?)(?:\s+\((?P<dso>[^()]*)\))?\s*
 
 def problems(what: str = "cpu_profile") -> list[str]:
     """Why this machine cannot profile a server (empty: it can): no `perf`, or a kernel
-    that refuses the software event to this user. Asked of perf itself (a 0.1-s trial),
-    so a refusal is a parameter error before any server starts."""
+    that refuses the software event on every CPU to this user. Asked of perf itself (a
+    0.1-s trial), so a refusal is a parameter error before any server starts."""
     perf = shutil.which("perf")
     if perf is None:
         return [f"{what}: `perf` is not installed (Debian's linux-perf; `make setup` installs it)"]
     with tempfile.TemporaryDirectory(prefix="dbs-perf-") as tmp:
         try:
-            r = proc.run([perf, "record", "-q", "-e", "cpu-clock", "-o", f"{tmp}/trial.data",
+            r = proc.run([perf, "record", "-q", "-e", "cpu-clock", "-a", "-o", f"{tmp}/trial.data",
                           "--", "sleep", "0.1"], timeout=30, check=False)
         except proc.ProcError as e:
             return [f"{what}: `perf record` could not run: {e}"]
@@ -118,8 +123,9 @@ def read_folded(path: Path) -> dict[str, int]:
 
 
 class Recorder:
-    """`perf record` of process `pid` (all its threads) for the length of a step, folded
-    into `out` (a .folded file) when it stops. An Observer of `Sysbench.run`."""
+    """`perf record` of every CPU for the length of a step, the samples of process `pid` (all
+    its threads) folded into `out` (a .folded file) when it stops. An Observer of
+    `Sysbench.run`."""
 
     def __init__(self, pid: int, out: Path, frequency: int = FREQUENCY):
         self.pid, self.out, self.frequency = pid, Path(out), frequency
@@ -130,7 +136,7 @@ class Recorder:
     def start(self, t0: float, client_pid: int) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._p = proc.spawn(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(self.frequency),
-                              "-g", "-p", str(self.pid), "-o", str(self.data)],
+                              "-g", "-a", "-o", str(self.data)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def stop(self) -> None:
@@ -148,9 +154,44 @@ class Recorder:
         if not self.data.exists():
             raise proc.ProcError(p.args, p.returncode, stderr=(err or b"").decode("utf-8", "replace"),
                                  reason="perf record wrote no data")
-        script = proc.run(["perf", "script", "-i", str(self.data), "-F", "comm,ip,sym,dso"],
+        script = proc.run(["perf", "script", "-i", str(self.data), "-F", "comm,ip,sym,dso",
+                           f"--pid={self.pid}"],
                           timeout=SCRIPT_TIMEOUT)
         stacks = fold(script.stdout)
         write_folded(stacks, self.out)
         self.samples = sum(stacks.values())
         self.data.unlink()
+
+
+# ---------------------------------------------------------------- waits inside the server
+
+WAITS_SQL = ("SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT FROM "
+             "performance_schema.events_waits_summary_global_by_event_name WHERE COUNT_STAR > 0")
+
+
+def wait_totals(server: Any) -> dict[str, tuple[int, float]] | None:
+    """performance_schema's waits so far, per event: (count, seconds waited) — None where
+    the server runs without performance_schema (MariaDB's default; an arm turns it on
+    with `performance_schema=ON`, and MariaDB times mutex and rw-lock waits only with
+    `performance_schema_instrument='wait/synch/%=ON'`)."""
+    if str(server.query("SELECT @@performance_schema")[0][0]) not in ("1", "ON"):
+        return None
+    return {str(e): (int(n), float(t) / 1e12) for e, n, t in server.query(WAITS_SQL)}
+
+
+def wait_deltas(before: Mapping[str, tuple[int, float]] | None,
+                after: Mapping[str, tuple[int, float]] | None) -> list[dict[str, Any]]:
+    """What was waited between two `wait_totals`, per event that counted any: event, count,
+    wait_ms.
+
+    >>> wait_deltas({"a": (1, 0.5)}, {"a": (3, 0.75), "b": (2, 0.001)})
+    [{'event': 'a', 'count': 2, 'wait_ms': 250.0}, {'event': 'b', 'count': 2, 'wait_ms': 1.0}]
+    """
+    if before is None or after is None:
+        return []
+    out = []
+    for event, (n, t) in after.items():
+        n0, t0 = before.get(event, (0, 0.0))
+        if n > n0:
+            out.append({"event": event, "count": n - n0, "wait_ms": (t - t0) * 1e3})
+    return out

@@ -571,6 +571,18 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
             (folder / f"difference-{experiment.slug(d['candidate'])}-{v['workload']}-{v['threads']}.svg"
              ).write_text(d["svg"])
             display(HTML(f"<div class='dbs-flame'>{d['svg']}</div>"))
+        if v["waits"] is not None:
+            display(Markdown("*Waits inside the server during these steps (performance_schema, "
+                             "where an arm turned it on): the events with the most time waited — "
+                             "mutexes, rw-locks, file and table I/O, locks; idle connections and "
+                             "threads asleep on a condition are left out.*"))
+            display(table(v["waits"]))
+        else:
+            display(Markdown("*No arm ran with performance_schema on, so there are no wait events "
+                             "to show: `-p settings '{\"performance_schema\": \"ON\"}'` turns it on for "
+                             "every arm (MariaDB times mutex and rw-lock waits only with "
+                             "`performance_schema_instrument: \"wait/synch/%=ON\"` too); its own cost "
+                             "is then in every step of those arms.*"))
     cost = profiles.overhead(run, profiles.profiled(run))
     details("What profiling cost", table(cost), "Throughput of each profiled step against the median "
             "of the same arm and cell measured without perf in this run (one step each: noise "

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from .. import experiment, flamegraph, profiler
-from ..hooks import CPU_PROFILES, STEPS
+from ..hooks import CPU_PROFILES, STEPS, WAITS
 from ..results import Run
 from ..study import Arm
 from . import BY, compare_arms
@@ -19,6 +19,10 @@ from . import BY, compare_arms
 JUDGED = ("better", "worse")
 MAX_CELLS = 4          # cells profiled at most (the largest differences)
 TOP = 12               # functions in a difference table
+TOP_WAITS = 10         # wait events in a waits table
+# not contention: a connection idle between statements, a thread asleep on a condition
+# (background timers, page cleaners without work); stored, but not listed
+NOT_WAITS = ("idle", "wait/synch/cond/")
 
 
 def parse_cell(text: str) -> dict[str, Any]:
@@ -106,14 +110,40 @@ def delta_of(base: pd.DataFrame, cand: pd.DataFrame) -> dict[str, float]:
     return (both["c"] - both["b"]).to_dict()
 
 
+def waits(run: Run, rows: pd.DataFrame, arms: list[Arm]) -> dict[tuple[str, int], pd.DataFrame]:
+    """Per profiled cell (workload, threads): the performance_schema waits of its profiled
+    steps, one row per wait event, per arm (baseline first) the waits and the ms waited per
+    1,000 transactions; the `TOP_WAITS` events with the most time waited in any arm (idle
+    connections and condition waits left out: `NOT_WAITS`). Empty where no arm ran with
+    performance_schema on."""
+    if not (run.path / "tables" / WAITS.name).exists() or rows.empty:
+        return {}
+    steps = run.table(STEPS)[["step", "events"]]
+    w = run.table(WAITS).merge(rows[["step", "arm", *BY]], on="step").merge(steps, on="step")
+    w = w[~w["event"].str.startswith(NOT_WAITS)]
+    w = w.assign(per_k=w["count"] / w["events"] * 1000, ms_per_k=w["wait_ms"] / w["events"] * 1000)
+    out = {}
+    for (wl, t), cell in w.groupby(BY, sort=False):
+        labels = [a.label for a in arms if a.label in set(cell["arm"])]
+        wide = cell.pivot_table(index="event", columns="arm", values=["per_k", "ms_per_k"], aggfunc="sum")
+        top = wide["ms_per_k"].max(axis=1).sort_values(ascending=False).head(TOP_WAITS).index
+        table = pd.DataFrame({"event": top})
+        for a in labels:
+            table[f"{a}: waits per 1,000 txn"] = wide.loc[top, ("per_k", a)].to_numpy()
+            table[f"{a}: ms waited per 1,000 txn"] = wide.loc[top, ("ms_per_k", a)].to_numpy()
+        out[(wl, int(t))] = table.fillna(0)
+    return out
+
+
 def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
     """Everything the report shows per profiled cell: its title, per arm (baseline first)
-    the flame graph SVG and its step's figures, and per candidate the difference table and
-    its difference flame graph."""
+    the flame graph SVG and its step's figures, per candidate the difference table and its
+    difference flame graph, and the performance_schema waits (None where it was off)."""
     rows = profiled(run)
     if rows.empty:
         return []
     order = {a.label: i for i, a in enumerate(arms)}
+    waited = waits(run, rows, arms)
     out = []
     for (w, t), cell in rows.groupby(BY, sort=False):
         cell = cell.assign(o=cell["arm"].map(order)).sort_values("o")
@@ -131,5 +161,5 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
                                                 f"red gained share, blue lost",
                                                 delta=delta_of(base["functions"], c["functions"]))})
         out.append({"title": f"{w}, {t} threads", "workload": w, "threads": t,
-                    "arms": per_arm, "differences": diffs})
+                    "arms": per_arm, "differences": diffs, "waits": waited.get((w, int(t)))})
     return out

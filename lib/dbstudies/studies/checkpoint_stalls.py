@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import analysis, experiment, timeseries
 from .. import study as S
+from ..analysis import profiles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +34,7 @@ WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_up
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.SysbenchParams):
+class Params(S.CpuProfiled, S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
     configs: dict
     stall_fraction: float
@@ -61,7 +62,7 @@ _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
 _COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False, design="paired",
                server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
                settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10, nodes=1_000_000,
-               budget=None, restart_every=1)
+               budget=None, restart_every=1, cpu_profile=False, cpu_profile_cells=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=3, repeats=2),
@@ -81,6 +82,12 @@ PROFILES: dict[str, dict[str, Any]] = {
 def arms(p: Params) -> list[S.Arm]:
     """One arm per configuration, in the order given (the first is the baseline)."""
     return S.config_arms(p.configs, p.flavour)
+
+
+def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
+    """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
+    better or worse, else the largest difference; or `cpu_profile_cells`)."""
+    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p, value="tps")
 
 
 # ---------------------------------------------------------------- analysis
