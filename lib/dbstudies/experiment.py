@@ -24,7 +24,9 @@ busy host is measured again whole.
 Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block_seconds`,
 and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-times the
 queries whose join orders differ with each other candidate's order forced). They are measured
-after the plan in the same design — every arm, `repeats` times, interleaved as above.
+after the plan in the same design — every arm, `repeats` times, interleaved as above. Last,
+with `cpu_profile`, `profile_cells`: one round more of the cells chosen from the verdicts,
+every arm's server sampled by `perf` (stored with phase `profile`, outside the verdicts).
 The default hooks (`step`) drive sysbench: one workload × client threads cell per step.
 """
 from __future__ import annotations
@@ -551,7 +553,13 @@ PLAN_COLUMNS = ("step", "repeat", "arm", "pair", "position")
 
 
 def _cell_text(cell: dict[str, Any]) -> str:
-    return " ".join(str(v) for k, v in cell.items() if k not in PLAN_COLUMNS)
+    """A cell as the progress shows it: its values, a profiled one marked so.
+
+    >>> _cell_text({"step": 3, "workload": "oltp_read_only", "threads": 64, "cpu_profile": True})
+    'oltp_read_only 64 (profiled)'
+    """
+    return " ".join("(profiled)" if k == "cpu_profile" else str(v)
+                    for k, v in cell.items() if k not in PLAN_COLUMNS)
 
 
 def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
