@@ -109,18 +109,29 @@ def test_a_recorder_samples_a_busy_process_and_keeps_only_the_folded_stacks(tmp_
                              "while time.time() - t < 20: sum(i * i for i in range(1000))"])
     try:
         rec = profiler.Recorder(busy.pid, tmp_path / "p" / "step-1.folded")
-        rec.start(time.monotonic(), 0)
-        deadline = time.monotonic() + 10
-        while not rec.data.exists() and time.monotonic() < deadline:  # perf attached and writing
-            time.sleep(0.05)
-        time.sleep(1.0)
+        rec.start(time.monotonic(), 0)  # returns once perf records
+        time.sleep(1.0)  # the length of the 'step'
         rec.stop()
+        # armed but never started: perf ran with its events off, so no sample (a step's
+        # profile holds the step, not perf's set-up before it)
+        idle = profiler.Recorder(busy.pid, tmp_path / "p" / "step-2.folded")
+        idle.arm()
+        time.sleep(0.5)
+        idle.stop()
+        # a failed step: perf stopped, nothing folded, nothing left behind
+        gone = profiler.Recorder(busy.pid, tmp_path / "p" / "step-3.folded")
+        gone.arm()
+        perf = gone._p
+        gone.close()
     finally:
         busy.kill()
         busy.wait()
     stacks = profiler.read_folded(rec.out)
     assert rec.samples == sum(stacks.values()) > 50  # ≈ 499 a second of one busy thread
     assert all(s.startswith("python") for s in stacks) and not rec.data.exists()
+    assert idle.samples == 0 and profiler.read_folded(idle.out) == {}
+    assert perf.poll() is not None and not gone.out.exists() and not gone.data.exists()
+    assert not list((tmp_path / "p").glob("*.perf.data"))
 
 
 @pytest.mark.notebook

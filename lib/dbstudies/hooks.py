@@ -191,12 +191,18 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             recorder = profiler.Recorder(ctx.server.pid, ctx.run.path / PROFILE_DIR / f"step-{cell['step']}.folded")
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
+        if recorder is not None:
+            recorder.arm()  # perf set up before the step starts; it records from the step's start
         rate = cell.get("rate")  # an offered load: open loop
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
                                observer=sampler if recorder is None else _Both(sampler, recorder),
                                on_interval=interval,
                                rate=None if rate is None or rate != rate else float(rate),
                                arrivals=getattr(p, "arrivals", "poisson"))
+    except BaseException:
+        if recorder is not None:
+            recorder.close()
+        raise
     finally:
         intervals.close(), samples.close()
     waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []

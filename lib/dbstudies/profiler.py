@@ -1,7 +1,7 @@
 """On-CPU profiles of a server process with Linux `perf`, folded into stacks.
 
-A `Recorder` watches one sysbench step (it is a `workloads.sysbench.Observer`): it starts
-`perf record -e cpu-clock -g -a` when the step starts and stops it when the step ends, then
+A `Recorder` watches one sysbench step (it is a `workloads.sysbench.Observer`): it has
+`perf record -e cpu-clock -g -a` record from when the step starts to when it ends, then
 folds the samples taken while a thread of the server process was on a CPU into one line per
 distinct stack — `thread;outermost;…;innermost count` — the form flame graphs are drawn from.
 The raw perf.data is removed once folded. It samples every CPU, not the server's threads
@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
@@ -125,19 +127,79 @@ def read_folded(path: Path) -> dict[str, int]:
 class Recorder:
     """`perf record` of every CPU for the length of a step, the samples of process `pid` (all
     its threads) folded into `out` (a .folded file) when it stops. An Observer of
-    `Sysbench.run`."""
+    `Sysbench.run`.
+
+    perf's set-up (`-a` reads every process on the host) takes 0.15 s on an idle machine and
+    seconds on a loaded one, so a perf started with the step could miss all of a short step.
+    `arm` starts it with its events off and returns once perf answers on its control fifo
+    (its recording loop runs); `start` turns the events on and returns once perf has done so:
+    both wait on perf's answer, never on a time."""
 
     def __init__(self, pid: int, out: Path, frequency: int = FREQUENCY):
         self.pid, self.out, self.frequency = pid, Path(out), frequency
         self.data = self.out.with_suffix(".perf.data")
         self._p: subprocess.Popen | None = None
+        self._fifos: tuple[str, int, int] | None = None  # (their directory, ctl fd, ack fd)
         self.samples = 0
 
-    def start(self, t0: float, client_pid: int) -> None:
+    def arm(self) -> None:
+        """Start perf with its events off; return once it takes commands."""
+        if self._p is not None:
+            return
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        where = tempfile.mkdtemp(prefix="dbs-perf-")
+        os.mkfifo(f"{where}/ctl"), os.mkfifo(f"{where}/ack")
+        # both ends opened before perf opens its own, so neither side blocks
+        ack = os.open(f"{where}/ack", os.O_RDONLY | os.O_NONBLOCK)
+        ctl = os.open(f"{where}/ctl", os.O_RDWR)
+        self._fifos = (where, ctl, ack)
         self._p = proc.spawn(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(self.frequency),
-                              "-g", "-a", "-o", str(self.data)],
+                              "-g", "-a", "-D", "-1", "--control", f"fifo:{where}/ctl,{where}/ack",
+                              "-o", str(self.data)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._command("ping")
+
+    def start(self, t0: float, client_pid: int) -> None:
+        self.arm()
+        self._command("enable")
+
+    def _command(self, what: str) -> None:
+        """Send perf a control command and wait for its acknowledgement."""
+        assert self._p is not None and self._fifos is not None
+        _, ctl, ack = self._fifos
+        os.write(ctl, f"{what}\n".encode())
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while True:
+            poll = select.poll()
+            poll.register(ack, select.POLLIN)
+            ready = poll.poll(max(0.0, deadline - time.monotonic()) * 1000)
+            got = os.read(ack, 64) if ready else None
+            if got and got.startswith(b"ack"):
+                return
+            if got == b"" or got is None or self._p.poll() is not None:  # perf gone, or silent
+                p = self._p
+                proc.kill(p)
+                err = p.stderr.read().decode("utf-8", "replace") if p.stderr else ""
+                self.close()
+                raise proc.ProcError(p.args, p.returncode, stderr=err,
+                                     reason=f"perf record did not acknowledge '{what}' within {STOP_TIMEOUT:g} s")
+
+    def close(self) -> None:
+        """Stop perf without folding (a step that failed); its data and fifos removed."""
+        p, self._p = self._p, None
+        if p is not None:
+            proc.kill(p)
+            if p.stderr:
+                p.stderr.close()
+        self._drop_fifos()
+        self.data.unlink(missing_ok=True)
+
+    def _drop_fifos(self) -> None:
+        if self._fifos is not None:
+            where, ctl, ack = self._fifos
+            self._fifos = None
+            os.close(ctl), os.close(ack)
+            shutil.rmtree(where, ignore_errors=True)
 
     def stop(self) -> None:
         """Stop perf (SIGINT: it writes its data and exits), fold its samples into `out`."""
@@ -151,6 +213,8 @@ class Recorder:
         except subprocess.TimeoutExpired:
             proc.kill(p)
             raise proc.ProcError(p.args, None, reason=f"perf record did not stop within {STOP_TIMEOUT:g} s") from None
+        finally:
+            self._drop_fifos()
         if not self.data.exists():
             raise proc.ProcError(p.args, p.returncode, stderr=(err or b"").decode("utf-8", "replace"),
                                  reason="perf record wrote no data")
