@@ -175,3 +175,11 @@ def test_named_cells_are_profiled_with_the_waits_of_an_arm_that_turned_performan
     assert (run.table("waits")["event"] == "idle").any()  # stored whole, left out of the table
     (diff,) = view["differences"]
     assert diff["candidate"] == tp.POOL and len(diff["table"]) == profiles.TOP
+
+
+def test_profiled_cells_are_shown_largest_throughput_difference_first():
+    rel = pd.DataFrame({"workload": ["w"] * 4, "threads": [1, 8, 64, 64],
+                        "delta_pct": [-5.0, 30.0, -40.0, 10.0]})  # 64: two candidates
+    size = profiles.sizes(pd.concat([rel, pd.DataFrame({"workload": ["w"], "threads": [256], "delta_pct": [None]})]))
+    assert size == {("w", 1): 5.0, ("w", 8): 30.0, ("w", 64): 40.0}  # 256: not compared
+    assert sorted([1, 8, 64, 256], key=lambda t: -size.get(("w", t), 0.0)) == [64, 8, 1, 256]

@@ -551,7 +551,7 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     profiling cost. The SVGs are also written to the run's profiles/."""
     from IPython.display import HTML, Markdown, display
 
-    from .analysis import profiles
+    from .analysis import profiles, signed
     views = profiles.views(run, arms)
     if not views:
         skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
@@ -584,6 +584,7 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
                              "`performance_schema_instrument: \"wait/synch/%=ON\"` too); its own cost "
                              "is then in every step of those arms.*"))
     cost = profiles.overhead(run, profiles.profiled(run))
+    cost[profiles.CHANGE] = cost[profiles.CHANGE].map(signed)
     details("What profiling cost", table(cost), "Throughput of each profiled step against the median "
             "of the same arm and cell measured without perf in this run (one step each: noise "
             "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")

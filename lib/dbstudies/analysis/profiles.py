@@ -66,13 +66,16 @@ def stacks(run: Run, row: Any) -> dict[str, int]:
     return profiler.read_folded(run.path / row.file)
 
 
+PROFILED, UNPROFILED, CHANGE = "tx/s profiled", "tx/s unprofiled (median)", "change %"
+
+
 def overhead(run: Run, rows: pd.DataFrame) -> pd.DataFrame:
     """Throughput while profiled against the same arm and cell unprofiled (the median of
     its measured steps): what sampling cost, per profiled step."""
     steps = experiment.measured(run)
-    med = steps.groupby(["arm", *BY])["tps"].median().rename("tps_unprofiled").reset_index()
-    out = rows[["arm", *BY, "tps"]].rename(columns={"tps": "tps_profiled"}).merge(med, on=["arm", *BY])
-    return out.assign(change_pct=(out["tps_profiled"] / out["tps_unprofiled"] - 1) * 100)
+    med = steps.groupby(["arm", *BY])["tps"].median().rename(UNPROFILED).reset_index()
+    out = rows[["arm", *BY, "tps"]].rename(columns={"tps": PROFILED}).merge(med, on=["arm", *BY])
+    return out.assign(**{CHANGE: (out[PROFILED] / out[UNPROFILED] - 1) * 100})
 
 
 def functions(st: dict[str, int], us_per_txn: float) -> pd.DataFrame:
@@ -135,8 +138,16 @@ def waits(run: Run, rows: pd.DataFrame, arms: list[Arm]) -> dict[tuple[str, int]
     return out
 
 
+def sizes(rel: pd.DataFrame) -> dict[tuple[str, int], float]:
+    """Per cell (workload, threads) of a `compare_arms` table, its largest |difference| in
+    % — the verdicts' estimator — for showing the profiled cells largest first."""
+    rel = rel.dropna(subset=["delta_pct"])
+    return {(w, int(t)): float(v) for (w, t), v in rel["delta_pct"].abs().groupby([rel[b] for b in BY]).max().items()}
+
+
 def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
-    """Everything the report shows per profiled cell: its title, per arm (baseline first)
+    """Everything the report shows per profiled cell, the cell whose throughput differs
+    most between arms first: its title, per arm (baseline first)
     the flame graph SVG and its step's figures, per candidate the difference table and its
     difference flame graph, and the performance_schema waits (None where it was off)."""
     rows = profiled(run)
@@ -144,8 +155,9 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
         return []
     order = {a.label: i for i, a in enumerate(arms)}
     waited = waits(run, rows, arms)
+    size = sizes(compare_arms(experiment.measured(run), arms, by=BY, value="tps"))
     out = []
-    for (w, t), cell in rows.groupby(BY, sort=False):
+    for (w, t), cell in sorted(rows.groupby(BY, sort=False), key=lambda g: -size.get((g[0][0], int(g[0][1])), 0.0)):
         cell = cell.assign(o=cell["arm"].map(order)).sort_values("o")
         per_arm = []
         for r in cell.itertuples():
