@@ -532,8 +532,9 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
     if moved.empty:
         display(Markdown("*No cell was judged better or worse, so there is no verdict to explain; "
                          "every cost's comparison is below.*"))
-    else:
-        display(table(moved))
+    else:  # the costs wrap in their column: one line each would push the table off the page
+        display(table(moved).set_properties(subset=["costs that moved"],
+                                            **{"white-space": "normal", "min-width": "30em"}))
     every = pd.concat([in_percent(t) for t in tables.values()], ignore_index=True)
     details("Every cost per transaction, compared", table(every, [c for c in COST_COLUMNS if c in every]),
             "Each cost is its own Holm family (lower is better): server and client CPU µs, their "
