@@ -553,11 +553,12 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     from IPython.display import HTML, Markdown, display
 
     from .analysis import profiles, signed
+    from .hooks import PROFILE_DIR
     views = profiles.views(run, arms)
     if not views:
         skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
         return
-    folder = run.path / "profiles"
+    folder = run.path / PROFILE_DIR
     for v in views:
         display(Markdown(f"**{v['title']}** — " + ", ".join(
             f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s" for a in v["arms"])))

@@ -183,6 +183,16 @@ class MultiServerParams(SysbenchParams):
         return problems
 
 
+def parse_cell(text: str) -> dict[str, Any] | None:
+    """A cell named as `workload@threads` (None where the text is not of that form).
+
+    >>> parse_cell("oltp_read_only@64"), parse_cell("oltp_read_only@x")
+    ({'workload': 'oltp_read_only', 'threads': 64}, None)
+    """
+    workload, _, threads = str(text).rpartition("@")
+    return {"workload": workload, "threads": int(threads)} if workload and threads.isdigit() else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CpuProfiled:
     """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
@@ -195,8 +205,8 @@ class CpuProfiled:
     def shared_problems(self) -> list[str]:
         problems = super().shared_problems()  # type: ignore[misc]
         for text in self.cpu_profile_cells or []:
-            workload, _, threads = str(text).rpartition("@")
-            if workload not in self.workloads or not threads.isdigit() or int(threads) not in self.threads:
+            cell = parse_cell(text)
+            if cell is None or cell["workload"] not in self.workloads or cell["threads"] not in self.threads:
                 problems.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
                                 f"with a workload of {self.workloads} and threads of {self.threads})")
         if self.cpu_profile_cells and not self.cpu_profile:

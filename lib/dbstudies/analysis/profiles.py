@@ -13,7 +13,7 @@ import pandas as pd
 from .. import experiment, flamegraph, profiler
 from ..hooks import CPU_PROFILES, STEPS, WAITS
 from ..results import Run
-from ..study import Arm
+from ..study import Arm, parse_cell
 from . import BY, compare_arms
 
 JUDGED = ("better", "worse")
@@ -25,22 +25,12 @@ TOP_WAITS = 10         # wait events in a waits table
 NOT_WAITS = ("idle", "wait/synch/cond/")
 
 
-def parse_cell(text: str) -> dict[str, Any]:
-    """A cell named as `workload@threads`.
-
-    >>> parse_cell("oltp_read_only@64")
-    {'workload': 'oltp_read_only', 'threads': 64}
-    """
-    workload, _, threads = text.rpartition("@")
-    return {"workload": workload, "threads": int(threads)}
-
-
 def cells(run: Run, arms: list[Arm], p: Any, value: str = "qps") -> list[dict[str, Any]]:
     """The cells to profile: `cpu_profile_cells` if named; else every cell whose `value`
     verdict is better or worse (the `MAX_CELLS` largest differences), else the one cell
     with the largest difference — so a run always profiles something to look at."""
     if getattr(p, "cpu_profile_cells", None):
-        return [parse_cell(c) for c in p.cpu_profile_cells]
+        return [parse_cell(c) for c in p.cpu_profile_cells]  # checked with the parameters
     rel = compare_arms(experiment.measured(run), arms, by=BY, value=value,
                        threshold=p.draw_threshold).dropna(subset=["delta_pct"])
     if rel.empty:
