@@ -31,8 +31,8 @@ def problems(**overrides):
 
 def test_formats_parse_and_bad_ones_say_what_is_known():
     assert [compression.parse(c).label for c in CANDIDATES] == CANDIDATES
-    assert compression.parse("row:4").table_options("mariadb") == "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4"
-    assert compression.parse("page:lz4").table_options("mysql") == "COMPRESSION='lz4'"
+    assert compression.parse("row:4").table_options(servers.Dialect("mariadb")) == "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4"
+    assert compression.parse("page:lz4").table_options(servers.Dialect("mysql")) == "COMPRESSION='lz4'"
     for bad, says in [("page:zstd", "unknown page-compression algorithm 'zstd'; known: zlib, lz4"),
                       ("row:3", "KEY_BLOCK_SIZE in KiB, one of 1, 2, 4, 8, 16"),
                       ("gzip", "not a table format; write none, page:<algorithm>")]:

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
 # bottom first; the README's "Layout" says the same in words
 LAYERS = [
     ("ground", ["errors", "paths", "schema", "proc"]),
-    ("servers", ["servers.cnf", "servers.rootfs", "servers.launch", "servers.flavour",
+    ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour",
                  "servers.instance", "servers.remote", "servers.compression", "servers.factory",
                  "servers"]),
     ("workloads, probes, TPC-H", ["workloads", "workloads.sysbench", "workloads.tpcc",
@@ -26,7 +26,7 @@ LAYERS = [
     ("numbers", ["stats", "timeseries", "plots", "flamegraph"]),
     ("study contract", ["study"]),
     ("measurement loop", ["hooks", "experiment"]),
-    ("analysis", ["analysis", "analysis.queries", "analysis.storage", "analysis.latency",
+    ("analysis", ["analysis.settings", "analysis", "analysis.queries", "analysis.storage", "analysis.latency",
                   "analysis.costs", "analysis.profiles"]),
     ("studies", ["studies", "studies.*"]),
     ("report", ["report"]),

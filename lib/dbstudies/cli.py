@@ -9,6 +9,7 @@ papermill into a new run directory, render its report.
     dbstudies export data/runs/thread_pool/<run-id> --format csv
     dbstudies compare data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
     dbstudies servers [provision mysql-9.7]
+    dbstudies servers add mine ~/build/mariadb [--runtime mariadb-11.8]
     dbstudies report data/runs/thread_pool/<run-id>
     dbstudies sweep thread_pool --grid grid.yaml [--scheduler tcp://HOST:8786]
     dbstudies scheduler                # on one machine: the Dask scheduler of a sweep
@@ -69,9 +70,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
                        help="where run directories are (default: data/runs)")
     srv = sub.add_parser("servers", help="list server flavours (version, source, provisioned, "
-                         "disk use); `servers provision NAME` builds a rootfs flavour's tree")
-    srv.add_argument("action", nargs="?", choices=("list", "provision"), default="list")
-    srv.add_argument("name", nargs="?", help="the flavour to provision")
+                         "disk use); `servers provision NAME` builds a rootfs flavour's tree; "
+                         "`servers add NAME PATH` makes a flavour of a server directory")
+    srv.add_argument("action", nargs="?", choices=("list", "provision", "add"), default="list")
+    srv.add_argument("name", nargs="?", help="the flavour to provision or add")
+    srv.add_argument("path", nargs="?", type=Path, help="add: an unpacked release tarball, an "
+                     "install prefix or a build tree")
+    srv.add_argument("--runtime", default="", help="add: a rootfs flavour whose tree supplies "
+                     "the libraries the binary needs (e.g. mysql-9.7)")
+    srv.add_argument("--servers-dir", type=Path, default=paths.SERVERS_DIR,
+                     help="add: where NAME.toml is written (default: env/servers)")
     cmp = sub.add_parser("compare", help="run B against run A (same study): the comparison "
                          "table per configuration and cell (not interleaved: drift is confounded)")
     cmp.add_argument("run_a", type=Path, help="the baseline run")
@@ -118,7 +126,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _list()
     if args.command == "servers":
-        return _servers(args.action, args.name)
+        return _servers(args)
     if args.command == "plan":
         return _plan(args)
     if args.command in ("sweep", "scheduler", "worker"):
@@ -226,9 +234,24 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     return 0
 
 
-def _servers(action: str, name: str | None) -> int:
+def _servers(args: argparse.Namespace) -> int:
     from . import servers
     from .errors import ConfigError, ParamError
+    action, name = args.action, args.name
+    say = lambda m: print(f"dbstudies: {m}", flush=True)  # noqa: E731
+    if action == "add":
+        if not (name and args.path):
+            raise ConfigError("servers add: name the flavour and its directory (NAME PATH)")
+        # a problem is one line (a ConfigError), before anything is written
+        out, flavour = servers.add_dir(name, args.path, args.runtime, servers_dir=args.servers_dir,
+                                       say=say)
+        print(f"{flavour.name}: {flavour.family} {flavour.dialect.release} ({flavour.layout}"
+              f"{', runtime ' + flavour.runtime if flavour.runtime else ''}; thread pool: "
+              f"{'yes' if flavour.thread_pool else 'no'})\n  --version: {flavour.version_text}\n"
+              f"  written: {out}")
+        return 0
+    if args.path or args.runtime:
+        raise ParamError([f"servers {action}: PATH and --runtime go with `servers add`"])
     if action == "provision":
         if not name:
             raise ParamError(["servers provision: name a flavour"])
@@ -237,14 +260,20 @@ def _servers(action: str, name: str | None) -> int:
         except ConfigError as e:
             raise ParamError([str(e)]) from None
         servers.check_installed(flavour)
-        flavour.provision(say=lambda m: print(f"dbstudies: {m}", flush=True))
+        flavour.provision(say=say)
         return 0
-    print(f"{'flavour':<15} {'source':<22} {'version':<28} {'disk':>9}")
+    print(f"{'flavour':<15} {'source':<34} {'version':<28} {'disk':>9}")
     for name in servers.list_flavours():
-        f = servers.load_flavour(name)
-        source = "host" if f.source == "system" else f"Debian {f.suite} rootfs"
+        try:
+            f = servers.load_flavour(name)
+        except ConfigError as e:  # a directory flavour whose directory changed: say so, go on
+            print(f"{name:<15} {'?':<34} {str(e)[:60]}")
+            continue
+        source = {"system": "host", "rootfs": f"Debian {f.suite} rootfs", "remote": f"remote {f.host}"}.get(
+            f.source, f"{f.path}" + (f" in {f.runtime}" if f.runtime else ""))
         size = servers.disk_use(f)
-        print(f"{name:<15} {source:<22} {servers.package_version(f) or 'not provisioned':<28} "
+        version = f"{f.family} {f.dialect.release}" if f.source == "dir" else servers.package_version(f)
+        print(f"{name:<15} {source:<34} {version or 'not provisioned':<28} "
               f"{(f'{size / 2**20:.0f}Mi' if size else '—'):>9}")
     return 0
 

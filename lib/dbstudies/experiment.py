@@ -49,6 +49,7 @@ from .hooks import (
     STEPS,
     Context,
     keep,
+    keep_scripts,
     sysbench_attempt,
     sysbench_client,
     warmup_workload,
@@ -228,7 +229,8 @@ def memory_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, int]]:
         if flavour.remote:
             continue
         mine = [a for a in arms if server_key(a, p) == key]
-        pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings}, a.intent)
+        pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings},
+                                            servers.base_intent(p.align).merge(a.intent))
                          .get("innodb_buffer_pool_size")) for a in mine)
         out.append((key, pool + SERVER_OVERHEAD + PER_CONNECTION * _max_clients(p)))
     return out
@@ -283,7 +285,8 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
     budget = getattr(p, "budget", None)
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
                arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
-               arm_servers={a.label: server_key(a, p) for a in arms})
+               arm_servers={a.label: server_key(a, p) for a in arms},
+               workload_scripts=keep_scripts(run, p))
     with guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         paired, by_label = design(p) == "paired", {a.label: a for a in arms}
@@ -363,6 +366,7 @@ class _Loop:
             else:
                 where, log_dir = self.run.path / "server" / flavour.name, self.run.path / "server"
             server = servers.instance(flavour, where, log_dir=log_dir, settings=dict(self.p.settings),
+                                      intent=None if flavour.remote else servers.base_intent(self.p.align),
                                       cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)

@@ -14,13 +14,14 @@ performance_schema is on, the waits of the step in `waits`).
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from . import profiler, servers, workloads
+from . import paths, profiler, servers, workloads
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, COSTS, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
 from .study import Arm
@@ -119,8 +120,24 @@ def sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sys
     if meta["version"] is None:
         meta["version"] = sysbench_version()
     return Sysbench(server, tables=p.tables, table_size=p.table_size, warehouses=p.warehouses,
-                    nodes=p.nodes, cpus=p.client_cpus,
+                    nodes=p.nodes, cpus=p.client_cpus, script_options=dict(p.workload_options),
                     calls=meta["calls"])
+
+
+def keep_scripts(run: Run, p: Any) -> list[dict[str, str]]:
+    """Copy each Lua script of the user's own that the run uses into its `workloads/` folder:
+    [{workload, copy (relative to the run), sha256}] for the metadata, so the run can be
+    repeated from its directory."""
+    kept = []
+    for w in getattr(p, "workloads", []):
+        if workloads.is_script(w):
+            source = workloads.script_path(w)
+            copy = run.path / "workloads" / source.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, copy)
+            kept.append({"workload": w, "source": str(source), "copy": str(copy.relative_to(run.path)),
+                         "sha256": paths.sha256(copy)})
+    return kept
 
 
 def sysbench_prepare(ctx: Context) -> None:

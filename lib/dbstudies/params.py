@@ -15,7 +15,7 @@ import typing
 from typing import Any, Mapping
 
 from .errors import ConfigError, ParamError, ServerError
-from .servers import check_installed, load_flavour, parse_cpus
+from .servers import check_installed, load_flavour, parse_cpus, size_bytes  # noqa: F401 (re-exported)
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -167,17 +167,3 @@ def check_flavour(name: str, flavour: str) -> list[str]:
     return []
 
 
-_SIZE_SUFFIX = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
-
-
-def size_bytes(value: Any) -> int | None:
-    """Bytes of a server size setting ("64M", "1G", 1048576), or None when it is not one.
-
-    >>> size_bytes("64M"), size_bytes("1g"), size_bytes(4096), size_bytes("lots")
-    (67108864, 1073741824, 4096, None)
-    """
-    text = str(value).strip().upper()
-    number, suffix = (text[:-1], text[-1]) if text[-1:] in _SIZE_SUFFIX else (text, "")
-    if not number.isdigit() or isinstance(value, bool):
-        return None
-    return int(number) * _SIZE_SUFFIX[suffix]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import experiment, paths, plots
+from .analysis import settings
 from .errors import DbStudiesError
 from .results import Run
 from .study import against_profile, unused_parameters
@@ -46,10 +47,22 @@ def _storage(s: dict[str, Any] | None) -> str:
 
 
 def _servers(meta: dict[str, Any]) -> str:
+    """Each flavour with its @@version and its binary's SHA-256 (12 digits); a directory
+    flavour also with where it came from (its layout and folder, and its runtime)."""
     seen = {}
     for s in meta.get("servers", []):
-        seen.setdefault(s.get("flavour"), s.get("version"))
+        seen.setdefault(s.get("flavour"), _server_fact(s))
     return ", ".join(f"{f} ({v})" for f, v in seen.items()) or "none started"
+
+
+def _server_fact(s: dict[str, Any]) -> str:
+    out = str(s.get("version"))
+    if s.get("source") == "dir":
+        out += f", {s.get('layout')} {Path(s.get('directory') or '').name}" + (
+            f" in {s['runtime']}'s runtime" if s.get("runtime") else "")
+    if s.get("binary_sha256"):
+        out += f", sha256 {s['binary_sha256'][:12]}"
+    return out
 
 
 def _parameters(meta: dict[str, Any]) -> str:
@@ -93,14 +106,6 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
             f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
 
 
-# the server variables every report shows (where a server has them), then those that differ
-KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
-                 "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_redo_log_capacity",
-                 "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite",
-                 "innodb_io_capacity", "log_bin", "sync_binlog", "performance_schema")
-# variables that name this machine's paths, ports or identities: never a configuration choice
-MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uu?id|hostname|"
-                     r"^version_|_host$|secure_file_priv|^gtid|timestamp|^log_error", re.I)
 MAX_DIFFERENCES = 20
 
 
@@ -116,45 +121,35 @@ def _bytes(v: Any) -> str:
     return str(n)
 
 
-def _arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """Per arm (in the run's order): its server's global variables, with the settings its
-    sessions set on a shared server laid over them."""
-    by_label = {s.get("label"): s for s in meta.get("servers", [])}
-    out = {}
-    for arm in meta.get("arms") or []:
-        server = by_label.get(arm["label"])
-        if server:
-            out[arm["label"]] = {**{k.lower(): str(v) for k, v in (server.get("global_variables") or {}).items()},
-                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()}}
-    return out
-
-
 def configuration(meta: dict[str, Any]) -> str:
     """An HTML table: per arm, the key variables and every variable whose value differs
-    between the arms (machine-specific ones left out), sizes in MiB/GiB; "" when no arm's
-    server was recorded."""
-    per_arm = _arm_variables(meta)
+    between the arms (machine-specific ones left out), sizes in MiB/GiB, the variables a
+    like-for-like run aligned marked; "" when no arm's server was recorded."""
+    per_arm = settings.arm_variables(meta)
     if not per_arm:
         return ""
     arms = list(per_arm)
-    common = set.intersection(*(set(v) for v in per_arm.values()))
-    differ = sorted(n for n in common if not MACHINE.search(n) and n not in KEY_VARIABLES
-                    and len({per_arm[a][n] for a in arms}) > 1)
-    names = [n for n in KEY_VARIABLES if any(n in v for v in per_arm.values())] + differ[:MAX_DIFFERENCES]
+    differ = [n for n, _ in settings.differences(meta) if n not in settings.KEY_VARIABLES]
+    aligned = set(settings.aligned(meta))
+    names = [n for n in settings.KEY_VARIABLES if any(n in v for v in per_arm.values())] + differ[:MAX_DIFFERENCES]
     head = "".join(f"<th>{_e(a)}</th>" for a in arms)
     rows = []
     for n in names:
         values = [per_arm[a].get(n) for a in arms]
         shown = [_bytes(v) if (n.endswith(("_size", "_capacity")) and v) else (v or "—") for v in values]
-        mark = " class='dbs-differs'" if len(set(values)) > 1 else ""
-        rows.append(f"<tr{mark}><td><code>{_e(n)}</code></td>"
+        mark = " class='dbs-differs'" if not settings.same(values) else ""
+        rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{' <small>aligned</small>' if n in aligned else ''}</td>"
                     + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
     more = len(differ) - MAX_DIFFERENCES
     note = (f"<p>…and {more} more variables that differ (every server's variables: "
             "metadata.json, <code>servers</code>).</p>" if more > 0 else "")
     same = " (one arm)" if len(arms) == 1 else "; a highlighted row differs between arms"
+    how = ("<p>Like for like (<code>align = \"intent\"</code>): the variables marked <i>aligned</i> "
+           "were said the same to every server, each in its own dialect.</p>" if aligned else
+           "<p>Each server as it ships (<code>align = \"defaults\"</code>, or a run recorded before "
+           "alignment): nothing was aligned beyond the study's own settings.</p>")
     return (f"<p>Global variables of each arm's server as it ran{same}; on a shared server, "
-            "with the settings of the arm's sessions.</p>"
+            f"with the settings of the arm's sessions.</p>{how}"
             f"<table class='dbs-config'><thead><tr><th>variable</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>{note}")
 
@@ -592,13 +587,16 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
             "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")
 
 
-def answer(verdicts: Any, text: str) -> None:
+def answer(verdicts: Any, text: str, run: Run | None = None) -> None:
     """The report's answer: the verdicts in one short table (`analysis.verdict_summary`),
-    then the conclusion (Markdown, computed from the tables; printed by `dbstudies run`)."""
+    then the conclusion (Markdown, computed from the tables; printed by `dbstudies run`);
+    with `run`, the settings that still differ between its arms' servers, which the verdicts
+    include."""
     from IPython.display import display
     if len(verdicts):
         display(table(verdicts))
-    conclusion(text)
+    differ = settings.differences_line(run.metadata) if run is not None else ""
+    conclusion(text + (f"\n\n{differ}" if differ else ""))
 
 
 def setup(run: Run, tables: dict[str, Any] | None = None) -> None:

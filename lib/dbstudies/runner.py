@@ -8,6 +8,7 @@ behind and renders the report; `analyse` re-executes a notebook on an ended run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import experiment, paths
+from . import experiment, paths, workloads
 from .errors import ParamError, StoreError
 from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, settle
 from .params import as_dict
@@ -55,6 +56,10 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     overrides = parameters(pairs)
     study = load(name)
     p = experiment.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
+    if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
+        # a script named relative to this shell's folder: the notebook's kernel runs elsewhere
+        p = dataclasses.replace(p, workloads=[str(workloads.script_path(w)) if workloads.is_script(w)
+                                              else w for w in p.workloads])
     try:
         run = create_run(name, p, runs_dir, "cli")
     except OSError as e:

@@ -84,6 +84,7 @@ class StudyParams:
     budget: float | None = None  # minutes: as many repeats (rounds) as fit, instead of `repeats`
     design: str = "blocks"       # "paired" (rounds of adjacent pairs) | "blocks" (experiment)
     restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
+    align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (experiment.server_key)
@@ -104,6 +105,9 @@ class StudyParams:
         if self.design not in DESIGNS:
             problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
         problems += P.check_min(self, restart_every=1)
+        if self.align not in servers.ALIGN:
+            problems.append(f"align: one of {', '.join(servers.ALIGN)} (like for like, or each server "
+                            f"as it ships), got {self.align!r}")
         owned = DRIVER_SETTINGS | self.RESERVED
         clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
         if clash:
@@ -141,14 +145,39 @@ class SysbenchParams(StudyParams):
     duration: int
     client_cpus: str | None = None
     design: str = "paired"
+    workload_options: dict = field(default_factory=dict)  # options of script workloads (--name: value)
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
+    SCRIPTS: ClassVar[bool] = True  # whether a workload may be a Lua script of the user's own
     MAX_THREADS: ClassVar[int] = 4096
 
     def shared_problems(self) -> list[str]:
         problems = super().shared_problems()
         if shutil.which("sysbench") is None:
             problems.append("sysbench is not installed (`make setup` installs it)")
-        problems += P.check_choices("workloads", self.workloads, self.WORKLOADS)
+        return problems + self.workload_problems() + self.scale_problems()
+
+    def workload_problems(self) -> list[str]:
+        """Unknown workloads; scripts of the user's own that sysbench could not run; options
+        that are not options."""
+        scripts = [w for w in self.workloads if workloads.is_script(w)]
+        allowed = (*self.WORKLOADS, *scripts) if self.SCRIPTS else self.WORKLOADS
+        problems = P.check_choices("workloads", self.workloads, allowed)
+        if scripts and not self.SCRIPTS:
+            problems.append(f"workloads: this study runs only its own workloads ({', '.join(self.WORKLOADS)}), "
+                            f"not scripts ({', '.join(scripts)})")
+        elif scripts and shutil.which("sysbench"):
+            problems += [m for w in scripts for m in workloads.script_problems(w)]
+        try:
+            workloads.script_options(self.workload_options)
+        except ValueError as e:
+            problems.append(str(e))
+        if self.workload_options and not scripts:
+            problems.append("workload_options: options go to scripts of your own (a workloads entry "
+                            "ending in .lua), and there is none")
+        return problems
+
+    def scale_problems(self) -> list[str]:
+        problems = []
         if not self.threads or len(set(self.threads)) != len(self.threads):
             problems.append(f"threads: need distinct thread counts, got {self.threads}")
         elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):

@@ -1,9 +1,11 @@
 """Servers: flavours (what to run), their config dialect, how they are launched, instances.
 
-    flavour.py   Flavour (env/servers/<name>.toml): family, source (system | rootfs), programs
+    flavour.py   Flavour (env/servers/<name>.toml): source (system | rootfs | dir | remote), programs
+    tree.py      a server from a directory: layout, binary checks, version detection
     rootfs.py    a Debian suite's binaries in a cached minimal rootfs (mmdebstrap)
-    launch.py    the argv prefix (host | bwrap) and the real server PID below it
-    cnf.py       my.cnf fragments, rendering, and each family's dialect for an `Intent`
+    launch.py    the argv prefix (host | bwrap, a directory bound into a runtime) and the real PID
+    cnf.py       my.cnf fragments and rendering; the `Intent` and the like-for-like `ALIGNED`
+    dialect.py   one dialect per family and version: what an intent is called on a server
     instance.py  Server: a private instance (init, start, restart, cold restart, stop)
     remote.py    RemoteServer: a server somewhere else, used as it is
     factory.py   which of the two runs a flavour (`instance`, `check_installed`)
@@ -14,8 +16,9 @@ Everything a study needs is importable from here (`servers.Server`, `servers.Int
 from __future__ import annotations
 
 from ..errors import ServerError
-from .cnf import BASE_INTENT, Intent, Unavailable, norm_key, read_cnf, render_cnf, table_options
-from .factory import check_installed, instance
+from .cnf import ALIGN, ALIGNED, BASE_INTENT, Intent, base_intent, norm_key, read_cnf, render_cnf, size_bytes
+from .dialect import SHOWN_AS, Dialect, Unavailable
+from .factory import add_dir, check_installed, instance
 from .flavour import (
                   Flavour,
                   bad_values,
@@ -24,6 +27,7 @@ from .flavour import (
                   list_flavours,
                   load_flavour,
                   package_version,
+                  same_value,
                   unknown_settings,
 )
 from .instance import (
@@ -39,8 +43,8 @@ from .instance import (
                   parse_cpus,
 )
 
-__all__ = ["BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
+__all__ = ["ALIGN", "ALIGNED", "SHOWN_AS", "Dialect", "add_dir", "base_intent", "size_bytes", "BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
            "check_installed", "check_port", "configured", "disk_use", "free_port", "instance", "known_options", "list_flavours",
            "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
-           "render_cnf", "table_options", "unknown_settings"]
+           "render_cnf", "same_value", "unknown_settings"]

@@ -1,16 +1,13 @@
-"""my.cnf: fragments read and rendered, and the config dialect of each server family.
+"""my.cnf: fragments read and rendered, and the `Intent` every server is told in its own words.
 
-Studies state *intent* — "a 512 MiB redo log", "the thread pool on", "O_DIRECT", "page
-compression with zlib" — as an `Intent`; the family's dialect turns it into that server's own
-variables (MariaDB's `innodb_log_file_size` is MySQL's `innodb_redo_log_capacity`). A feature
-a flavour lacks raises `Unavailable` ("the thread pool is not available on mysql-9.7"), which
-studies show as such instead of dropping or faking it. Plain settings (a dict of variables)
-still pass through untouched, after the dialect's, for what no intent covers.
+Studies state *intent* — "a 512 MiB redo log", "the thread pool on", "no binary log",
+"utf8mb4" — as an `Intent`; the server's dialect (`dialect.Dialect`, chosen from the family
+and version detected from its binary) turns it into that server's own variables. Plain
+settings (a dict of variables) still pass through untouched, after the dialect's, for what no
+intent covers.
 
-    >>> settings(Intent(redo_log="1G", thread_pool=False), "mysql", "mysql-9.7", thread_pool=False)
-    {'innodb_redo_log_capacity': '1G', 'thread_handling': 'one-thread-per-connection'}
-    >>> settings(Intent(redo_log="1G", thread_pool=True, thread_pool_size=2), "mariadb", "mariadb-10.11", thread_pool=True)
-    {'innodb_log_file_size': '1G', 'thread_handling': 'pool-of-threads', 'thread_pool_size': 2}
+`ALIGNED` is the like-for-like intent: the settings a benchmark must hold equal across
+servers, so that two versions differ only in what the version itself brings.
 """
 from __future__ import annotations
 
@@ -19,19 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError, ServerError
+from ..errors import ConfigError
 
-FAMILIES = ("mariadb", "mysql")
 COMPRESSION = ("none", "row", "page")       # table compression kinds (`table_options`)
 # page-compression algorithms: MariaDB's innodb_compression_algorithm values (all but zlib
 # come from provider plugins on MariaDB ≥ 10.7); MySQL names zlib or lz4 per table
 ALGORITHMS = ("zlib", "lz4", "lzo", "lzma", "bzip2", "snappy")
 MYSQL_ALGORITHMS = ("zlib", "lz4")
 KEY_BLOCK_SIZES = (1, 2, 4, 8, 16)  # KiB: ROW_FORMAT=COMPRESSED's compressed page sizes
-
-
-class Unavailable(ServerError):
-    """The flavour has no such feature (e.g. MySQL community has no thread pool)."""
+ALIGN = ("intent", "defaults")  # like for like (ALIGNED on every server), or each as it ships
 
 
 @dataclass(frozen=True)
@@ -44,6 +37,17 @@ class Intent:
     thread_pool: bool | None = None      # True: pool of threads; False: a thread per connection
     thread_pool_size: int | None = None  # thread groups of the pool (one per server CPU is usual)
     page_compression: str | None = None  # algorithm of page-compressed tables: zlib, lz4 …
+    # what a benchmark holds equal across servers (`ALIGNED`)
+    binlog: bool | None = None           # a binary log (MySQL ≥ 8.0 writes one by default)
+    sync_binlog: int | None = None       # fsync the binary log every N commits
+    flush_at_commit: int | None = None   # innodb_flush_log_at_trx_commit: 1 durable, 0/2 not
+    doublewrite: bool | None = None      # InnoDB's doublewrite buffer
+    charset: str | None = None           # the server's character set …
+    collation: str | None = None         # … and collation (MySQL 8+ and MariaDB 11 differ)
+    io_capacity: int | None = None       # background flushing's I/O budget …
+    io_capacity_max: int | None = None   # … and its ceiling
+    change_buffering: str | None = None  # none | all | … (MariaDB ≥ 11.0 has no change buffer)
+    performance_schema: bool | None = None
 
     def merge(self, *others: "Intent | None") -> "Intent":
         """This intent with every later one's set fields on top."""
@@ -62,77 +66,43 @@ class Intent:
 # Every start gets this first (a study's or a start's intent goes on top).
 BASE_INTENT = Intent(redo_log="512M")
 
-
-def settings(intent: Intent, family: str, flavour: str, *, thread_pool: bool,
-             providers: bool = False) -> dict[str, Any]:
-    """The server variables that say `intent` in `family`'s dialect. `flavour` names the
-    server in messages; `thread_pool`: whether it has a (community) thread pool;
-    `providers`: whether its compression algorithms but zlib are provider plugins to load
-    (MariaDB ≥ 10.7: `plugin_load_add = provider_<algorithm>`)."""
-    if family not in FAMILIES:
-        raise ServerError(f"flavour {flavour}: unknown family {family!r} (one of {', '.join(FAMILIES)})")
-    mysql = family == "mysql"
-    out: dict[str, Any] = {}
-    if intent.redo_log is not None:
-        out["innodb_redo_log_capacity" if mysql else "innodb_log_file_size"] = intent.redo_log
-    if intent.buffer_pool is not None:
-        out["innodb_buffer_pool_size"] = intent.buffer_pool
-    if intent.flush_method is not None:
-        out["innodb_flush_method"] = intent.flush_method
-    if intent.thread_pool:
-        if not thread_pool:
-            raise Unavailable(f"the thread pool is not available on {flavour}"
-                              + (" (MySQL community has none)" if mysql else ""))
-        out["thread_handling"] = "pool-of-threads"
-        if intent.thread_pool_size is not None:
-            out["thread_pool_size"] = intent.thread_pool_size
-    elif intent.thread_pool is False:
-        out["thread_handling"] = "one-thread-per-connection"
-    algorithm = intent.page_compression
-    if algorithm is not None:
-        known = MYSQL_ALGORITHMS if mysql else ALGORITHMS
-        if algorithm not in known:
-            raise Unavailable(f"page compression {algorithm!r} is not available on {flavour}; "
-                              f"it knows {', '.join(known)}")
-        if not mysql:  # MySQL names the algorithm per table (`table_options`)
-            out["innodb_compression_algorithm"] = algorithm
-            if providers and algorithm != "zlib":
-                out["plugin_load_add"] = provider_plugin(algorithm)
-    return out
+# Like for like (`align = "intent"`, every study's default): what MariaDB 10.11 and MySQL 9.7
+# ship with differently (binary log on and synced per commit in MySQL ≥ 8.0, latin1 vs
+# utf8mb4, innodb_io_capacity 200 vs 10000, change buffering …) said the same on every
+# server. Values: durable commits, no binary log (its sync would matter only with one), the
+# classic I/O capacity, no change buffer (MariaDB ≥ 11.0 has none), no performance_schema,
+# base.cnf's buffer pool and flush method. A study's own intent and settings go on top.
+ALIGNED = Intent(binlog=False, sync_binlog=1, flush_at_commit=1, doublewrite=True,
+                 charset="utf8mb4", collation="utf8mb4_general_ci", io_capacity=200,
+                 io_capacity_max=2000, change_buffering="none", performance_schema=False,
+                 buffer_pool="2G", flush_method="O_DIRECT")
 
 
-def provider_plugin(algorithm: str) -> str:
-    """MariaDB's plugin providing a compression algorithm (Debian package
-    mariadb-plugin-provider-<algorithm>).
+def base_intent(align: str = "intent") -> Intent:
+    """What every start of a run gets before its study's and arm's own intent.
 
-    >>> provider_plugin("lz4")
-    'provider_lz4'
+    >>> base_intent("defaults") == BASE_INTENT, base_intent().binlog
+    (True, False)
     """
-    return f"provider_{algorithm}"
+    if align not in ALIGN:
+        raise ConfigError(f"align: one of {', '.join(ALIGN)}, got {align!r}")
+    return BASE_INTENT.merge(ALIGNED) if align == "intent" else BASE_INTENT
 
 
-def table_options(kind: str, family: str, algorithm: str = "zlib", key_block_size: int = 8) -> str:
-    """CREATE TABLE options for a compression kind in the family's dialect: "none", "row"
-    (ROW_FORMAT=COMPRESSED with `key_block_size` KiB pages, both families) or "page"
-    (MariaDB PAGE_COMPRESSED=1 with the server's innodb_compression_algorithm; MySQL
-    COMPRESSION='<algorithm>' per table).
+_SIZE_SUFFIX = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
 
-    >>> table_options("page", "mysql"), table_options("page", "mariadb")
-    ("COMPRESSION='zlib'", 'PAGE_COMPRESSED=1')
-    >>> table_options("row", "mariadb", key_block_size=4)
-    'ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4'
+
+def size_bytes(value: Any) -> int | None:
+    """Bytes of a server size setting ("64M", "1G", 1048576), or None when it is not one.
+
+    >>> size_bytes("64M"), size_bytes("1g"), size_bytes(4096), size_bytes("lots")
+    (67108864, 1073741824, 4096, None)
     """
-    if kind not in COMPRESSION:
-        raise ConfigError(f"compression {kind!r}: one of {', '.join(COMPRESSION)}")
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"algorithm {algorithm!r}: one of {', '.join(ALGORITHMS)}")
-    if key_block_size not in KEY_BLOCK_SIZES:
-        raise ConfigError(f"key_block_size {key_block_size!r}: one of {KEY_BLOCK_SIZES}")
-    if kind == "row":
-        return f"ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size}"
-    if kind == "page":
-        return f"COMPRESSION='{algorithm}'" if family == "mysql" else "PAGE_COMPRESSED=1"
-    return ""
+    text = str(value).strip().upper()
+    number, suffix = (text[:-1], text[-1]) if text[-1:] in _SIZE_SUFFIX else (text, "")
+    if not number.isdigit() or isinstance(value, bool):
+        return None
+    return int(number) * _SIZE_SUFFIX[suffix]
 
 
 def norm_key(key: str) -> str:

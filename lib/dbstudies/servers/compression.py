@@ -8,9 +8,9 @@ server's own dictionary and raises when a table is not in the format asked for, 
 "compressed" result can never come from uncompressed tables.
 
     >>> f = parse("page:lz4")
-    >>> f.label, f.intent().page_compression, f.table_options("mariadb")
+    >>> f.label, f.intent().page_compression, f.table_options(Dialect("mariadb"))
     ('page:lz4', 'lz4', 'PAGE_COMPRESSED=1')
-    >>> parse("row:8").table_options("mariadb")
+    >>> parse("row:8").table_options(Dialect("mariadb"))
     'ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8'
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ServerError
-from .cnf import ALGORITHMS, KEY_BLOCK_SIZES, Intent, table_options
+from .cnf import ALGORITHMS, KEY_BLOCK_SIZES, Intent
+from .dialect import Dialect
 
 if TYPE_CHECKING:
     from .flavour import Flavour
@@ -59,9 +60,9 @@ class Format:
         """What the server must be started with (page compression's algorithm), or None."""
         return Intent(page_compression=self.algorithm) if self.kind == "page" else None
 
-    def table_options(self, family: str) -> str:
-        """CREATE TABLE options saying this format in `family`'s dialect."""
-        return table_options(self.kind, family, self.algorithm or "zlib", self.key_block_size or 8)
+    def table_options(self, dialect: Dialect) -> str:
+        """CREATE TABLE options saying this format in a server's dialect."""
+        return dialect.table_options(self.kind, self.algorithm or "zlib", self.key_block_size or 8)
 
 
 def parse(spec: str) -> Format:
@@ -107,7 +108,7 @@ def table_formats(server: "Server", db: str) -> list[dict[str, Any]]:
     """Every InnoDB table of `db` as the server's dictionary describes it: table, row_format,
     zip_kib (row compression's page size, 0: none), page_compressed, level, algorithm (of
     page-compressed tables: from the tablespace flags, else the server's current one)."""
-    if server.flavour.family == "mysql":
+    if server.flavour.dialect.dictionary == "INNODB_TABLES":
         return _mysql_formats(server, db)
     rows = server.query(
         "SELECT t.NAME, t.FLAG, t.ROW_FORMAT, t.ZIP_PAGE_SIZE, s.FLAG "
@@ -170,7 +171,7 @@ def check_available(server: "Server", fmt: Format) -> None:
     """ServerError unless the running server can page-compress with `fmt`'s algorithm
     (MariaDB's Innodb_have_<algorithm>; its current innodb_compression_algorithm): asked
     before a load, for what the flavour's files could not tell (an algorithm built in or not)."""
-    if fmt.kind != "page" or server.flavour.family != "mariadb":
+    if fmt.kind != "page" or server.flavour.dialect.algorithm_per_table:
         return
     have = dict(server.query(f"SHOW GLOBAL STATUS LIKE 'Innodb_have_{fmt.algorithm}'"))
     if have and have.get(f"Innodb_have_{fmt.algorithm}") != "ON":

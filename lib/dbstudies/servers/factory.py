@@ -5,11 +5,14 @@ above all three, so that none of them imports another one back.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
+from .. import paths
+from ..errors import ConfigError
 from .cnf import Intent
-from .flavour import Flavour
+from .flavour import Flavour, dir_flavour, list_flavours
 from .instance import Server
 from .remote import RemoteServer, check_reachable, password
 
@@ -52,3 +55,32 @@ def check_installed(flavour: Flavour) -> None:
         check_reachable(flavour)
     else:
         flavour.check_installed()
+
+
+def add_dir(name: str, folder: Path, runtime: str = "", *, servers_dir: Path = paths.SERVERS_DIR,
+            say=print) -> tuple[Path, Flavour]:
+    """Write `servers_dir`/NAME.toml for the server in `folder` (run in `runtime`'s rootfs when
+    given), after detecting what it is: (the file, the flavour). Nothing is written when the
+    name is taken or the directory is not a runnable server (a ConfigError in one line)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ConfigError(f"flavour name {name!r}: letters, digits, '.', '_' and '-' only")
+    taken = set(list_flavours(servers_dir)) | set(list_flavours())
+    if name in taken:
+        raise ConfigError(f"flavour {name!r} exists already ({', '.join(sorted(taken))}); choose another name")
+    flavour = dir_flavour(name, Path(folder), runtime, say=say, servers_dir=servers_dir)
+    lines = [f"# {flavour.description}", "# Written by `dbstudies servers add`; family, version, thread pool "
+             "and paths are detected from the binary at every use.",
+             f'name = "{name}"', 'source = "dir"', f"path = {_quote(flavour.path)}"]
+    if runtime:
+        lines.append(f'runtime = "{runtime}"')
+    lines += [f"description = {_quote(flavour.description)}",
+              "cnf = [" + ", ".join(f'"{c}"' for c in flavour.cnf) + "]"]
+    out = Path(servers_dir) / f"{name}.toml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    return out, flavour
+
+
+def _quote(text: str) -> str:
+    """A TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

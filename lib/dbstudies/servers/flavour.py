@@ -1,8 +1,12 @@
 """Server flavours: how to get and run one server version (env/servers/<name>.toml).
 
-A flavour names its family (which config dialect it speaks, see `cnf`), its source — the
-host's binaries (`system`) or a Debian suite's, provisioned into a rootfs of its own
-(`rootfs`) — its programs, and the cnf fragments every start of it gets.
+A flavour names its source — the host's binaries (`system`), a Debian suite's provisioned
+into a rootfs of its own (`rootfs`), a directory of the user's (`dir`: a release tarball,
+an install prefix or a build tree, optionally run inside a rootfs flavour's tree, its
+`runtime`), or a server somewhere else (`remote`) —, its programs, and the cnf fragments
+every start of it gets. Its dialect (`dialect.Dialect`) comes from the family and the
+version its binary prints: a directory flavour's family, version, thread pool and paths are
+all detected from the binary (`tree`), never declared.
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ from typing import Any, Iterable, Mapping
 
 from .. import paths, proc
 from ..errors import ConfigError, ServerError
-from . import cnf, launch, rootfs
+from . import launch, rootfs, tree
 from .cnf import Intent, norm_key
+from .dialect import Detected, Dialect, Unavailable, parse_version
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Flavour:
     family: str                     # mariadb | mysql
     description: str
     source: str                     # system: the host's binaries; rootfs: a Debian suite's;
-                                    # remote: a server somewhere else, not started by us
+                                    # dir: a directory's; remote: a server somewhere else
     server: str = ""                # path of mariadbd / mysqld (inside the rootfs for rootfs)
     install_db: tuple[str, ...] = ()  # argv; --defaults-file is inserted after argv[0]
     apt: tuple[str, ...] = ()       # system: the host's apt packages (`make setup` installs)
@@ -39,20 +44,53 @@ class Flavour:
     port: int = 0
     password_env: str = ""          # … and where its password comes from (`servers.remote`)
     option_file: str = ""
+    path: str = ""                  # dir: the directory …
+    runtime: str = ""               # … the rootfs flavour it runs in ("": the host) …
+    runtime_flavour: "Flavour | None" = None
+    version_text: str = ""          # … and what was detected from its binary
+    layout: str = ""
+    paths: tuple[tuple[str, str], ...] = ()   # basedir, lc_messages_dir … every start gets
+    bootstrap_sql: tuple[str, ...] = ()       # MariaDB: the system tables' SQL (own bootstrap)
 
     @property
     def remote(self) -> bool:
         return self.source == "remote"
+
+    @property
+    def host_binary(self) -> Path:
+        """The server binary as a path on this host (inside its tree for a rootfs flavour)."""
+        if self.source == "rootfs":
+            return rootfs.tree(self) / Path(self.server).relative_to("/")
+        return Path(self.server)
+
+    @property
+    def detected(self) -> Detected | None:
+        """What the binary's `--version` says (None until it can run: a rootfs not yet
+        provisioned, a remote server)."""
+        return parse_version(self.version_text) if self.version_text else _version_of(self)
+
+    @property
+    def dialect(self) -> Dialect:
+        """How this server says an intent: its family's, at the version its binary prints."""
+        d = self.detected
+        return Dialect(self.family, d.version, d.variant) if d else Dialect(self.family)
 
     def check_installed(self) -> None:
         """The host's binaries are there (system), or the rootfs is provisioned or can be.
         A remote flavour is checked by asking it (`servers.check_installed`)."""
         if self.remote:
             raise ServerError(f"flavour {self.name} is remote: `servers.check_installed` asks it")
-        if self.source == "rootfs":
-            if not rootfs.is_provisioned(self) and rootfs.missing_tools():
-                raise ServerError(f"flavour {self.name} runs in its own rootfs and needs "
+        runtime = launch.root_of(self)
+        if runtime is not None:
+            if not rootfs.is_provisioned(runtime) and rootfs.missing_tools():
+                raise ServerError(f"flavour {self.name} runs in {runtime.name}'s rootfs and needs "
                                   f"{', '.join(rootfs.missing_tools())} (`make setup` installs them)")
+            if self.source == "rootfs":
+                return
+        if self.source == "dir":
+            if not Path(self.server).is_file():
+                raise ServerError(f"flavour {self.name}: {self.server} is gone (its directory "
+                                  f"{self.path} changed?); `dbstudies servers add` it again")
             return
         for binary in (self.server, self.install_db[0]):
             if not Path(binary).exists():
@@ -61,13 +99,13 @@ class Flavour:
 
     def settings_for(self, intent: Intent) -> dict[str, Any]:
         """`intent` in this flavour's dialect; `Unavailable` for a feature it lacks."""
-        said = cnf.settings(intent, self.family, self.name, thread_pool=self.thread_pool,
-                            providers=self.compression_providers)
+        said = self.dialect.settings(intent, self.name, thread_pool=self.thread_pool,
+                                     providers=self.compression_providers)
         plugin = said.get("plugin_load_add")
         if plugin:
             where = self.plugin_file(plugin)
             if where is not None and not where.exists():
-                raise cnf.Unavailable(
+                raise Unavailable(
                     f"page compression with {intent.page_compression} is not available on "
                     f"{self.name}: its server has no {plugin} plugin ({where.name} is not in "
                     f"its plugin_dir; Debian package mariadb-plugin-{plugin.replace('_', '-')})")
@@ -88,36 +126,69 @@ class Flavour:
         or None when it can."""
         try:
             self.settings_for(intent)
-        except cnf.Unavailable as e:
+        except Unavailable as e:
             return str(e)
         return None
 
     def table_options(self, compression: str, algorithm: str = "zlib") -> str:
         """CREATE TABLE options for a compression kind (none | row | page) in this dialect."""
-        return cnf.table_options(compression, self.family, algorithm)
+        return self.dialect.table_options(compression, algorithm)
 
     @property
     def provisioned(self) -> bool:
         """Runnable without building anything first (always, for the host's binaries)."""
-        return self.source != "rootfs" or rootfs.is_provisioned(self)
+        runtime = launch.root_of(self)
+        return runtime is None or rootfs.is_provisioned(runtime)
 
     def provision(self, say=print) -> None:
-        """Make the flavour runnable: build/extract its rootfs (a no-op for system)."""
-        if self.source == "rootfs":
-            rootfs.provision(self, say=say)
+        """Make the flavour runnable: build/extract its rootfs or its runtime's (a no-op
+        for the host's binaries)."""
+        runtime = launch.root_of(self)
+        if runtime is not None:
+            rootfs.provision(runtime, say=say)
+
+    def start_settings(self) -> dict[str, str]:
+        """What every start of this server is told before anything else: a directory
+        flavour's own paths (nothing is looked up in the host's /usr)."""
+        return dict(self.paths)
 
 
 _FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
                   "suite": str, "packages": list, "server": str, "install_db": list,
                   "client_user": str, "cnf": list, "thread_pool": bool,
                   "compression_providers": bool, "host": str, "port": int, "password_env": str,
-                  "option_file": str}
-_SOURCES = {"system", "rootfs", "remote"}
+                  "option_file": str, "path": str, "runtime": str}
+_SOURCES = {"system", "rootfs", "dir", "remote"}
+# a directory flavour's file says where and (optionally) in what; the rest is detected
+_DIR_KEYS = {"name", "source", "path", "runtime", "description", "cnf", "client_user"}
+
+
+_VERSIONS: dict[Flavour, Detected | None] = {}
+
+
+def _version_of(flavour: Flavour) -> Detected | None:
+    """`--version` of a system or rootfs flavour's server, asked once; None while it cannot
+    run (not installed or provisioned), or for a remote flavour."""
+    if flavour.remote or not _runnable(flavour):
+        return None
+    if flavour not in _VERSIONS:
+        p = proc.run([*launch.prefix(flavour, []), flavour.server, "--version"], timeout=60, check=False)
+        _VERSIONS[flavour] = parse_version(p.stdout + p.stderr)
+    return _VERSIONS[flavour]
+
+
+def _runnable(flavour: Flavour) -> bool:
+    runtime = launch.root_of(flavour)
+    if runtime is not None and not rootfs.is_provisioned(runtime):
+        return False
+    return flavour.host_binary.exists()
 
 
 def package_version(flavour: Flavour) -> str | None:
     """The Debian version of the flavour's first package: installed on the host (system) or
     in its provisioned rootfs; None when not installed or provisioned."""
+    if flavour.source == "dir":
+        return flavour.version_text
     pkg = (flavour.apt or flavour.packages or ("",))[0]
     if flavour.source == "rootfs":
         status = rootfs.tree(flavour) / "var/lib/dpkg/status"
@@ -170,11 +241,11 @@ def known_options(flavour: Flavour) -> frozenset[str] | None:
 def _help(flavour: Flavour, options: Iterable[str] = ()) -> proc.Result | None:
     """`<server> --no-defaults [options] --verbose --help` (no datadir, nothing started), or
     None when the flavour's server cannot be run yet (not installed or provisioned)."""
-    if flavour.remote or not (rootfs.is_provisioned(flavour) if flavour.source == "rootfs"
-                              else Path(flavour.server).exists()):
+    if flavour.remote or not _runnable(flavour):
         return None
     return proc.run([*launch.prefix(flavour, []), flavour.server, "--no-defaults",
-                     "--user=root", *options, "--verbose", "--help"], timeout=60, check=False)
+                     "--user=root", *_option_args(flavour.start_settings()), *options, "--verbose",
+                     "--help"], timeout=60, check=False)
 
 
 def unknown_settings(flavour: Flavour, names: Iterable[str]) -> list[str]:
@@ -253,6 +324,8 @@ def same_value(asked: Any, used: str) -> bool:
     (True, True, False)
     >>> same_value("maybe", "TRUE"), same_value("O_DIRECT", "O_DIRECT"), same_value(120, "99.999")
     (False, True, False)
+    >>> same_value("127.0.0.1", "127.0.0.1"), same_value("10", "10.000000")
+    (True, True)
     >>> same_value("mrr=on", "index_merge=on,mrr=on"), same_value("mrr=on", "index_merge=on,mrr=off")
     (True, False)
     """
@@ -261,15 +334,16 @@ def same_value(asked: Any, used: str) -> bool:
         return set(a.split(",")) <= set(u.split(","))
     if u in ("true", "false"):
         return _BOOL.get(a) == (u == "true")
-    number = re.fullmatch(r"(-?[0-9.]+)([kmgt]?)", a)
-    if number and re.fullmatch(r"-?[0-9.]+", u):
+    number = re.fullmatch(r"(-?\d+(?:\.\d+)?)([kmgt]?)", a)
+    if number and re.fullmatch(r"-?\d+(?:\.\d+)?", u):
         value = float(number.group(1)) * _SUFFIX.get(number.group(2).upper(), 1)
         return abs(value - float(u)) <= 1e-9 * max(1.0, abs(value))
     return a == u
 
 
 def disk_use(flavour: Flavour) -> int:
-    """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries."""
+    """Bytes the flavour's rootfs (tarball + tree) takes; 0 for the host's binaries and a
+    directory's (the user's own)."""
     if flavour.source != "rootfs":
         return 0
     return rootfs.disk_usage(flavour)
@@ -286,6 +360,8 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
     if not path.exists():
         raise ConfigError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
     data = tomllib.loads(path.read_text())
+    if data.get("source") == "dir":
+        return _dir_flavour(path, data, servers_dir)
     unknown = set(data) - set(_FLAVOUR_TYPES)
     needed = {"host", "port"} if data.get("source") == "remote" else {"server", "install_db"}
     missing = {"name", "family", "description", "source", *needed} - set(data)
@@ -306,3 +382,79 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
     return Flavour(**data)
 
 
+
+
+_DIRS: dict[tuple, Flavour] = {}
+
+
+def _dir_flavour(path: Path, data: dict[str, Any], servers_dir: Path) -> Flavour:
+    """A directory flavour: its file names the folder (and runtime); everything else is
+    detected from the binary there (once per binary state and file text)."""
+    unknown, missing = set(data) - _DIR_KEYS, {"name", "path"} - set(data)
+    if unknown or missing:
+        raise ConfigError(f"{path}: unknown keys {sorted(unknown)} (a directory flavour's family, "
+                          f"version and programs are detected), missing keys {sorted(missing)}")
+    if data["name"] != path.stem:
+        raise ConfigError(f"{path}: name must be {path.stem!r}")
+    return dir_flavour(data["name"], Path(data["path"]), data.get("runtime", ""),
+                       description=data.get("description", ""), cnf=tuple(data.get("cnf") or ()),
+                       client_user=data.get("client_user", "root"), servers_dir=servers_dir)
+
+
+def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str = "",
+                cnf: tuple[str, ...] = (), client_user: str = "root", say=None,
+                servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
+    """The flavour of the server in `folder` (run in `runtime`'s rootfs when given): layout,
+    family, version, thread pool and paths detected; cnf fragments by family and version
+    unless given. A ConfigError says in one line why it cannot be one."""
+    found = tree.locate(folder)
+    run_in = None
+    if runtime:
+        run_in = load_flavour(runtime, servers_dir if runtime in list_flavours(servers_dir)
+                              else paths.SERVERS_DIR)
+        if run_in.source != "rootfs":
+            raise ConfigError(f"runtime {runtime!r} is a {run_in.source} flavour; a runtime is a "
+                              "rootfs flavour whose tree supplies the libraries (e.g. mysql-9.7)")
+    stat = found.server.stat()
+    key = (name, str(found.server), stat.st_mtime_ns, stat.st_size, runtime, description, cnf, client_user)
+    if key in _DIRS:
+        return _DIRS[key]
+    if run_in is not None:
+        run_in.check_installed()
+        run_in.provision(**({"say": say} if say else {}))
+    shell = Flavour(name=name, family="mariadb", description="", source="dir", server=str(found.server),
+                    path=str(found.path), runtime=runtime, runtime_flavour=run_in)
+    argv = launch.prefix(shell, [])
+    tree.check_binary(found.server, argv, inside=runtime)
+    detected, help_text = tree.detect(found, argv)
+    dialect = Dialect(detected.family, detected.version, detected.variant)
+    lacking = [n for n in tree.BOOTSTRAP_SQL[:3] if n not in {p.name for p in found.sql}]
+    if lacking and not dialect.initialize:
+        raise ConfigError(f"{found.path} has no {', '.join(lacking)}: MariaDB's system tables "
+                          "cannot be created (its share files are missing)")
+    install = ((str(found.server), "--initialize-insecure") if dialect.initialize else
+               (str(found.server), "--bootstrap", "--log-warnings=0", "--enforce-storage-engine=",
+                "--max-allowed-packet=8M", "--net-buffer-length=16K"))
+    flavour = Flavour(
+        name=name, family=detected.family, source="dir", server=str(found.server),
+        description=description or f"{detected.text.split(' Ver ', 1)[-1]} ({found.layout} {found.path})",
+        install_db=install, client_user=client_user, cnf=cnf or default_fragments(dialect),
+        thread_pool="pool-of-threads" in help_text, compression_providers=dialect.provider_plugins,
+        path=str(found.path), runtime=runtime, runtime_flavour=run_in, version_text=detected.text,
+        layout=found.layout, paths=tuple(found.settings().items()),
+        bootstrap_sql=tuple(str(p) for p in found.sql))
+    _DIRS[key] = flavour
+    return flavour
+
+
+def default_fragments(dialect: Dialect) -> tuple[str, ...]:
+    """The env/cnf fragments a server of this family and version gets.
+
+    >>> default_fragments(Dialect("mariadb", (11, 8, 6))), default_fragments(Dialect("mysql", (8, 0, 36)))
+    (('base.cnf', 'mariadb-11.cnf'), ('base.cnf', 'mysql-9.cnf'))
+    >>> default_fragments(Dialect("mariadb", (10, 11, 19)))
+    ('base.cnf',)
+    """
+    if dialect.mysql:
+        return ("base.cnf", "mysql-9.cnf") if dialect.at_least(8, 0) else ("base.cnf",)
+    return ("base.cnf", "mariadb-11.cnf") if dialect.at_least(11, 0) else ("base.cnf",)

@@ -200,6 +200,16 @@ class Server(SqlClient):
         first, *rest = self.flavour.install_db
         return [*self.launcher(), first, f"--defaults-file={self.cnf_path}", *rest]
 
+    def _bootstrap_sql(self) -> str | None:
+        """A MariaDB directory flavour's system tables, created by our own `--bootstrap`
+        (the tree's install-db script, if any, expects its own layout): root without a
+        password on the socket, no test database. None: the install program does it."""
+        files = self.flavour.bootstrap_sql
+        if not files:
+            return None
+        head = "CREATE DATABASE IF NOT EXISTS mysql;\nUSE mysql;\nSET @auth_root_socket=NULL;\n"
+        return head + "".join(Path(f).read_text(errors="replace") + "\n" for f in files)
+
     # -- lifecycle
     def init(self) -> None:
         """Create the datadir (mariadb-install-db)."""
@@ -209,8 +219,11 @@ class Server(SqlClient):
             raise ServerError(f"datadir {self.datadir} exists and is not empty")
         self.write_cnf()
         t0 = time.monotonic()
+        sql = self._bootstrap_sql()
+        if sql is not None:  # mariadbd --bootstrap works in an existing datadir
+            self.datadir.mkdir(parents=True, exist_ok=True)
         try:
-            proc.run(self.install_db_argv(), timeout=300)
+            proc.run(self.install_db_argv(), timeout=300, input=sql)
         except proc.ProcError as e:
             log = self.error_log.read_text(errors="replace") if self.error_log.exists() else ""
             errors = [ln for ln in (log + e.output).splitlines() if "[ERROR]" in ln] or [str(e)]
@@ -365,7 +378,7 @@ class Server(SqlClient):
     def describe(self) -> dict[str, Any]:
         """What a run's metadata records about this server."""
         return {"flavour": self.flavour.name, "family": self.flavour.family,
-                "version": self.version, "port": self.port, "socket": str(self.socket),
+                "version": self.version, **binary_record(self.flavour), "port": self.port, "socket": str(self.socket),
                 "pid": self.pid, "cpus": self.cpus, "argv": self.server_argv(),
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,
@@ -380,9 +393,33 @@ def configured(flavour: Flavour, settings: Mapping[str, Any] | None = None,
     s: dict[str, Any] = {}
     for name in flavour.cnf:
         s.update(read_cnf(Path(cnf_dir) / name))
+    s.update(flavour.start_settings())
     s.update(flavour.settings_for(BASE_INTENT.merge(intent)))
     s.update({norm_key(k): v for k, v in (settings or {}).items()})
     return s
+
+
+_SHA: dict[tuple, str] = {}
+
+
+def binary_record(flavour: Flavour) -> dict[str, Any]:
+    """What a run records of the server binary: its path and SHA-256 (hashed once per file
+    state), and for a directory flavour where it came from and what it printed."""
+    if flavour.remote:
+        return {}
+    server = flavour.host_binary
+    if not server.is_file():
+        return {}
+    st = server.stat()
+    key = (str(server), st.st_mtime_ns, st.st_size)
+    if key not in _SHA:
+        _SHA[key] = paths.sha256(server)
+    out: dict[str, Any] = {"binary": str(server), "binary_sha256": _SHA[key]}
+    if flavour.source == "dir":
+        out.update(source="dir", directory=flavour.path, layout=flavour.layout,
+                   version_text=flavour.version_text, runtime=flavour.runtime or None,
+                   thread_pool=flavour.thread_pool)
+    return out
 
 
 def parse_cpus(spec: str) -> list[int]:

@@ -33,7 +33,8 @@ from typing import Any, Mapping
 
 from .. import proc
 from ..errors import ServerError
-from .cnf import Intent, Unavailable
+from .cnf import Intent
+from .dialect import Unavailable
 from .flavour import Flavour
 from .instance import SqlClient
 

@@ -33,6 +33,8 @@ class Flavour(Protocol):
     server: str
     suite: str
     packages: tuple[str, ...]
+    path: str                            # a directory flavour's folder …
+    runtime_flavour: "Flavour | None"    # … and the rootfs flavour it runs in
 
 ROOTFS_DIR = paths.DATA_DIR / "rootfs"
 VARIANT = "essential"  # + the flavour's packages: a shell and coreutils for the install scripts

@@ -73,6 +73,7 @@ class Params(S.SysbenchParams):
     payload_compressibility: float
     min_data_ratio: float
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
+    SCRIPTS: ClassVar[bool] = False  # each step loads, verifies and sizes its own tables
     RESERVED: ClassVar[frozenset[str]] = frozenset({
         "innodb_buffer_pool_size", "innodb_flush_method", "innodb_doublewrite",
         "innodb_compression_algorithm", "plugin_load_add", "innodb_buffer_pool_load_at_startup",
@@ -116,7 +117,7 @@ class Params(S.SysbenchParams):
 
 # blocks, not pairs: every step loads its own tables and runs I/O-bound from a cold pool, so
 # a second server running beside it would share the device and the page cache it measures
-_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
+_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False,
                server_cpus=None, client_cpus=None, settings={}, warmup=0, design="blocks",
                flush_method="O_DIRECT", doublewrite=True, payload_compressibility=0.5,
                min_data_ratio=4.0, tables=4, table_size=100_000, warehouses=10, budget=None,
@@ -178,7 +179,7 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     p, server, run = ctx.params, ctx.server, ctx.run
     fmt = compression.parse(ctx.arm.twin_of or ctx.arm.label)
     ctx.sysbench = dataclasses.replace(ctx.sysbench, db=DB, table_options=fmt.table_options(
-        server.flavour.family), payload_compressibility=p.payload_compressibility)
+        server.flavour.dialect), payload_compressibility=p.payload_compressibility)
     n, workload = cell["step"], cell["workload"]
     server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
     compression.check_available(server, fmt)  # before the load, not after

@@ -90,7 +90,7 @@ class Params(S.MultiServerParams):
         return sorted(self.rates or self.loads)
 
 
-_COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(S.SCHEDULERS),
+_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(S.SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
                restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None)

@@ -40,7 +40,7 @@ class Params(S.CpuProfiled, S.MultiServerParams):
         return S.schedulers_problems(self, self.schedulers)
 
 
-_COMMON = dict(flavour="mariadb-10.11", flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
+_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1,
                cpu_profile=False, cpu_profile_cells=None)

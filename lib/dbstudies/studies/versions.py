@@ -36,7 +36,7 @@ class Params(S.CpuProfiled, S.MultiServerParams):
 
 
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
-_COMMON = dict(flavour="mariadb-10.11", seed=1, draw_threshold=0.05, aa_control=False,
+_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False,
                server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
                budget=None, design="paired", restart_every=1,
                cpu_profile=False, cpu_profile_cells=None)

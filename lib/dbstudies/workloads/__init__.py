@@ -7,6 +7,10 @@ sysbench Lua (`lua/`) from public specifications:
   default request mix, Zipf-like access, power-law out-degree, lognormal payloads of a given
   compressibility); scale: `nodes`. Not LinkBench itself.
 
+- a script of the user's own (`workloads` entry ending in `.lua`, `script_problems` checks it
+  before anything starts): any script sysbench 1.0 runs with prepare/run/cleanup, its tables
+  its own, its options from the study's `workload_options`.
+
 Every workload runs through the same report wrapper as the bundled ones (`sysbench_report.lua`):
 JSON per interval, full histogram, prepare/run/cleanup, seeds, pinning, table options. Ours
 also print per-transaction-type counts per second and latency histograms per type
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from .. import paths, proc
 
 LUA_DIR = Path(__file__).with_name("lua")
 OLTP = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
@@ -37,8 +43,71 @@ LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
 
 
 def family(workload: str) -> str:
-    """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name."""
+    """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name (a
+    script's: its path)."""
     return "oltp" if workload in OLTP else workload
+
+
+def is_script(workload: str) -> bool:
+    """Whether `workload` names a Lua script of the user's (a path ending in .lua)."""
+    return str(workload).endswith(".lua")
+
+
+def script_path(workload: str) -> Path:
+    """A script workload's file: absolute as given, else relative to the working directory,
+    else to the repository (a notebook's kernel runs in notebooks/)."""
+    path = Path(workload).expanduser()
+    if path.is_absolute():
+        return path
+    for base in (Path.cwd(), paths.REPO):
+        if (base / path).is_file():
+            return (base / path).resolve()
+    return path.resolve()
+
+
+CHECKER = LUA_DIR / "dbs_check_script.lua"
+
+
+def script_problems(workload: str, what: str = "workloads") -> list[str]:
+    """Why sysbench could not run the script `workload` (missing, does not parse, defines
+    no `event`), asked of sysbench itself (`lua/dbs_check_script.lua` loads it); [] when it can."""
+    path = script_path(workload)
+    if not path.is_file():
+        return [f"{what}: {workload}: no such Lua script"]
+    p = proc.run(["sysbench", str(CHECKER)], env={"DBSTUDIES_SCRIPT": str(path),
+                                                   "DBSTUDIES_LUA_DIR": str(LUA_DIR)},
+                 timeout=60, check=False)
+    said = p.stdout + p.stderr
+    if "DBS_NO_EVENT" in said:
+        return [f"{what}: {workload}: defines no `event` function (sysbench calls it once per transaction)"]
+    if p.returncode != 0 or "DBS_OK" not in said:
+        error = next((ln.split("DBS_LOAD_ERROR", 1)[1].strip() for ln in said.splitlines()
+                      if "DBS_LOAD_ERROR" in ln), proc.tail(said, 2))
+        return [f"{what}: {workload}: sysbench cannot load it: {error}"]
+    return []
+
+
+def script_options(options: dict[str, Any], what: str = "workload_options") -> list[str]:
+    """The `--name=value` options given to script workloads; problems raise ValueError.
+
+    >>> script_options({"--my-opt": 3, "rows": "10"})
+    ['--my-opt=3', '--rows=10']
+    """
+    out = []
+    for name, value in options.items():
+        key = str(name).lstrip("-")
+        if not key or isinstance(value, (dict, list)) or value is None:
+            raise ValueError(f"{what}: {name!r}: an option name and a plain value, e.g. {{\"--rows\": 100}}")
+        out.append(f"--{key}={str(value).lower() if isinstance(value, bool) else value}")
+    return out
+
+
+def environ_script(workload: str) -> dict[str, str]:
+    """What the report wrapper needs to run `workload`: the bundled name, or a script's path."""
+    if is_script(workload):
+        return {"DBSTUDIES_SCRIPT": str(script_path(workload))}
+    return {"DBSTUDIES_WORKLOAD": workload}
+
 
 
 def writes(workload: str) -> bool:
@@ -52,6 +121,8 @@ def writes(workload: str) -> bool:
 
 def options(workload: str, scale: dict[str, Any]) -> list[str]:
     """The sysbench options of `workload` at this scale (tables/table_size for OLTP)."""
+    if is_script(workload):
+        return []  # a script's own options come from `workload_options`
     names = ("tables", "table_size") if workload in OLTP else OURS[workload]
     return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
 

@@ -1,5 +1,5 @@
 """One SQL session for query studies (DBT3): timed executions with a server-side timeout said
-in the family's dialect, the handler counters each execution moved, EXPLAIN FORMAT=JSON, and
+in the server's dialect, the handler counters each execution moved, EXPLAIN FORMAT=JSON, and
 the join order a plan uses.
 
 A query that hits its timeout is recorded as timed out — `seconds` is None, never the
@@ -34,21 +34,6 @@ class Execution:
     rows: int
     counters: dict[str, int] = field(default_factory=dict)
     result: list[tuple] | None = None
-
-
-def with_timeout(sql: str, seconds: float, family: str) -> list[str]:
-    """The statements that run `sql` with a server-side limit in the family's dialect:
-    MariaDB `SET STATEMENT max_statement_time=N FOR …`; MySQL the session's
-    max_execution_time (ms, for SELECT) set first.
-
-    >>> with_timeout("SELECT 1", 2.5, "mariadb")
-    ['SET STATEMENT max_statement_time=2.5 FOR SELECT 1']
-    >>> with_timeout("SELECT 1", 2.5, "mysql")
-    ['SET SESSION max_execution_time=2500', 'SELECT 1']
-    """
-    if family == "mysql":
-        return [f"SET SESSION max_execution_time={max(1, round(seconds * 1000))}", sql]
-    return [f"SET STATEMENT max_statement_time={seconds:g} FOR {sql}"]
 
 
 SIZE = re.compile(r"(\d+)([KMGT])", re.I)
@@ -108,7 +93,7 @@ class Session:
     with `settings` given to this session only (`set_session`)."""
 
     def __init__(self, server: Any, database: str, settings: dict[str, Any] | None = None):
-        self.family = server.flavour.family
+        self.dialect = server.flavour.dialect
         self.conn = server.connect(database=database)
         self.cursor = self.conn.cursor()
         for statement in set_session(dict(settings or {})):
@@ -135,7 +120,7 @@ class Session:
     def execute(self, sql: str, timeout: float, *, keep_result: bool = False) -> Execution:
         """Run `sql` (one SELECT) to its last row, with a server-side time limit."""
         import mysql.connector
-        statements = with_timeout(sql, timeout, self.family)
+        statements = self.dialect.with_timeout(sql, timeout)
         before = self.counters()
         for s in statements[:-1]:
             self.cursor.execute(s)
@@ -157,8 +142,8 @@ class Session:
     def explain(self, sql: str) -> dict[str, Any]:
         """The plan as EXPLAIN FORMAT=JSON gives it (MySQL: its format version 1, the nested
         query blocks MariaDB also has, not 9.x's default iterator tree)."""
-        if self.family == "mysql":
-            self.cursor.execute("SET SESSION explain_json_format_version=1")
+        for statement in self.dialect.explain_prelude():
+            self.cursor.execute(statement)
         self.cursor.execute(f"EXPLAIN FORMAT=JSON {sql}")
         return json.loads(self.cursor.fetchall()[0][0], object_pairs_hook=keep_repeated_keys)
 

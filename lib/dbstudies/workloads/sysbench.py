@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import errors, proc
 from ..errors import ParamError
-from . import LUA_DIR, OLTP, OURS, family, options
+from . import LUA_DIR, OLTP, OURS, environ_script, family, is_script, options, script_options
 
 WRAPPER = LUA_DIR / "sysbench_report.lua"
 WORKLOADS = (*OLTP, *OURS)
@@ -326,12 +326,14 @@ class Sysbench:
     cpus: str | None = None
     binary: str = "sysbench"
     table_options: str | None = None
+    script_options: dict[str, Any] = field(default_factory=dict)  # a script workload's own options
     calls: list[dict[str, Any]] = field(default_factory=list)  # argv + env of every call
 
     def env(self, workload: str) -> dict[str, str]:
-        if workload not in WORKLOADS:
-            raise ParamError([f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)}"])
-        env = {"DBSTUDIES_WORKLOAD": workload, "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
+        if workload not in WORKLOADS and not is_script(workload):
+            raise ParamError([f"unknown sysbench workload {workload!r}; known: {', '.join(WORKLOADS)} "
+                              "or a script of your own (a path ending in .lua)"])
+        env = {**environ_script(workload), "DBSTUDIES_LUA_DIR": str(LUA_DIR)}
         if self.table_options:
             env["DBSTUDIES_TABLE_OPTIONS"] = self.table_options
         return env
@@ -343,7 +345,8 @@ class Sysbench:
         scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses,
                  "nodes": self.nodes, "payload_compressibility": self.payload_compressibility}
         argv = [*pin, self.binary, str(WRAPPER), "--db-driver=mysql",
-                *self.server.sysbench_connection(), f"--mysql-db={self.db}", *options(workload, scale), f"--threads={threads}"]
+                *self.server.sysbench_connection(), f"--mysql-db={self.db}", *options(workload, scale),
+                *(script_options(self.script_options) if is_script(workload) else []), f"--threads={threads}"]
         if command == "run":
             argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]

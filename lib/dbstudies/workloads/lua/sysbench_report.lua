@@ -1,6 +1,7 @@
 -- dbstudies wrapper around sysbench 1.0's Lua workloads: its bundled OLTP scripts and ours
 -- (tpcc, linkbench: found in DBSTUDIES_LUA_DIR).
--- Loads the workload named by DBSTUDIES_WORKLOAD (e.g. oltp_read_only) and replaces the
+-- Loads the workload named by DBSTUDIES_WORKLOAD (e.g. oltp_read_only), or the user's own
+-- script at the path DBSTUDIES_SCRIPT (its folder first on package.path), and replaces the
 -- human-readable reports by one JSON object per line:
 --   {"kind":"interval", ...}  every --report-interval seconds
 --   {"kind":"total", ...}     once, at the end of the run
@@ -9,15 +10,21 @@
 -- DBSTUDIES_RATE (transactions/s) makes the load open-loop (dbs_openloop.lua): its lines
 -- ({"kind":"ol_…"}) follow each interval and total line.
 local workload = os.getenv("DBSTUDIES_WORKLOAD")
-if workload == nil or workload == "" then
-   error("DBSTUDIES_WORKLOAD is not set")
+local script = os.getenv("DBSTUDIES_SCRIPT")
+if (workload == nil or workload == "") and (script == nil or script == "") then
+   error("neither DBSTUDIES_WORKLOAD nor DBSTUDIES_SCRIPT is set")
 end
 mysql_table_options = os.getenv("DBSTUDIES_TABLE_OPTIONS")
 local ours = os.getenv("DBSTUDIES_LUA_DIR")
 if ours ~= nil and ours ~= "" then
    package.path = ours .. "/?.lua;" .. package.path
 end
-require(workload)
+if script ~= nil and script ~= "" then
+   package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+   dofile(script)
+else
+   require(workload)
+end
 local openloop = nil
 if os.getenv("DBSTUDIES_RATE") ~= nil and os.getenv("DBSTUDIES_RATE") ~= "" then
    openloop = require("dbs_openloop")

@@ -1,0 +1,97 @@
+"""The servers' settings as a run recorded them: what every report shows, what was aligned
+like for like (`servers.ALIGNED`), and what still differs between arms — which the verdicts
+include, whatever the study meant to vary.
+
+Read from `metadata.json` only: each arm's server's `SHOW GLOBAL VARIABLES` (with the
+settings its sessions set on a shared server laid over them).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .. import servers
+
+# the server variables every report shows (where a server has them)
+KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
+                 "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_redo_log_capacity",
+                 "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite",
+                 "innodb_io_capacity", "innodb_io_capacity_max", "innodb_change_buffering",
+                 "log_bin", "sync_binlog", "character_set_server", "collation_server",
+                 "performance_schema")
+# variables that name this machine's paths, ports or identities: never a configuration choice
+MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uu?id|hostname|"
+                     r"^version_|_host$|secure_file_priv|^gtid|timestamp|^log_error|^relay_log|"
+                     r"^ssl_|^have_", re.I)
+# sizes of what a server turned off: they do nothing (performance_schema = OFF everywhere)
+IDLE_WHEN_OFF = {"performance_schema": "performance_schema_"}
+
+
+def arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per arm (in the run's order): its server's global variables, with the settings its
+    sessions set on a shared server laid over them."""
+    by_label = {s.get("label"): s for s in meta.get("servers", [])}
+    out = {}
+    for arm in meta.get("arms") or []:
+        server = by_label.get(arm["label"])
+        if server:
+            out[arm["label"]] = {**{k.lower(): str(v) for k, v in (server.get("global_variables") or {}).items()},
+                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()}}
+    return out
+
+
+def same(values: list[str | None]) -> bool:
+    """Whether recorded values are one value, however spelled ("10" and "10.000000").
+
+    >>> same(["10", "10.000000"]), same(["ON", "ON"]), same(["200", "10000"]), same(["1", None])
+    (True, True, False, False)
+    """
+    if any(v is None for v in values):
+        return len(set(values)) == 1
+    return all(servers.same_value(values[0], v) for v in values[1:])
+
+
+def aligned(meta: dict[str, Any]) -> list[str]:
+    """The variables a like-for-like run said the same on every server (`servers.ALIGNED`,
+    each shown by its `SHOWN_AS` variable); [] for a run with `align = "defaults"` (and for
+    runs recorded before alignment existed)."""
+    if (meta.get("parameters") or {}).get("align") != "intent":
+        return []
+    return [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]
+
+
+def differences(meta: dict[str, Any]) -> list[tuple[str, list[str | None]]]:
+    """(variable, values per arm) for every configuration variable all arms' servers have and
+    whose values differ (machine paths, ports and identities left out), key variables first."""
+    per_arm = arm_variables(meta)
+    if len(per_arm) < 2:
+        return []
+    common = set.intersection(*(set(v) for v in per_arm.values()))
+    for switch, prefix in IDLE_WHEN_OFF.items():
+        if all(v.get(switch, "ON").upper() == "OFF" for v in per_arm.values()):
+            common = {n for n in common if not n.startswith(prefix)}
+    names = [n for n in KEY_VARIABLES if n in common] + sorted(common - set(KEY_VARIABLES))
+    out = []
+    for name in names:
+        values = [per_arm[a].get(name) for a in per_arm]
+        if not MACHINE.search(name) and name != "version" and not same(values):
+            out.append((name, values))
+    return out
+
+
+def differences_line(meta: dict[str, Any], shown: int = 12) -> str:
+    """The Answer's sentence on the settings that still differ between arms (Markdown): the
+    verdicts include them. "" when the arms' servers were not recorded or nothing differs."""
+    diff = differences(meta)
+    arms = list(arm_variables(meta))
+    if not diff:
+        return ""
+    asked = {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+    named = [f"`{n}` ({' vs '.join(v or '—' for v in values)})" for n, values in diff[:shown]]
+    more = [f"`{n}`" for n, _ in diff[shown:]]
+    own = [n for n, _ in diff if n in asked]
+    return (f"**Settings that still differ between {' and '.join(arms) if len(arms) < 4 else 'the arms'}** "
+            f"({len(diff)}; the verdicts include them"
+            + (f"; {', '.join(f'`{n}`' for n in own)} {'is' if len(own) == 1 else 'are'} what the arms vary"
+               if own else "")
+            + f"): {'; '.join(named)}" + (f"; and {', '.join(more)}" if more else "") + ".")
