@@ -102,7 +102,7 @@ def test_each_candidates_tables_really_are_in_its_format(lz4_server, spec):
     s, fmt = lz4_server, compression.parse(spec)
     db = "c_" + spec.replace(":", "_")
     s.query(f"SET GLOBAL innodb_compression_algorithm = {fmt.algorithm or 'zlib'}")
-    Sysbench(s, db=db, nodes=2000, table_options=fmt.table_options("mariadb")).prepare("linkbench", threads=2, seed=1)
+    Sysbench(s, db=db, nodes=2000, table_options=fmt.table_options(s.flavour.dialect)).prepare("linkbench", threads=2, seed=1)
     tables = compression.verify(s, db, fmt)
     assert sorted(t["table"] for t in tables) == ["counttable", "linktable", "nodetable"]
     for t in tables:
