@@ -162,14 +162,15 @@ def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tm
     out, _ = servers.add_dir("tarball", tarball, servers_dir=tmp_path / "servers")
     flavours = ["mariadb-10.11", str(out)]
     p = subprocess.run([*CLI, "run", "versions", "--profile", "smoke", "-p", "flavours", json.dumps(flavours),
-                        "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=600,
+                        "-p", "duration", "1", "-p", "warmup", "0", "--runs-dir", str(tmp_path / "runs")],
+                       capture_output=True, text=True, timeout=600,
                        cwd=REPO)
     assert p.returncode == 0, p.stderr[-3000:]
     run = Run.open(next((tmp_path / "runs").glob("versions/*")))
     shas = {s["flavour"]: s["binary_sha256"] for s in run.metadata["servers"]}
     assert len(set(shas.values())) == 1 and set(shas) == {"mariadb-10.11", "tarball"}
     study = load("versions")
-    params = experiment.resolve(study, "smoke", flavours=flavours)
+    params = experiment.resolve(study, "smoke", flavours=flavours, duration=1, warmup=0)
     rel = study.relative(experiment.measured(run), params)
     assert len(rel) == 2 and (rel["verdict"] == "draw").all(), rel
     html = (run.path / "report.html").read_text()

@@ -57,9 +57,9 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     study = load(name)
     p = experiment.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
     if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
-        # a script named relative to this shell's folder: the notebook's kernel runs elsewhere
-        p = dataclasses.replace(p, workloads=[str(workloads.script_path(w)) if workloads.is_script(w)
-                                              else w for w in p.workloads])
+        # a script named relative to this shell's folder: the notebook's kernel runs in
+        # notebooks/ and finds it only where the name is the same relative to the repository
+        p = dataclasses.replace(p, workloads=[_from_here(w) for w in p.workloads])
     try:
         run = create_run(name, p, runs_dir, "cli")
     except OSError as e:
@@ -87,6 +87,15 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     finally:
         reap_servers(run)
     return _conclude(run, kernel, verbose) or code
+
+
+def _from_here(workload: str) -> str:
+    """A script workload as the notebook must name it: as given where it means the same file
+    from the repository, else its absolute path."""
+    if not workloads.is_script(workload):
+        return workload
+    here = workloads.script_path(workload)
+    return workload if (paths.REPO / workload).resolve() == here else str(here)
 
 
 def _error_line(e: BaseException) -> str:

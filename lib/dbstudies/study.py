@@ -39,6 +39,7 @@ import importlib
 import os
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
 from . import params as P
@@ -203,8 +204,9 @@ class MultiServerParams(SysbenchParams):
         return [self.flavour, *[f for f in self.flavours if f != self.flavour]]
 
     def flavour_problems(self) -> list[str]:
-        if not self.flavours or len(set(self.flavours)) != len(self.flavours):
-            return [f"flavours: need distinct flavours, got {self.flavours}"]
+        labels = [flavour_label(f) for f in self.flavours]
+        if not self.flavours or len(set(labels)) != len(labels):
+            return [f"flavours: need distinct flavours (by name), got {self.flavours}"]
         problems = [m for f in self.flavours for m in P.check_flavour("flavours", f)]
         if self.flavour not in self.flavours:
             problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
@@ -370,8 +372,18 @@ def lacks_pool(flavour: str) -> str | None:
     return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
 
 
+def flavour_label(flavour: str) -> str:
+    """How an arm names a flavour: by its name; a flavour file given by its path (a server
+    of the user's own kept outside env/servers) by the file's name without .toml.
+
+    >>> flavour_label("mariadb-10.11"), flavour_label("/home/me/servers/patched.toml")
+    ('mariadb-10.11', 'patched')
+    """
+    return Path(flavour).stem if str(flavour).endswith(".toml") else flavour
+
+
 def _scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str) -> str:
-    return scheduler if len(p.flavours) == 1 else f"{flavour} · {scheduler}"
+    return scheduler if len(p.flavours) == 1 else f"{flavour_label(flavour)} · {scheduler}"
 
 
 def scheduler_arms(p: "MultiServerParams", schedulers: list[str]) -> list[Arm]:

@@ -57,7 +57,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 def arms(p: Params) -> list[S.Arm]:
     """One arm per flavour, the baseline first, each on its own server."""
-    return [S.Arm(f, {}, flavour=f) for f in p.servers()]
+    return [S.Arm(S.flavour_label(f), {}, flavour=f) for f in p.servers()]
 
 
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
@@ -100,7 +100,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     versions = ", ".join(a.label for a in arms(p)[1:])
     return "\n".join([
         *analysis.peak_lines(summ),
-        *analysis.comparison_lines(tables, f"{versions} vs {p.flavour}"),
-        *analysis.aa_line(tables.get("aa"), p.flavour),
+        *analysis.comparison_lines(tables, f"{versions} vs {arms(p)[0].label}"),
+        *analysis.aa_line(tables.get("aa"), arms(p)[0].label),
         *analysis.calibration_line(calibration),
         *analysis.host_lines(summ, p, host_cpus)])
