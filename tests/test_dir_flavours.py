@@ -177,3 +177,17 @@ def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tm
     sha = shas["mariadb-10.11"][:12]
     assert re.search(rf"tarball \(10\.11\.\d+-MariaDB[^,]*, release tarball {tarball.name}, sha256 {sha}\)", html)
     assert "mariadb-10.11 (10.11" in html and html.count(f"sha256 {sha}") == 2
+
+
+@pytest.mark.parametrize("study, extra", [
+    ("versions", lambda f: {"flavour": f, "flavours": [f, "mariadb-10.11"]}),
+    ("thread_pool", lambda f: {"flavour": f, "flavours": [f]}),
+    ("latency", lambda f: {"flavour": f, "flavours": [f]}),
+    ("checkpoint_stalls", lambda f: {"configs": {"mine": {"flavour": f}, "host": {"flavour": "mariadb-10.11"}}}),
+    ("dbt3_plans", lambda f: {"flavour": f}),
+    ("compression", lambda f: {"flavour": f}),
+])
+def test_every_study_takes_a_directory_flavour_where_it_takes_a_flavour(study, extra, tarball, tmp_path):
+    out, _ = servers.add_dir("mine", tarball, servers_dir=tmp_path / "servers")
+    params = experiment.resolve(load(study), "smoke", **extra(str(out)))
+    assert str(out) in params.servers()

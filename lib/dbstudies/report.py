@@ -109,18 +109,6 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
 MAX_DIFFERENCES = 20
 
 
-def _bytes(v: Any) -> str:
-    """4294967296 → '4 GiB'; what is not a whole number of KiB stays as it is."""
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        return str(v)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size and n % (size // 16 or 1) == 0:
-            return f"{n / size:g} {unit}"
-    return str(n)
-
-
 def configuration(meta: dict[str, Any]) -> str:
     """An HTML table: per arm, the key variables and every variable whose value differs
     between the arms (machine-specific ones left out), sizes in MiB/GiB, the variables a
@@ -136,7 +124,7 @@ def configuration(meta: dict[str, Any]) -> str:
     rows = []
     for n in names:
         values = [per_arm[a].get(n) for a in arms]
-        shown = [_bytes(v) if (n.endswith(("_size", "_capacity")) and v) else (v or "—") for v in values]
+        shown = [settings.shown(n, v) for v in values]
         mark = " class='dbs-differs'" if not settings.same(values) else ""
         rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{' <small>aligned</small>' if n in aligned else ''}</td>"
                     + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
@@ -170,10 +158,10 @@ def data_sizes(meta: dict[str, Any]) -> str:
     for server in dict.fromkeys(d["server"] for d in data):
         mine = [d for d in data if d["server"] == server]
         total = sum(d["bytes"] for d in mine)
-        schemas = ", ".join(f"{d['schema']} {_bytes(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
+        schemas = ", ".join(f"{d['schema']} {settings.size_text(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
         pool = pools.get(server)
-        vs = f" — {total / pool:.2g} × its buffer pool ({_bytes(pool)})" if pool else ""
-        lines.append(f"<li>{_e(server)}: {_e(_bytes(total))} ({_e(schemas)}){_e(vs)}</li>")
+        vs = f" — {total / pool:.2g} × its buffer pool ({settings.size_text(pool)})" if pool else ""
+        lines.append(f"<li>{_e(server)}: {_e(settings.size_text(total))} ({_e(schemas)}){_e(vs)}</li>")
     return ("<p>Data and indexes the study loaded, as information_schema reports them after "
             f"the load (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
 

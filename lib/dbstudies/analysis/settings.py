@@ -27,6 +27,29 @@ MACHINE = re.compile(r"dir$|file|path|socket|port$|^pid|server_id|server_uu?id|h
 IDLE_WHEN_OFF = {"performance_schema": "performance_schema_"}
 
 
+def size_text(v: Any) -> str:
+    """4294967296 → '4 GiB'; what is not a whole number of KiB stays as it is.
+
+    >>> size_text(4294967296), size_text(16777216), size_text(1000), size_text("x")
+    ('4 GiB', '16 MiB', '1000', 'x')
+    """
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size and n % (size // 16 or 1) == 0:
+            return f"{n / size:g} {unit}"
+    return str(n)
+
+
+def shown(name: str, value: str | None) -> str:
+    """A recorded variable's value as a reader wants it: sizes in KiB/MiB/GiB, "—" for none."""
+    if not value:
+        return "—"
+    return size_text(value) if name.endswith(("_size", "_capacity")) else value
+
+
 def arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Per arm (in the run's order): its server's global variables, with the settings its
     sessions set on a shared server laid over them."""
@@ -74,21 +97,25 @@ def differences(meta: dict[str, Any]) -> list[tuple[str, list[str | None]]]:
     out = []
     for name in names:
         values = [per_arm[a].get(name) for a in per_arm]
-        if not MACHINE.search(name) and name != "version" and not same(values):
+        machine = name not in KEY_VARIABLES and MACHINE.search(name)  # innodb_log_file_size is no file
+        if not machine and name != "version" and not same(values):
             out.append((name, values))
     return out
 
 
-def differences_line(meta: dict[str, Any], shown: int = 12) -> str:
+def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
     """The Answer's sentence on the settings that still differ between arms (Markdown): the
-    verdicts include them. "" when the arms' servers were not recorded or nothing differs."""
+    verdicts include them — or that none does. "" with fewer than two arms' servers recorded."""
     diff = differences(meta)
     arms = list(arm_variables(meta))
-    if not diff:
+    if len(arms) < 2:
         return ""
+    if not diff:
+        return ("**No server setting differs between the arms** (every recorded variable alike but "
+                "machine paths, ports and identities).")
     asked = {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
-    named = [f"`{n}` ({' vs '.join(v or '—' for v in values)})" for n, values in diff[:shown]]
-    more = [f"`{n}`" for n, _ in diff[shown:]]
+    named = [f"`{n}` ({' vs '.join(shown(n, v) for v in values)})" for n, values in diff[:listed]]
+    more = [f"`{n}`" for n, _ in diff[listed:]]
     own = [n for n, _ in diff if n in asked]
     return (f"**Settings that still differ between {' and '.join(arms) if len(arms) < 4 else 'the arms'}** "
             f"({len(diff)}; the verdicts include them"
