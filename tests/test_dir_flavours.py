@@ -72,7 +72,7 @@ def test_a_tarball_starts_from_our_own_bootstrap_and_reads_nothing_of_the_hosts(
 
 
 def test_a_mysql_tree_needs_a_runtime_and_runs_in_it(tmp_path):
-    tree = trees.mysql_prefix(tmp_path / "mysql")
+    tree = trees.rootfs_prefix("mysql-9.7", tmp_path / "mysql")
     where = tmp_path / "servers"
     bare = subprocess.run([*CLI, "servers", "add", "my", str(tree), "--servers-dir", str(where)],
                           capture_output=True, text=True, timeout=120)
@@ -90,6 +90,17 @@ def test_a_mysql_tree_needs_a_runtime_and_runs_in_it(tmp_path):
         assert Path(f"/proc/{s.pid}/comm").read_text().strip() == "mysqld"  # not bwrap
         assert s.query("SELECT @@lc_messages_dir")[0][0].startswith(str(tree.resolve()))
         assert s.query("SELECT @@log_bin, @@innodb_io_capacity, @@character_set_server") == [(0, 200, "utf8mb4")]
+
+
+def test_a_newer_distributions_mariadb_finds_its_renamed_system_tables(tmp_path):
+    """MariaDB 11.8 from Debian trixie as a directory: its bootstrap SQL is mariadb_*.sql."""
+    tree = trees.rootfs_prefix("mariadb-11.8", tmp_path / "m118")
+    _, flavour = servers.add_dir("m118", tree, "mariadb-11.8", servers_dir=tmp_path / "servers")
+    assert (flavour.family, flavour.dialect.version[:2], flavour.runtime) == ("mariadb", (11, 8), "mariadb-11.8")
+    assert [Path(p).name for p in flavour.bootstrap_sql][:3] == [
+        "mariadb_system_tables.sql", "mariadb_performance_tables.sql", "mariadb_system_tables_data.sql"]
+    assert flavour.cnf == ("base.cnf", "mariadb-11.cnf")  # skip_ssl: no certificates at every start
+    assert "innodb_change_buffering" not in flavour.settings_for(servers.ALIGNED)  # 11.x has none
 
 
 def _fake_arch(tree: Path) -> Path:

@@ -84,12 +84,14 @@ def mariadb_build_tree(prefix: Path, dest: Path) -> Path:
     return dest
 
 
-def mysql_prefix(dest: Path) -> Path:
-    """MySQL 9.7's server, messages and plugins copied out of the mysql-9.7 rootfs as an
-    install prefix (usr/sbin/mysqld …): it needs that rootfs's libraries (`--runtime`)."""
-    flavour = servers.load_flavour("mysql-9.7")
-    flavour.provision(say=print)
-    top = rootfs.tree(flavour)
-    for rel in ("usr/sbin/mysqld", "usr/share/mysql", "usr/lib/mysql/plugin"):
-        _copy(top / rel, dest / rel)
+def rootfs_prefix(flavour: str, dest: Path) -> Path:
+    """A rootfs flavour's server, messages, SQL and plugins copied out of its tree as an
+    install prefix (usr/sbin/mysqld or mariadbd …): a newer distribution's binary, which
+    needs that rootfs's libraries (`--runtime`)."""
+    f = servers.load_flavour(flavour)
+    f.provision(say=print)
+    top = rootfs.tree(f)
+    for rel in (f.server.lstrip("/"), "usr/share/mysql", "usr/share/mariadb", "usr/lib/mysql/plugin"):
+        if (top / rel).exists():
+            _copy(top / rel, dest / rel)
     return dest

@@ -428,7 +428,7 @@ def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str 
     tree.check_binary(found.server, argv, inside=runtime)
     detected, help_text = tree.detect(found, argv)
     dialect = Dialect(detected.family, detected.version, detected.variant)
-    lacking = [n for n in tree.BOOTSTRAP_SQL[:3] if n not in {p.name for p in found.sql}]
+    lacking = found.missing_sql()
     if lacking and not dialect.initialize:
         raise ConfigError(f"{found.path} has no {', '.join(lacking)}: MariaDB's system tables "
                           "cannot be created (its share files are missing)")

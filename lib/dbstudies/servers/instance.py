@@ -378,7 +378,8 @@ class Server(SqlClient):
     def describe(self) -> dict[str, Any]:
         """What a run's metadata records about this server."""
         return {"flavour": self.flavour.name, "family": self.flavour.family,
-                "version": self.version, **binary_record(self.flavour), "port": self.port, "socket": str(self.socket),
+                "version": self.version, **binary_record(self.flavour), "port": self.port,
+                "socket": str(self.socket),
                 "pid": self.pid, "cpus": self.cpus, "argv": self.server_argv(),
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,

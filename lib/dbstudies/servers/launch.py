@@ -4,9 +4,9 @@ System flavours run the host's binaries as they are. Rootfs flavours run through
 the flavour's tree read-only as /, the host's /dev and /proc, a private /tmp, and only the
 instance's own directories (datadir, logs, socket directory) bound writable at their own
 paths; the host's network (loopback ports) is shared. A directory flavour with a `runtime`
-runs the same way in its runtime's tree, its own directory bound read-only at its own path. Under bwrap the process we spawn is
-bwrap itself, so `server_pid` finds the real mariadbd/mysqld below it — CPU and I/O sampling
-must measure the server, not its launcher.
+runs the same way in its runtime's tree, its own directory bound read-only at its own path.
+Under bwrap the process we spawn is bwrap itself, so `server_pid` finds the real
+mariadbd/mysqld below it — CPU and I/O sampling must measure the server, not its launcher.
 """
 from __future__ import annotations
 

@@ -36,10 +36,14 @@ BINARIES = (("release tarball", "bin/mariadbd"), ("release tarball", "bin/mysqld
 # what a data directory has and a server directory has not
 DATADIR_MARKS = ("ibdata1", "aria_log_control", "mysql.ibd", "mysql/user.frm", "mysql/global_priv.frm",
                  "undo_001", "ib_logfile0")
-# MariaDB's system tables, in the order its bootstrap reads them (the first three needed)
-BOOTSTRAP_SQL = ("mysql_system_tables.sql", "mysql_performance_tables.sql",
-                 "mysql_system_tables_data.sql", "fill_help_tables.sql",
-                 "maria_add_gis_sp_bootstrap.sql", "mysql_sys_schema.sql")
+# MariaDB's system tables, in the order its bootstrap reads them (the first three needed),
+# each by its names: MariaDB 11 renamed mysql_*.sql to mariadb_*.sql
+BOOTSTRAP_SQL = (("mysql_system_tables.sql", "mariadb_system_tables.sql"),
+                 ("mysql_performance_tables.sql", "mariadb_performance_tables.sql"),
+                 ("mysql_system_tables_data.sql", "mariadb_system_tables_data.sql"),
+                 ("fill_help_tables.sql",), ("maria_add_gis_sp_bootstrap.sql",),
+                 ("mysql_sys_schema.sql", "mariadb_sys_schema.sql"))
+NEEDED_SQL = 3
 SEARCH_DEPTH = 5  # folders below the tree searched for share files
 # ELF e_machine of the architectures `uname -m` names
 MACHINES = {62: "x86_64", 183: "aarch64", 3: "i386", 21: "ppc64le", 22: "s390x", 243: "riscv64",
@@ -56,6 +60,11 @@ class Tree:
     charsets: Path | None         # character_sets_dir (charsets/Index.xml)
     plugins: Path | None          # plugin_dir
     sql: tuple[Path, ...]         # MariaDB's bootstrap SQL files, in order (empty for MySQL)
+
+    def missing_sql(self) -> list[str]:
+        """The bootstrap SQL files MariaDB needs that the tree lacks (by their old names)."""
+        have = {p.name for p in self.sql}
+        return [names[0] for names in BOOTSTRAP_SQL[:NEEDED_SQL] if not have & set(names)]
 
     @property
     def basedir(self) -> Path:
@@ -95,7 +104,8 @@ def locate(path: Path) -> Tree:
         raise ConfigError(f"{path} has a server binary ({server.relative_to(path)}) but no "
                           "english/errmsg.sys: the share files are missing (a build writes them "
                           "under sql/share or share/, an install under share/)")
-    sql = tuple(p for p in (_find(path, name) for name in BOOTSTRAP_SQL) if p)
+    found_sql = (next((p for n in names if (p := _find(path, n))), None) for names in BOOTSTRAP_SQL)
+    sql = tuple(p for p in found_sql if p)
     return Tree(path, layout, server, errmsg.parent.parent, _parent(_find(path, "charsets/Index.xml")),
                 _plugins(path), sql)
 
