@@ -270,11 +270,11 @@ def _servers(args: argparse.Namespace) -> int:
             print(f"{name:<15} {'?':<34} {str(e)[:60]}")
             continue
         source = {"system": "host", "rootfs": f"Debian {f.suite} rootfs", "remote": f"remote {f.host}"}.get(
-            f.source, f"{f.path}" + (f" in {f.runtime}" if f.runtime else ""))
+            f.source, f"{f.layout}" + (f" in {f.runtime}" if f.runtime else ""))
         size = servers.disk_use(f)
         version = f"{f.family} {f.dialect.release}" if f.source == "dir" else servers.package_version(f)
         print(f"{name:<15} {source:<34} {version or 'not provisioned':<28} "
-              f"{(f'{size / 2**20:.0f}Mi' if size else '—'):>9}")
+              f"{(f'{size / 2**20:.0f}Mi' if size else '—'):>9}" + (f"  {f.path}" if f.source == "dir" else ""))
     return 0
 
 
