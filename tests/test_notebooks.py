@@ -43,10 +43,18 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
     declared = {t.id for n in ast.parse(params.source).body for t in n.targets}
     study = registry.load(name.removesuffix(".ipynb"))
     assert declared == {"profile", *fields(study.Params), "run_dir", "runs_root"}
-    resolve_calls = [n for c in cells for n in ast.walk(ast.parse(c.source))
-                     if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "resolve"]
-    (call,) = resolve_calls
-    assert {k.arg for k in call.keywords} == set(fields(study.Params))  # every parameter is passed on
+    calls = [n for c in cells for n in ast.walk(ast.parse(c.source))
+             if isinstance(n, ast.Call) and getattr(n.func, "attr", "").startswith("resolve")]
+    (call,) = calls  # the parameters cell handed over whole: no parameter is named twice
+    assert call.func.attr == "resolve_cell" and ast.unparse(call.args[1]) == "globals()"
+    assert not call.keywords
+    # … so no other cell may bind a parameter's name (a loop's `threads` would be taken for
+    # the parameter when the cell is run again in JupyterLab)
+    bound = {n.id for c in cells if c is not params for n in ast.walk(ast.parse(c.source))
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.asname or a.name.split(".")[0] for c in cells for n in ast.walk(ast.parse(c.source))
+              if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    assert not bound & set(fields(study.Params)), bound & set(fields(study.Params))
 
 
 @pytest.mark.notebook

@@ -35,7 +35,7 @@ import contextlib
 import functools
 import re
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -133,6 +133,20 @@ def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> Stu
     if problems:
         raise P.ParamError(problems)
     return p
+
+
+def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:
+    """`resolve` with a notebook's parameters cell: `profile` and every parameter of the
+    study found in `namespace` (the notebook's `globals()`: its cell, and whatever papermill
+    injected), None meaning the profile's value. The cell is the only list of parameters a
+    notebook writes; nothing names them a second time.
+
+    >>> from dbstudies.study import load
+    >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
+    [1, 8]
+    """
+    given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
+    return resolve(study, namespace.get("profile") or "quick", **given)
 
 
 def design(p: Any) -> str:
