@@ -44,3 +44,11 @@ def test_a_versions_smoke_run_records_the_aligned_settings_equal_and_names_the_r
     assert "`innodb_flush_neighbors` (1 vs 0)" in text or "`innodb_flush_neighbors`" in text
     html = (run_dir / "report.html").read_text()
     assert html.count("<small>aligned</small>") == len(SHOWN)
+
+
+def test_only_a_like_for_like_run_of_servers_we_started_marks_variables_aligned():
+    meta = {"parameters": {"align": "intent"}, "servers": [{"label": "a"}]}
+    assert settings.aligned(meta) == SHOWN
+    assert settings.aligned({**meta, "parameters": {"align": "defaults"}}) == []
+    assert settings.aligned({"parameters": {}, "servers": []}) == []  # recorded before alignment
+    assert settings.aligned({**meta, "servers": [{"label": "a"}, {"label": "b", "remote": True}]}) == []

@@ -134,8 +134,8 @@ def configuration(meta: dict[str, Any]) -> str:
     same = " (one arm)" if len(arms) == 1 else "; a highlighted row differs between arms"
     how = ("<p>Like for like (<code>align = \"intent\"</code>): the variables marked <i>aligned</i> "
            "were said the same to every server, each in its own dialect.</p>" if aligned else
-           "<p>Each server as it ships (<code>align = \"defaults\"</code>, or a run recorded before "
-           "alignment): nothing was aligned beyond the study's own settings.</p>")
+           "<p>Each server as it ships (<code>align = \"defaults\"</code>, a remote server, or a run "
+           "recorded before alignment): nothing was aligned beyond the study's own settings.</p>")
     return (f"<p>Global variables of each arm's server as it ran{same}; on a shared server, "
             f"with the settings of the arm's sessions.</p>{how}"
             f"<table class='dbs-config'><thead><tr><th>variable</th>{head}</tr></thead>"

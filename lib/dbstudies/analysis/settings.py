@@ -76,9 +76,10 @@ def same(values: list[str | None]) -> bool:
 
 def aligned(meta: dict[str, Any]) -> list[str]:
     """The variables a like-for-like run said the same on every server (`servers.ALIGNED`,
-    each shown by its `SHOWN_AS` variable); [] for a run with `align = "defaults"` (and for
-    runs recorded before alignment existed)."""
-    if (meta.get("parameters") or {}).get("align") != "intent":
+    each shown by its `SHOWN_AS` variable); [] for a run with `align = "defaults"`, one with a
+    remote server (dbstudies does not configure it), and runs recorded before alignment."""
+    if (meta.get("parameters") or {}).get("align") != "intent" or any(
+            s.get("remote") for s in meta.get("servers", [])):  # a remote server is as it runs
         return []
     return [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]
 
