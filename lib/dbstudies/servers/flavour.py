@@ -444,6 +444,7 @@ def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str 
         layout=found.layout, paths=tuple(found.settings().items()),
         bootstrap_sql=tuple(str(p) for p in found.sql))
     _DIRS[key] = flavour
+    _PLAIN_HELP[flavour] = help_text  # detection asked it with the same paths: not again
     return flavour
 
 
