@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import experiment
-from dbstudies.hooks import STEPS
+from dbstudies import checks
 from dbstudies.params import ParamError
+from dbstudies.results import STEPS
 from dbstudies.study import arms_of, load
 
 tp = load("thread_pool")
@@ -49,7 +49,7 @@ def test_summary_has_medians_spread_and_cv_per_configuration():
 
 def test_relative_finds_the_effect_and_only_it():
     steps = synthetic_steps()
-    p = experiment.resolve(tp, "quick", aa_control=True)
+    p = checks.resolve(tp, "quick", aa_control=True)
     rel = tp.relative(steps, p)
     assert set(rel["candidate"]) == {POOL} and len(rel) == 8  # the twin is not a candidate
     better = rel[rel.verdict == "better"]
@@ -69,13 +69,13 @@ def test_relative_finds_the_effect_and_only_it():
 def test_without_the_control_there_is_no_aa_table():
     steps = synthetic_steps()
     steps = steps[steps.arm != TWIN]
-    assert tp.relative(steps, experiment.resolve(tp, "quick"), control=True).empty
+    assert tp.relative(steps, checks.resolve(tp, "quick"), control=True).empty
 
 
 def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     steps = synthetic_steps(busy={3, 4})
     steps["remeasured"] = (steps["step"] == 5) * 3
-    p = experiment.resolve(tp, "quick", aa_control=True)
+    p = checks.resolve(tp, "quick", aa_control=True)
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
               "aa": tp.relative(steps, p, control=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
@@ -91,7 +91,7 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
 
 def test_conclusion_says_when_no_verdict_is_possible():
     steps = synthetic_steps(repeats=1)
-    p = experiment.resolve(tp, "quick", repeats=1)
+    p = checks.resolve(tp, "quick", repeats=1)
     tables = {"qps": tp.relative(steps, p)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "no verdict is possible" in text and "8 draw" in text
@@ -100,14 +100,14 @@ def test_conclusion_says_when_no_verdict_is_possible():
 def test_a_noisy_aa_is_reported_as_such():
     steps = synthetic_steps(cv=0.001)
     steps.loc[steps.arm == TWIN, "qps"] *= 1.5  # a drifting machine: the twin looks faster
-    p = experiment.resolve(tp, "quick", aa_control=True)
+    p = checks.resolve(tp, "quick", aa_control=True)
     text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, control=True)}, p, 2)
     assert "**not all draw**" in text
 
 
 def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts():
     vs = load("versions")
-    p = experiment.resolve(vs, "quick")
+    p = checks.resolve(vs, "quick")
     labels = [a.label for a in arms_of(vs, p)]
     assert labels[0] == "mariadb-10.11" and sorted(labels) == sorted(vs.FOUR)
     gains = {"mariadb-10.5": 1.0, "mariadb-11.8": 1.0, "mysql-9.7": 0.7}
@@ -137,7 +137,7 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
 
 
 def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells():
-    p = experiment.resolve(tp, "quick", flavours=["mariadb-10.11", "mysql-9.7"])
+    p = checks.resolve(tp, "quick", flavours=["mariadb-10.11", "mysql-9.7"])
     labels = [a.label for a in arms_of(tp, p)]
     base, pool, mysql = (f"mariadb-10.11 · {PC}", f"mariadb-10.11 · {POOL}", f"mysql-9.7 · {PC}")
     assert labels == [base, pool, mysql] and arms_of(tp, p)[2].flavour == "mysql-9.7"
@@ -171,14 +171,14 @@ def test_flavours_are_checked():
                          "schedulers: none of mysql-9.7 has a thread pool"),
                         ({"flavours": ["mariadb-10.11", "mariadb-10.11"]}, "need distinct flavours")]:
         with pytest.raises(ParamError, match=message):
-            experiment.resolve(tp, "smoke", **kw)
+            checks.resolve(tp, "smoke", **kw)
 
 
 def test_costs_say_which_per_transaction_costs_moved_where_a_verdict_was_reached():
     """The pool 30 % faster, its server CPU per transaction 25 % lower, its context switches
     unchanged, no redo (a read-only cell: not comparable on a log scale, left out)."""
     from dbstudies.analysis import costs
-    p = experiment.resolve(tp, "quick")
+    p = checks.resolve(tp, "quick")
     rng = np.random.default_rng(11)
     rows = []
     for repeat in range(1, 9):

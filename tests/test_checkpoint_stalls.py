@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dbstudies import experiment
+from dbstudies import checks, results
 from dbstudies.params import ParamError
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import arms_of, load
@@ -15,7 +15,7 @@ cs = load("checkpoint_stalls")
 
 def problems(**overrides):
     with pytest.raises(ParamError) as e:
-        experiment.resolve(cs, "smoke", **overrides)
+        checks.resolve(cs, "smoke", **overrides)
     return e.value.problems
 
 
@@ -42,7 +42,7 @@ def test_an_intent_a_flavour_cannot_say_is_a_parameter_error():
 
 
 def test_arms_split_intent_from_plain_settings():
-    p = experiment.resolve(cs, "smoke", configs={"a": {"redo_log": "64M", "innodb_io_capacity": 400},
+    p = checks.resolve(cs, "smoke", configs={"a": {"redo_log": "64M", "innodb_io_capacity": 400},
                                      "b": {"redo_log": "1G", "innodb_adaptive_flushing": "OFF"}})
     a, b = arms_of(cs, p)
     assert (a.label, dict(a.settings), a.intent.redo_log) == ("a", {"innodb_io_capacity": 400}, "64M")
@@ -66,7 +66,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     assert used["redo 1G"]["innodb_flush_log_at_trx_commit"] == "0"  # the common settings
     # every step stored whole: nothing left streaming
     assert not list((run.path / "tables").glob("*/stream-*.jsonl"))
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     series = cs.series(run, steps)
     assert len(series) == len(run.table(INTERVALS)[lambda d: d.step > 0]) and len(steps) == 4
     probes = ["checkpoint_age_pct", "redo_bytes_per_s", "dirty_pages", "pages_flushed_per_s",
@@ -75,7 +75,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
     assert (series["redo_bytes_per_s"] > 0).all() and (series["server_write_bytes_per_s"] >= 0).all()
     age = series.groupby("arm")["checkpoint_age_pct"].median()
     assert age["redo 16M"] > 3 * age["redo 1G"]  # a small log runs near its maximum age
-    runs = cs.runs(series, steps, experiment.resolve(cs, "smoke"))
+    runs = cs.runs(series, steps, checks.resolve(cs, "smoke"))
     assert len(runs) == 4 and (runs["kb_per_txn"] > 0).all() and (runs["median_tps"] > 0).all()
     assert set(runs["stall_seconds"]) <= set(range(5))
     status = run.table(STATUS)
@@ -96,14 +96,14 @@ def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
     """The versions smoke run measures MariaDB 10.11 and MySQL 9.7 (under bwrap): checkpoint
     age comes from MariaDB's own status and from MySQL's LSNs and redo capacity, and the
     server's I/O is read from the real server process, not its launcher."""
-    from dbstudies import experiment, timeseries
+    from dbstudies import timeseries
     proc, run_dir = smoke_run("versions.ipynb")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)
     status = run.table(STATUS)
     assert {"Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
             "Innodb_redo_log_capacity_resized", "Innodb_checkpoint_max_age"} <= set(status["variable"])
-    series = timeseries.per_second(run, experiment.measured(run))
+    series = timeseries.per_second(run, results.measured(run))
     for arm, g in series.groupby("arm"):
         assert g["checkpoint_age_pct"].between(0, 100).all(), (arm, g["checkpoint_age_pct"].describe())
         assert g["server_read_bytes_per_s"].notna().all() and g["redo_bytes_per_s"].notna().all(), arm
@@ -120,9 +120,9 @@ def test_the_smoke_run_pairs_long_write_steps_by_round(smoke_run):
     proc, run_dir = smoke_run("checkpoint_stalls.ipynb")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)
-    p = experiment.resolve(cs, "smoke")
+    p = checks.resolve(cs, "smoke")
     assert p.design == "paired"
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert steps["settle_s"].notna().all()  # write steps: each one's server settled after it
     runs = cs.runs(cs.series(run, steps), steps, p)

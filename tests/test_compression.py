@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import processes_mentioning
 
-from dbstudies import experiment, ownership, servers
+from dbstudies import checks, experiment, ownership, results, servers
 from dbstudies.analysis import storage
 from dbstudies.params import ParamError
 from dbstudies.provenance import storage_facts
@@ -23,7 +23,7 @@ CANDIDATES = ["none", "page:zlib", "page:lz4", "row:8", "row:4"]
 
 def problems(**overrides):
     with pytest.raises(ParamError) as e:
-        experiment.resolve(study, "smoke", **overrides)
+        checks.resolve(study, "smoke", **overrides)
     return e.value.problems
 
 
@@ -59,7 +59,7 @@ def test_baseline_warmup_and_io_bound_scale_are_checked():
     assert "buffer_pool: a size of at least 5M" in found
     assert "payload_compressibility: must be in [0, 1]" in found
     # the quick profile's scale is ≥ 4× its pool; a bigger pool makes it fit in memory: refused
-    assert experiment.resolve(study, "quick").nodes == 500_000
+    assert checks.resolve(study, "quick").nodes == 500_000
     found = "\n".join(problems(buffer_pool="1G", min_data_ratio=4))
     assert "linkbench: its data would be ≈ 6 MiB, only 0.0× the 1G buffer pool" in found
     assert "innodb_doublewrite" in study.Params.RESERVED
@@ -67,7 +67,7 @@ def test_baseline_warmup_and_io_bound_scale_are_checked():
 
 
 def test_arms_start_every_candidate_io_bound_with_its_algorithm():
-    p = experiment.resolve(study, "smoke", candidates=["none", "page:lz4", "row:8"], doublewrite=False)
+    p = checks.resolve(study, "smoke", candidates=["none", "page:lz4", "row:8"], doublewrite=False)
     flavour = servers.load_flavour(p.flavour)
     said = {a.label: {**flavour.settings_for(a.intent), **a.settings} for a in arms_of(study, p)}
     for s in said.values():
@@ -154,7 +154,7 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     proc, run_dir = smoke_run("compression.ipynb")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert len(steps) == 6 and set(steps["arm"]) == {"none", "page:zlib", "row:8"}
     loads = run.table(study.LOADS).merge(steps[["step", "arm"]], on="step")
     assert (loads["rows"] > 10_000).all() and (loads["seconds"] > 0).all()
@@ -198,10 +198,10 @@ def test_the_paired_design_runs_each_format_on_a_server_of_its_own(tmp_path):
     """design paired (not the default here): every candidate's step — load, cold restart, run
     — on its own server, the candidates of a round back to back, verdicts from the pairs."""
     from dbstudies import stats
-    p = experiment.resolve(study, "smoke", design="paired", candidates=["none", "page:zlib"], duration=2)
+    p = checks.resolve(study, "smoke", design="paired", candidates=["none", "page:zlib"], duration=2)
     run = ownership.open_run(study, p, root=tmp_path)
     experiment.measure(study, p, run, progress=False)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert len(steps) == 4 and sorted(steps.groupby("pair")["arm"].nunique()) == [2, 2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
     runs = study.runs(storage.series(run, steps), steps, run)

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from dbstudies import experiment, ownership, tpch
+from dbstudies import checks, experiment, ownership, tpch
 from dbstudies.analysis import queries as qa
 from dbstudies.params import ParamError
 from dbstudies.results import Run
@@ -16,7 +16,7 @@ d3 = load("dbt3_plans")
 
 def test_bad_parameters_are_refused_together():
     with pytest.raises(ParamError) as e:
-        experiment.resolve(d3, "smoke", queries=[0, 23], engine="Heap", timeout=0, scale_factor=-1,
+        checks.resolve(d3, "smoke", queries=[0, 23], engine="Heap", timeout=0, scale_factor=-1,
                    candidates={"a": {"optimizer_use_condition_selectivity": 9}})
     text = "\n".join(e.value.problems)
     for part in ("queries: distinct query numbers 1…22", "engine: one of InnoDB, MyISAM, Aria",
@@ -37,7 +37,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     assert (ex["order_of"] == qa.OWN_PLAN).all()
     # the forced-order phase: every query whose orders differ (Q3 does at SF 0.01 on 10.11,
     # selectivity 1 vs 4), on both candidates, with its own plan and the other's forced
-    smoke = experiment.resolve(d3, "smoke")
+    smoke = checks.resolve(d3, "smoke")
     differ = [int(q[1:]) for q in qa.plan_diff(run.table(d3.PLANS), arms_of(d3, smoke), smoke.queries)
               .query("differs")["query"]]
     assert differ, "no join order differs: the smoke run no longer exercises the forced phase"
@@ -52,7 +52,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     # every cell once per block, unmeasured: 4 queries × 4 blocks, then 2 variants × 4 blocks
     assert (warm["phase"] == "warmup").sum() == 16 + len(fx)
     plans = run.table(d3.PLANS)
-    assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in arms_of(d3, experiment.resolve(d3, "smoke"))
+    assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in arms_of(d3, checks.resolve(d3, "smoke"))
                                                       for q in (3, 5, 7, 13)}
     # paired design: both candidates on one shared server (loaded once), the candidate's
     # setting given to its sessions, never to the server's start
@@ -83,7 +83,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
 
 @pytest.mark.server
 def test_a_setting_no_session_can_take_is_refused_before_the_load(tmp_path):
-    p = experiment.resolve(d3, "smoke", candidates={"a": {}, "b": {"innodb_buffer_pool_size": "64M"}})
+    p = checks.resolve(d3, "smoke", candidates={"a": {}, "b": {"innodb_buffer_pool_size": "64M"}})
     run = ownership.open_run(d3, p, root=tmp_path)
     with pytest.raises(ParamError, match="b: innodb_buffer_pool_size = 64M: .*GLOBAL.*design blocks"):
         experiment.measure(d3, p, run, progress=False)
@@ -93,7 +93,7 @@ def test_a_setting_no_session_can_take_is_refused_before_the_load(tmp_path):
 @pytest.mark.server
 @pytest.mark.parametrize("design", ["paired", "blocks"])
 def test_a_timeout_is_censored_never_a_number(tmp_path, design):
-    p = experiment.resolve(d3, "smoke", queries=[13], timeout=0.001, repeats=2, design=design)
+    p = checks.resolve(d3, "smoke", queries=[13], timeout=0.001, repeats=2, design=design)
     run = ownership.open_run(d3, p, root=tmp_path)
     experiment.measure(d3, p, run, progress=False)
     ex = d3.executions(run)
@@ -124,7 +124,7 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
     import pandas as pd
 
     from dbstudies.hooks import Context
-    p = experiment.resolve(d3, "smoke", queries=[3, 21, 6])
+    p = checks.resolve(d3, "smoke", queries=[3, 21, 6])
     a, b = arms_of(d3, p)
     run = ownership.open_run(d3, p, root=tmp_path)
     with sql.Session(tpch_server, "tpch") as s:

@@ -14,7 +14,7 @@ import pytest
 import trees
 from conftest import REPO, processes_mentioning
 
-from dbstudies import experiment, paths, servers
+from dbstudies import checks, paths, results, servers
 from dbstudies.results import Run
 from dbstudies.servers import dialect
 from dbstudies.study import load
@@ -181,8 +181,8 @@ def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tm
     shas = {s["flavour"]: s["binary_sha256"] for s in run.metadata["servers"]}
     assert len(set(shas.values())) == 1 and set(shas) == {"mariadb-10.11", "tarball"}
     study = load("versions")
-    params = experiment.resolve(study, "smoke", flavours=flavours, duration=1, warmup=0)
-    rel = study.relative(experiment.measured(run), params)
+    params = checks.resolve(study, "smoke", flavours=flavours, duration=1, warmup=0)
+    rel = study.relative(results.measured(run), params)
     assert len(rel) == 2 and (rel["verdict"] == "draw").all(), rel
     html = (run.path / "report.html").read_text()
     sha = shas["mariadb-10.11"][:12]
@@ -200,5 +200,5 @@ def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tm
 ])
 def test_every_study_takes_a_directory_flavour_where_it_takes_a_flavour(study, extra, tarball, tmp_path):
     out, _ = servers.add_dir("mine", tarball, servers_dir=tmp_path / "servers")
-    params = experiment.resolve(load(study), "smoke", **extra(str(out)))
+    params = checks.resolve(load(study), "smoke", **extra(str(out)))
     assert str(out) in params.servers()

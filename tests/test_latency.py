@@ -4,11 +4,10 @@ kept out of the comparisons, the capacity at a p99 target, the report."""
 import pandas as pd
 import pytest
 
-from dbstudies import experiment
+from dbstudies import checks
 from dbstudies.analysis import latency as L
-from dbstudies.hooks import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
 from dbstudies.params import ParamError
-from dbstudies.results import Run
+from dbstudies.results import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP, Run
 from dbstudies.study import load
 
 study = load("latency")
@@ -16,27 +15,27 @@ study = load("latency")
 
 def test_bad_levels_and_targets_are_parameter_errors():
     with pytest.raises(ParamError) as e:
-        experiment.resolve(study, "smoke", loads=[0.5, 0.5], threads=[4, 8], p99_target_ms=0,
+        checks.resolve(study, "smoke", loads=[0.5, 0.5], threads=[4, 8], p99_target_ms=0,
                            arrivals="bursty", budget=5)
     text = str(e.value)
     for said in ("loads: need distinct positive levels", "threads: one connection count",
                  "p99_target_ms: must be > 0", "arrivals", "budget: the latency study"):
         assert said in text, said
     with pytest.raises(ParamError, match="absolute transactions/s go in `rates`"):
-        experiment.resolve(study, "smoke", loads=[1000, 2000])
-    p = experiment.resolve(study, "smoke", rates=[500, 100])
+        checks.resolve(study, "smoke", loads=[1000, 2000])
+    p = checks.resolve(study, "smoke", rates=[500, 100])
     assert p.levels() == [100, 500]
 
 
 def test_named_configurations_are_the_arms_when_given():
     from dbstudies.study import arms_of
-    p = experiment.resolve(study, "smoke", configs={"bp 64M": {"buffer_pool": "64M"},
+    p = checks.resolve(study, "smoke", configs={"bp 64M": {"buffer_pool": "64M"},
                                                     "pool": {"thread_pool": True}})
     arms = arms_of(study, p)
     assert [a.label for a in arms] == ["bp 64M", "pool"] and arms[1].intent.thread_pool
     assert study.not_available(p) == [] and p.servers() == ["mariadb-10.11"]
     with pytest.raises(ParamError) as e:
-        experiment.resolve(study, "smoke", configs={"a": {"innodb_no_such_thing": 1}},
+        checks.resolve(study, "smoke", configs={"a": {"innodb_no_such_thing": 1}},
                            flavours=["mariadb-10.11", "mysql-9.7"])
     text = str(e.value)
     assert "configs[a]: ['innodb_no_such_thing'] are not options of mariadb-10.11" in text
@@ -63,7 +62,7 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
     proc, run_dir = smoke_run("latency.ipynb")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
-    p = experiment.resolve(study, "smoke")
+    p = checks.resolve(study, "smoke")
     cal, loaded = L.split(run)
     # calibration: closed loop, every arm each round; then every level on every arm each round
     assert len(cal) == 2 * 2 and len(loaded) == 2 * 2 * 2

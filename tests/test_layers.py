@@ -25,6 +25,7 @@ LAYERS = [
     ("store", ["provenance", "results", "params", "ownership"]),
     ("numbers", ["stats", "timeseries", "plots", "flamegraph"]),
     ("study contract", ["study"]),
+    ("plan", ["schedule", "checks"]),
     ("measurement loop", ["hooks", "experiment"]),
     ("analysis", ["analysis.settings", "analysis", "analysis.queries", "analysis.storage", "analysis.latency",
                   "analysis.costs", "analysis.profiles"]),
@@ -140,3 +141,56 @@ def test_the_readme_layout_names_every_module_layer_by_layer():
         missing = [n for n, i in found.items() if i < 0]
         assert not missing, f"README Layout does not name {missing} in or after the layer before {layer}"
         cursor = min(found.values())
+
+
+MAX_CHAIN = 10  # files, __main__ to the ground (issue 33: it was 12 — the read side sat on the loop)
+
+
+def reexports_only(path: Path) -> bool:
+    """A package `__init__` that only imports and re-exports (a docstring, imports, `__all__`)."""
+    return path.name == "__init__.py" and all(
+        isinstance(n, (ast.Import, ast.ImportFrom))
+        or isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        or isinstance(n, ast.Assign) and [getattr(t, "id", "") for t in n.targets] == ["__all__"]
+        for n in ast.parse(path.read_text()).body)
+
+
+def longest_chain() -> list[str]:
+    """The tallest chain of imports between the package's files; a package whose `__init__`
+    only re-exports counts as one file (its folder), imports inside it not counted."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    folders = [m for m, p in files.items() if m != "dbstudies" and reexports_only(p)]
+
+    def node(m: str) -> str:
+        return next((f for f in folders if m == f or m.startswith(f + ".")), m)
+
+    edges: dict[str, set[str]] = {}
+    for m, p in files.items():
+        edges.setdefault(node(m), set()).update(
+            node(t) for t, _ in imports(p) if t in files and node(t) != node(m))
+    memo: dict[str, list[str]] = {}
+
+    def tallest(m: str) -> list[str]:
+        if m not in memo:
+            below = [tallest(t) for t in edges[m]]
+            memo[m] = [m, *max(below, key=len, default=[])]
+        return memo[m]
+
+    return max((tallest(m) for m in edges), key=len)
+
+
+def test_the_longest_chain_of_imports_is_at_most_ten_files_tall():
+    chain = longest_chain()
+    assert len(chain) <= MAX_CHAIN, " → ".join(chain)
+
+
+def test_the_chain_counts_files_and_sees_a_taller_house(tmp_path, monkeypatch):
+    """The measure itself: a module importing the top of the house stands one floor above it."""
+    fake = tmp_path / "dbstudies"
+    for path in PACKAGE.rglob("*.py"):
+        (fake / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
+        (fake / path.relative_to(PACKAGE)).write_text(path.read_text())
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    before = longest_chain()
+    (fake / "roof.py").write_text(f"from . import {before[0].rsplit('.', 1)[-1]}\n")
+    assert longest_chain() == ["roof", *before] and before[-1] in ("errors", "paths")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import experiment, ownership, results
+from dbstudies import checks, ownership, results
 from dbstudies.results import INTERVALS, Run
 from dbstudies.study import load
 
@@ -28,7 +28,7 @@ def dead_pid():
 
 
 def make_run(root, status="running", owner_pid=None, **overrides):
-    run = ownership.create_run("thread_pool", experiment.resolve(tp, "smoke", **overrides), root, "cli")
+    run = ownership.create_run("thread_pool", checks.resolve(tp, "smoke", **overrides), root, "cli")
     if owner_pid is not None:
         run.update(owner={**run.metadata["owner"], "pid": owner_pid})
     if status != "running":
@@ -129,7 +129,7 @@ def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
 
 def run_with_steps(root, gain, seed):
     """A complete run whose steps have QPS 10,000 × gain (3 % noise), 6 repeats per arm."""
-    from dbstudies.hooks import STEPS
+    from dbstudies.results import STEPS
     run = make_run(root, "complete")
     rng = np.random.default_rng(seed)
     rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,
@@ -163,7 +163,7 @@ def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_pat
 
 def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):
     a = run_with_steps(tmp_path / "runs", 1.0, seed=1)
-    other = ownership.create_run("versions", experiment.resolve(load("versions"), "smoke"), tmp_path / "runs", "cli")
+    other = ownership.create_run("versions", checks.resolve(load("versions"), "smoke"), tmp_path / "runs", "cli")
     p = cli("compare", str(a.path), str(other.path))
     assert p.returncode == 2 and "runs of different studies cannot be compared" in p.stderr
     empty = make_run(tmp_path / "runs", "failed")

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO
 
-from dbstudies import experiment, paths
+from dbstudies import checks, paths, results
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -30,7 +30,7 @@ def test_a_script_of_ours_runs_in_the_thread_pool_smoke_study(tmp_path):
     kept = run.metadata["workload_scripts"]
     assert [k["copy"] for k in kept] == ["workloads/kv_counter.lua"]
     assert kept[0]["sha256"] == paths.sha256(SCRIPT) == paths.sha256(run.path / kept[0]["copy"])
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     # named as given: the same file from the repository as from the shell's folder
     assert set(steps["workload"]) == {"tests/fixtures/lua/kv_counter.lua"} and len(steps) == 4  # 2 rounds × 2 arms
     assert (steps["tps"] > 0).all() and steps["cpu_server_us_per_txn"].notna().all()
@@ -43,7 +43,7 @@ def test_a_script_of_ours_runs_in_the_thread_pool_smoke_study(tmp_path):
 
 
 def _resolve(**overrides):
-    return experiment.resolve(load("thread_pool"), "smoke", **overrides)
+    return checks.resolve(load("thread_pool"), "smoke", **overrides)
 
 
 @pytest.mark.parametrize("script, message", [
@@ -66,7 +66,7 @@ def test_options_are_for_scripts_and_plain_values(tmp_path):
     with pytest.raises(ParamError, match=r"workload_options: '--rows': an option name and a plain value"):
         _resolve(workloads=[str(SCRIPT)], workload_options={"--rows": [1, 2]})
     with pytest.raises(ParamError, match="this study runs only its own workloads"):
-        experiment.resolve(load("compression"), "smoke", workloads=[str(SCRIPT)])
+        checks.resolve(load("compression"), "smoke", workloads=[str(SCRIPT)])
 
 
 def test_a_bad_script_stops_the_cli_before_any_run_exists(tmp_path):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, experiment, hooks, planner, report, stats
+from dbstudies import analysis, checks, experiment, planner, report, results, schedule, stats
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import Arm, arms_of, load
@@ -20,7 +20,7 @@ tp = load("thread_pool")
 def test_paired_plan_balances_positions_and_shuffles_cells(k):
     arms = [Arm(x) for x in "ABC"[:k]]
     cells = [{"workload": "w", "threads": t} for t in (1, 4, 16, 64)]
-    plan = experiment.paired_plan(arms, cells, 2 * k, seed=3)
+    plan = schedule.paired_order(arms, cells, 2 * k, seed=3)
     assert len(plan) == 2 * k * len(cells) * k and plan["step"].tolist() == list(range(1, len(plan) + 1))
     # every pair: one cell, every arm once, back to back
     for _, pair in plan.groupby("pair"):
@@ -33,37 +33,37 @@ def test_paired_plan_balances_positions_and_shuffles_cells(k):
     # every round measures every cell once, in an order that changes between rounds
     orders = plan.groupby("repeat")["threads"].apply(lambda t: tuple(dict.fromkeys(t)))
     assert orders.map(len).eq(len(cells)).all() and orders.nunique() > 1
-    assert plan.equals(experiment.paired_plan(arms, cells, 2 * k, seed=3))  # seeded
+    assert plan.equals(schedule.paired_order(arms, cells, 2 * k, seed=3))  # seeded
 
 
 def test_a_paired_run_keeps_every_server_up_so_memory_is_checked_first():
-    p = experiment.resolve(tp, "quick")
+    p = checks.resolve(tp, "quick")
     arms = arms_of(tp, p)
-    needed = experiment.memory_needed(arms, p)
+    needed = checks.memory_needed(arms, p)
     assert [k for k, _ in needed] == [a.label for a in arms]  # one server per arm
-    assert all(b == 2 * 2**30 + experiment.SERVER_OVERHEAD + 256 * experiment.PER_CONNECTION
+    assert all(b == 2 * 2**30 + checks.SERVER_OVERHEAD + 256 * checks.PER_CONNECTION
                for _, b in needed)  # base.cnf's 2G pool, 256 client threads
-    assert experiment.memory_problems(arms, p, available=24 * 2**30) == []
-    (msg,) = experiment.memory_problems(arms, p, available=5 * 2**30)
+    assert checks.memory_problems(arms, p, available=24 * 2**30) == []
+    (msg,) = checks.memory_problems(arms, p, available=5 * 2**30)
     assert msg.startswith("memory: the 2 servers this paired design keeps up at once would hold 5.5 GiB")
     assert "design blocks" in msg
-    blocks = experiment.resolve(tp, "quick", design="blocks")  # blocks: one server per flavour
-    assert len(experiment.memory_needed(arms_of(tp, blocks), blocks)) == 1
+    blocks = checks.resolve(tp, "quick", design="blocks")  # blocks: one server per flavour
+    assert len(checks.memory_needed(arms_of(tp, blocks), blocks)) == 1
     with pytest.raises(ParamError, match="memory: the 3 servers this paired design"):
-        experiment.resolve(tp, "full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
+        checks.resolve(tp, "full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
 
 
 def test_what_the_paired_design_refuses_before_anything_starts():
     with pytest.raises(ParamError, match=r"design: one of paired, blocks, got 'pairs'"):
-        experiment.resolve(tp, "smoke", design="pairs")
+        checks.resolve(tp, "smoke", design="pairs")
     with pytest.raises(ParamError, match="restart_every: must be ≥ 1"):
-        experiment.resolve(tp, "smoke", restart_every=0)
+        checks.resolve(tp, "smoke", restart_every=0)
     with pytest.raises(ParamError, match=r"budget: 1 min cannot hold the two rounds a verdict needs"):
-        experiment.resolve(tp, "quick", budget=1)
+        checks.resolve(tp, "quick", budget=1)
     with pytest.raises(ParamError, match="budget: minutes > 0"):
-        experiment.resolve(tp, "quick", budget=-5)
-    p = experiment.resolve(tp, "quick", budget=30)
-    assert experiment.estimated_seconds(tp, p) == 1800 and experiment.rounds(p) == experiment.MAX_ROUNDS
+        checks.resolve(tp, "quick", budget=-5)
+    p = checks.resolve(tp, "quick", budget=30)
+    assert schedule.estimated_seconds(tp, p) == 1800 and schedule.rounds(p) == schedule.MAX_ROUNDS
 
 
 def test_the_design_line_says_how_a_run_was_measured():
@@ -95,11 +95,11 @@ def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, 
                              "position": pos, "qps": 1000 * math.exp(shared + own),
                              "latency_p99_ms": math.exp(-shared - own)})
     steps = pd.DataFrame(rows)
-    for col, dtype in hooks.STEPS.columns.items():
+    for col, dtype in results.STEPS.columns.items():
         if col not in steps:
             steps[col] = pd.Series(np.nan if dtype == "float64" else 0, index=steps.index).astype(
                 "bool" if dtype == "bool" else "str" if dtype == "str" else dtype)
-    run.append(hooks.STEPS, steps)
+    run.append(results.STEPS, steps)
     run.finish()
     return run
 
@@ -111,7 +111,7 @@ def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
     # a difference of two steps: 2 × 0.08²; each cell's estimate within chi²(29)'s 99.9 % range
     low, high = (scipy.stats.chi2.ppf(q, 29) / 29 * 2 * 0.08 ** 2 for q in (0.0005, 0.9995))
     assert noise["s2"].between(low, high).all()
-    p = experiment.resolve(tp, "quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
+    p = checks.resolve(tp, "quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
     r = planner.predict(tp, p, noise)
     assert (r["rounds"], r["comparisons"]) == (16, 3)
     expected = stats.paired_mde(math.sqrt(float(noise["s2"].median())), 16, 3) * 100
@@ -132,7 +132,7 @@ def test_the_planner_says_when_it_has_no_noise_to_predict_from(tmp_path):
 
 def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
     run = fake_paired_run(tmp_path, sd_own=0.05, rounds=12, shift=math.log(1.2))
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert analysis.is_paired(steps)
     arms = [Arm("base"), Arm("cand")]
     rel = analysis.compare_arms(steps, arms, by=["workload", "threads"], value="qps")
@@ -148,11 +148,11 @@ def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
 
 def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
     run = fake_paired_run(tmp_path, sd_own=0.07, rounds=16, cells=(1, 4, 16, 64), twin=True)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     arms = [Arm("base"), Arm("base (A/A)", twin_of="base")]
     d = analysis.aa_differences(steps, arms)
     assert d.shape == (16, 4)
-    p = experiment.resolve(tp, "smoke")
+    p = checks.resolve(tp, "smoke")
     cal = analysis.calibration(steps, arms, p)
     assert cal["shift_pct"].tolist() == [0.0, 10.0, 20.0] and (cal["comparisons"] == 4).all()
     fpr, power10, power20 = cal["tables_any_verdict"][0], cal["cells_better"][1], cal["cells_better"][2]
@@ -164,7 +164,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
 
 
 def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
-    p = experiment.resolve(tp, "quick", budget=30)
+    p = checks.resolve(tp, "quick", budget=30)
     loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
     left = loop.deadline - time.monotonic()
     assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
@@ -173,8 +173,8 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     loop.deadline = time.monotonic() + 8 * 60
     assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
-    assert experiment._Loop(tp, experiment.resolve(tp, "quick"), loop.run).deadline is None  # repeats instead
-    assert planner.planned_rounds(tp, p) == int(30 * 60 // experiment.round_seconds(tp, p))
+    assert experiment._Loop(tp, checks.resolve(tp, "quick"), loop.run).deadline is None  # repeats instead
+    assert planner.planned_rounds(tp, p) == int(30 * 60 // schedule.round_seconds(tp, p))
 
 
 def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
@@ -182,7 +182,7 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
     whose pairs differ by a known SD gets that noise, the prediction the paired MDE."""
     d3 = load("dbt3_plans")
     run = Run.create("dbt3_plans", {}, root=tmp_path)
-    labels = [a.label for a in arms_of(d3, experiment.resolve(d3, "smoke"))]
+    labels = [a.label for a in arms_of(d3, checks.resolve(d3, "smoke"))]
     run.update(design="paired", arms=[{"label": x} for x in labels])
     rng = np.random.default_rng(3)
     rows, step = [], 0
@@ -202,5 +202,5 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
     assert list(noise.columns) == ["query", "s2", "df"] and (noise["df"] == 19).all()
     for q, sd in ((3, 0.02), (5, 0.2)):  # a difference of two executions: 2 sd², within chi²(19)
         assert scipy.stats.chi2.ppf(0.0005, 19) / 19 < s2[q] / (2 * sd ** 2) < scipy.stats.chi2.ppf(0.9995, 19) / 19
-    r = planner.predict(d3, experiment.resolve(d3, "smoke", queries=[3, 5]), noise)
+    r = planner.predict(d3, checks.resolve(d3, "smoke", queries=[3, 5]), noise)
     assert (r["rounds"], r["comparisons"]) == (2, 2) and r["min"] < r["max"]

@@ -1,7 +1,7 @@
 """Parameter validation and the run plan (no server needed)."""
 import pytest
 
-from dbstudies import experiment, servers, study
+from dbstudies import checks, schedule, servers, study
 from dbstudies.params import ParamError, parse_value
 from dbstudies.study import arms_of
 
@@ -10,30 +10,30 @@ tp = study.load("thread_pool")
 
 def problems(**overrides):
     with pytest.raises(ParamError) as e:
-        experiment.resolve(tp, "smoke", **overrides)
+        checks.resolve(tp, "smoke", **overrides)
     return e.value.problems
 
 
 def test_profiles_resolve_and_differ():
-    smoke, quick, full = (experiment.resolve(tp, p) for p in ("smoke", "quick", "full"))
+    smoke, quick, full = (checks.resolve(tp, p) for p in ("smoke", "quick", "full"))
     assert smoke.duration < quick.duration <= full.duration
     assert smoke.profile == "smoke" and full.repeats > quick.repeats
     # the source's 1 … 4096 threads stay reachable: a smaller pool keeps both servers in memory
-    seeds = experiment.resolve(tp, "full", threads=[2 ** i for i in range(13)],
+    seeds = checks.resolve(tp, "full", threads=[2 ** i for i in range(13)],
                        settings={"innodb_buffer_pool_size": "3G"})
     assert max(seeds.threads) == 4096
     for name in study.names():  # every study's every profile is valid as shipped
         for profile in ("smoke", "quick", "full"):
-            assert experiment.resolve(study.load(name), profile).profile == profile
+            assert checks.resolve(study.load(name), profile).profile == profile
 
 
 def test_cli_strings_are_coerced():
-    p = experiment.resolve(tp, "smoke", threads="[1,8,64]", duration="5", workloads="oltp_read_only,oltp_read_write",
+    p = checks.resolve(tp, "smoke", threads="[1,8,64]", duration="5", workloads="oltp_read_only,oltp_read_write",
                    settings='{"innodb_buffer_pool_size": "1G"}', draw_threshold="0.1")
     assert p.threads == [1, 8, 64] and p.duration == 5
     assert p.workloads == ["oltp_read_only", "oltp_read_write"]
     assert p.settings == {"innodb_buffer_pool_size": "1G"} and p.draw_threshold == 0.1
-    assert experiment.resolve(tp, "smoke", threads=16).threads == [16]
+    assert checks.resolve(tp, "smoke", threads=16).threads == [16]
     assert parse_value("[1, 8]") == [1, 8] and parse_value("abc") == "abc"
 
 
@@ -65,12 +65,12 @@ def test_all_problems_are_reported_at_once():
 
 def test_unknown_profile():
     with pytest.raises(ParamError, match="unknown profile 'huge'"):
-        experiment.resolve(tp, "huge")
+        checks.resolve(tp, "huge")
 
 
 def test_the_block_plan_interleaves_repeats_and_is_seeded():
-    p = experiment.resolve(tp, "quick", repeats=6, seed=3, design="blocks")  # paired: test_paired_design
-    plan = experiment.study_plan(tp, p)
+    p = checks.resolve(tp, "quick", repeats=6, seed=3, design="blocks")  # paired: test_paired_design
+    plan = schedule.steps(tp, p)
     cells = len(p.workloads) * len(p.threads)
     assert len(plan) == 6 * 2 * cells and plan["step"].tolist() == list(range(1, len(plan) + 1))
     # every (repeat, arm) block is contiguous and holds each cell exactly once
@@ -82,8 +82,8 @@ def test_the_block_plan_interleaves_repeats_and_is_seeded():
     # the scheduler that goes first changes across repeats (not all A then all B)
     firsts = plan.groupby("repeat")["arm"].first()
     assert firsts.nunique() == 2
-    assert plan.equals(experiment.study_plan(tp, p))
-    assert not plan.equals(experiment.study_plan(tp, experiment.resolve(tp, "quick", repeats=6, seed=4, design="blocks")))
+    assert plan.equals(schedule.steps(tp, p))
+    assert not plan.equals(schedule.steps(tp, checks.resolve(tp, "quick", repeats=6, seed=4, design="blocks")))
 
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():
@@ -97,22 +97,22 @@ def test_schedulers_are_intents_said_in_each_flavours_dialect():
 
 
 def test_pool_arm_gets_one_group_per_server_cpu():
-    (base, pool) = arms_of(tp, experiment.resolve(tp, "smoke", server_cpus="0"))
+    (base, pool) = arms_of(tp, checks.resolve(tp, "smoke", server_cpus="0"))
     assert base.label == tp.PER_CONNECTION and base.twin_of is None  # the baseline comes first
     assert pool.intent == servers.Intent(thread_pool=True, thread_pool_size=1) and not pool.settings
 
 
 def test_aa_control_adds_an_interleaved_twin_of_the_baseline():
-    p = experiment.resolve(tp, "quick", aa_control=True, repeats=6)
+    p = checks.resolve(tp, "quick", aa_control=True, repeats=6)
     arms = arms_of(tp, p)
     assert [a.label for a in arms] == [tp.PER_CONNECTION, tp.PER_CONNECTION + " (A/A)", tp.POOL]
     assert arms[1].settings == arms[0].settings and arms[1].twin_of == tp.PER_CONNECTION
-    plan = experiment.study_plan(tp, p)
+    plan = schedule.steps(tp, p)
     assert plan.groupby(["repeat", "arm"]).ngroups == 18
     positions = plan.groupby("repeat")["arm"].unique().map(list)
     assert len({tuple(x) for x in positions}) > 1  # the twin's place changes across repeats
-    assert experiment.estimated_seconds(tp, p) == pytest.approx(1.5 * experiment.estimated_seconds(tp, experiment.resolve(tp, "quick", repeats=6)))
-    assert [a.label for a in arms_of(tp, experiment.resolve(tp, "quick"))] == [tp.PER_CONNECTION, tp.POOL]
+    assert schedule.estimated_seconds(tp, p) == pytest.approx(1.5 * schedule.estimated_seconds(tp, checks.resolve(tp, "quick", repeats=6)))
+    assert [a.label for a in arms_of(tp, checks.resolve(tp, "quick"))] == [tp.PER_CONNECTION, tp.POOL]
 
 
 def test_shared_validators_report_everything_at_once():
@@ -124,7 +124,7 @@ def test_shared_validators_report_everything_at_once():
 
 
 def test_cli_text_values_are_parsed_for_their_type():
-    p = experiment.resolve(tp, "smoke", server_cpus="0", client_cpus="1", aa_control="true", repeats="3")
+    p = checks.resolve(tp, "smoke", server_cpus="0", client_cpus="1", aa_control="true", repeats="3")
     assert (p.server_cpus, p.client_cpus, p.aa_control, p.repeats) == ("0", "1", True, 3)
     assert any("aa_control: expected true/false" in x for x in problems(aa_control="maybe"))
 
@@ -137,6 +137,6 @@ def test_list_names_every_study_with_its_parameters(capsys):
     assert out.startswith("thread_pool: Thread-pool scaling")
     for name in study.names():
         assert f"\n{name}: " in "\n" + out
-    quick = experiment.resolve(tp, "quick")
+    quick = checks.resolve(tp, "quick")
     assert f"  threads (quick: {quick.threads!r})" in out
     assert "  candidates (quick: " in out and "  stall_fraction (quick: " in out

@@ -49,7 +49,7 @@ def test_colours_are_the_same_configuration_in_every_figure():
 def test_publish_saves_png_and_svg_and_shows_alt_text(tmp_path, monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata))
-    run = type("R", (), {"path": tmp_path})()
+    run = type("R", (), {"figures": tmp_path / "figures"})()  # what publish asks of a run
     plots.publish(plots.scaling(summary(), "qps", "QPS"), run, "qps")
     assert (tmp_path / "figures" / "qps.png").stat().st_size > 0 and (tmp_path / "figures" / "qps.svg").exists()
     assert shown[0]["image/png"]["alt"].startswith("QPS against client threads")

@@ -10,11 +10,10 @@ import time
 import pandas as pd
 import pytest
 
-from dbstudies import experiment, flamegraph, ownership, profiler
+from dbstudies import checks, experiment, flamegraph, ownership, profiler, results
 from dbstudies.analysis import profiles
 from dbstudies.errors import ParamError
-from dbstudies.hooks import CPU_PROFILES
-from dbstudies.results import Run
+from dbstudies.results import CPU_PROFILES, Run
 from dbstudies.study import arms_of, load
 
 # `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
@@ -89,17 +88,17 @@ def test_a_machine_without_perf_or_a_refusing_kernel_is_a_parameter_error(monkey
     (problem,) = profiler.problems()
     assert "perf_event_paranoid" in problem and "No permission" in problem
     with pytest.raises(ParamError) as e:
-        experiment.resolve(load("thread_pool"), "smoke", cpu_profile=True)
+        checks.resolve(load("thread_pool"), "smoke", cpu_profile=True)
     assert "cpu_profile: the kernel refused" in str(e.value)
 
 
 def test_named_cells_must_be_cells_of_the_run():
     with pytest.raises(ParamError) as e:
-        experiment.resolve(load("thread_pool"), "smoke", cpu_profile_cells=["oltp_point_select@3", "nope@1"])
+        checks.resolve(load("thread_pool"), "smoke", cpu_profile_cells=["oltp_point_select@3", "nope@1"])
     text = str(e.value)
     assert "'oltp_point_select@3' is not a cell of this run" in text and "'nope@1'" in text
     assert "cpu_profile is false" in text
-    p = experiment.resolve(load("thread_pool"), "smoke", cpu_profile=True,
+    p = checks.resolve(load("thread_pool"), "smoke", cpu_profile=True,
                            cpu_profile_cells=["oltp_point_select@4"])
     assert profiles.cells(None, [], p) == [{"workload": "oltp_point_select", "threads": 4}]
 
@@ -146,7 +145,7 @@ def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_
     steps = run.table("steps")
     shot = steps[steps["phase"] == "profile"]
     assert sorted(shot["step"]) == sorted(plan["step"])
-    assert not set(shot["step"]) & set(experiment.measured(run)["step"])  # kept out of the verdicts
+    assert not set(shot["step"]) & set(results.measured(run)["step"])  # kept out of the verdicts
     rows = run.table(CPU_PROFILES)
     assert set(rows["step"]) == set(plan["step"]) and (rows["samples"] > 50).all()
     for f in rows["file"]:
@@ -160,7 +159,7 @@ def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_
 @pytest.mark.server
 def test_named_cells_are_profiled_with_the_waits_of_an_arm_that_turned_performance_schema_on(tmp_path):
     tp = load("thread_pool")
-    p = experiment.resolve(tp, "smoke", threads=[4], repeats=1, duration=1, warmup=0, design="blocks",
+    p = checks.resolve(tp, "smoke", threads=[4], repeats=1, duration=1, warmup=0, design="blocks",
                            cpu_profile=True, cpu_profile_cells=["oltp_point_select@4"],
                            settings={"performance_schema": "ON"})
     run = ownership.open_run(tp, p, root=tmp_path)

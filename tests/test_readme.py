@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from conftest import REPO
 
-from dbstudies import cli, experiment
+from dbstudies import checks, cli
 from dbstudies.params import fields
 from dbstudies.study import load
 
@@ -66,7 +66,7 @@ def test_cli_examples_are_valid():
         argv = shlex.split(line.split("#")[0])
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
-        experiment.resolve(load(args.study), args.profile, **dict(args.parameter))
+        checks.resolve(load(args.study), args.profile, **dict(args.parameter))
 
 
 def test_environment_yml_is_fully_pinned_and_read_by_setup():

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from dbstudies import experiment, servers
+from dbstudies import checks, results, servers
 from dbstudies.params import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -42,22 +42,22 @@ def remote(flavour, tmp_path_factory):
 def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
     toml, _ = remote
     with pytest.raises(ParamError) as e:
-        experiment.resolve(load("thread_pool"), "smoke", flavour=str(toml), flavours=[str(toml)])
+        checks.resolve(load("thread_pool"), "smoke", flavour=str(toml), flavours=[str(toml)])
     text = "\n".join(e.value.problems)
     assert "pool-of-threads: needs a server start with thread_pool" in text
     assert "test-remote is a remote server dbstudies does not restart or reconfigure" in text
     with pytest.raises(ParamError, match="one-thread-per-connection: needs a server start with thread_pool"):
-        experiment.resolve(load("latency"), "smoke", flavour=str(toml), flavours=[str(toml)])
+        checks.resolve(load("latency"), "smoke", flavour=str(toml), flavours=[str(toml)])
     with pytest.raises(ParamError, match="needs a server start with innodb_flush_log_at_trx_commit"):
-        experiment.resolve(load("checkpoint_stalls"), "smoke", flavour=str(toml), configs={"as is": {}})
+        checks.resolve(load("checkpoint_stalls"), "smoke", flavour=str(toml), configs={"as is": {}})
     with pytest.raises(ParamError, match="cold: cold executions restart test-remote"):
-        experiment.resolve(load("dbt3_plans"), "smoke", flavour=str(toml), candidates={"as is": {}}, cold=True)
+        checks.resolve(load("dbt3_plans"), "smoke", flavour=str(toml), candidates={"as is": {}}, cold=True)
     wrong = toml.with_name("test-remote.toml").read_text().replace(ENV, ENV + "_UNSET")
     bad = toml.parent / "bad" / "test-remote.toml"
     bad.parent.mkdir(exist_ok=True)
     bad.write_text(wrong)
     with pytest.raises(ParamError, match=f"the environment variable {ENV}_UNSET .* is not set"):
-        experiment.resolve(load("checkpoint_stalls"), "smoke", flavour=str(bad), configs={"as is": {}}, settings={})
+        checks.resolve(load("checkpoint_stalls"), "smoke", flavour=str(bad), configs={"as is": {}}, settings={})
 
 
 @pytest.mark.server
@@ -93,7 +93,7 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     assert len(calibration) == 1 and sorted(loaded["load"]) == [0.3, 1.5]
     # on loopback the server's process is found: its CPU is the server's, not "other load"
     # that would mark every step busy and measure it three times
-    assert srv["pid"] and (experiment.measured(run)["cpu_server_pct"] > 0).all()
+    assert srv["pid"] and (results.measured(run)["cpu_server_pct"] > 0).all()
 
 
 def test_the_password_comes_from_the_environment_or_an_option_file(tmp_path, monkeypatch):

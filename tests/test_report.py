@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from conftest import REPO, SMOKE_RUNS, report_problems
 
-from dbstudies import experiment, ownership, paths, report
+from dbstudies import checks, ownership, paths, report
 from dbstudies.results import Run
 from dbstudies.study import load
 
@@ -22,7 +22,7 @@ def executed_notebook(run, outputs):
 
 
 def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
-    run = ownership.create_run("thread_pool", experiment.resolve(tp, "smoke", repeats=3), tmp_path, "cli")
+    run = ownership.create_run("thread_pool", checks.resolve(tp, "smoke", repeats=3), tmp_path, "cli")
     for arm in ("pool-of-threads", "one-thread-per-connection"):  # paired: a folder per server
         (run.path / "server" / arm).mkdir(parents=True)
         (run.path / "server" / arm / "mariadb-10.11.err").write_text("...")

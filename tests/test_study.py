@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 
-from dbstudies import errors, experiment, hooks, ownership, servers
+from dbstudies import checks, errors, experiment, hooks, ownership, results, servers
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -23,7 +23,7 @@ CLI = [sys.executable, "-m", "dbstudies"]
 
 def steps_on_disk(run):
     """Measured steps flushed so far (not warm-ups, not attempts discarded as busy)."""
-    return len(experiment.measured(run)) if (run.path / "tables" / "steps").exists() else 0
+    return len(results.measured(run)) if (run.path / "tables" / "steps").exists() else 0
 
 
 def streamed(run, seconds):
@@ -41,7 +41,7 @@ def streamed(run, seconds):
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
     """…and the seconds the killed step had streamed (its intervals and status samples).
     Paired design: two servers up; the one measuring is killed mid-step."""
-    p = experiment.resolve(tp, "smoke", duration=6, repeats=3, warmup=0)
+    p = checks.resolve(tp, "smoke", duration=6, repeats=3, warmup=0)
     run = ownership.open_run(tp, p, root=tmp_path)
     marker = str(run.path / "server")
     killed = {}
@@ -52,7 +52,7 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
             stream = wait_for(lambda: streamed(run, 2), 60, "2 s streamed by a step")
             step = int(stream.stem.split("-", 1)[1])
             arm = next(r["arm"] for r in run.metadata["plan"] if r["step"] == step)
-            (pid,) = processes_mentioning(f"{marker}/{experiment.slug(arm)}/")
+            (pid,) = processes_mentioning(f"{marker}/{results.slug(arm)}/")
             killed.update(stream=stream, step=step, pid=pid, at=time.monotonic())
             os.kill(pid, signal.SIGKILL)
         except BaseException as e:  # noqa: BLE001 - said by the test, not lost in a thread
@@ -74,7 +74,7 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     assert killed["pid"]
     meta = run.metadata
     assert meta["status"] == "failed" and "ServerDied" in meta["error"]
-    kept = experiment.measured(run)
+    kept = results.measured(run)
     assert len(kept) >= 2 and kept["step"].tolist() == list(range(1, len(kept) + 1))
     assert (kept.groupby("pair").size() == 2).all()  # whole pairs only
     assert (kept["qps"] > 0).all()
@@ -92,15 +92,15 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     for s in meta["servers"]:
         assert processes_mentioning(s["socket"]) == []  # no sysbench left either
     for arm in tp.SCHEDULERS:
-        assert not (run.path / "server" / experiment.slug(arm) / "datadir").exists()
-        assert "mariadb-10.11.err" in os.listdir(run.path / "server" / experiment.slug(arm))
+        assert not (run.path / "server" / results.slug(arm) / "datadir").exists()
+        assert "mariadb-10.11.err" in os.listdir(run.path / "server" / results.slug(arm))
     # measured like from JupyterLab: no executed notebook in the run; `report` makes one
     # by executing the notebook on the run (it measures nothing), then renders the report
     assert not (run.path / "notebook.ipynb").exists()
     p = subprocess.run([*CLI, "report", str(run.path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == str(run.path / "report.html")
-    assert len(experiment.measured(run)) == len(kept) and run.status == "failed"  # nothing measured
+    assert len(results.measured(run)) == len(kept) and run.status == "failed"  # nothing measured
     check_partial_report(run, "failed", "ServerDied")
 
 
@@ -108,7 +108,7 @@ def check_partial_report(run, status, error):
     """The report of a run that did not complete: banner, then the analysis of its steps."""
     html = (run.path / "report.html").read_text()
     assert f"<b>Run {status}</b>: {error}" in html
-    n = len(experiment.measured(run))
+    n = len(results.measured(run))
     assert f"ended {status}; nothing is measured again: the sections below analyse the " \
            f"{n} measured step{'s' if n != 1 else ''} it holds" in html
     assert html.count("<img") >= 3 and "Summary per configuration" in html
@@ -118,14 +118,14 @@ def check_partial_report(run, status, error):
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(hooks, "_busy", lambda host: True)  # every step sees a busy host
-    p = experiment.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
+    p = checks.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
     raw = run.table("steps")
     assert sorted(raw["phase"]) == ["busy"] * 4 + ["measure"] * 2  # 2 steps × 2 retries
     assert (raw[raw.phase == "busy"]["step"] < 0).all()
     assert set(raw[raw.phase == "busy"]["arm"]) == set(tp.SCHEDULERS)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert steps["step"].tolist() == [1, 2] and (steps["remeasured"] == 2).all()
     assert steps["host_busy"].all()  # still busy after the last retry: flagged, not dropped
     assert set(run.table("histograms")["step"]) == set(raw["step"])  # each attempt kept whole
@@ -147,7 +147,7 @@ def test_flavours_not_provisioned_are_provisioned_first_and_the_progress_says_so
 
 
 def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
-    p = experiment.resolve(tp, "smoke")
+    p = checks.resolve(tp, "smoke")
     run = ownership.open_run(tp, p, root=tmp_path)
     (run.path / "tables").mkdir()
     with pytest.raises(RuntimeError, match="append-only"):
@@ -155,7 +155,7 @@ def test_measure_refuses_a_running_run_that_already_has_results(tmp_path):
 
 
 def test_an_ended_run_without_steps_is_not_measured_and_has_nothing_to_analyse(tmp_path):
-    p = experiment.resolve(tp, "smoke")
+    p = checks.resolve(tp, "smoke")
     run = ownership.open_run(tp, p, root=tmp_path)
     run.finish("interrupted", "interrupted by SIGTERM")
     with pytest.raises(errors.NothingMeasured, match="ended interrupted before any step finished"):
@@ -245,7 +245,7 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
     assert "dbstudies: interrupted (SIGINT)" in out and "analysing the steps that finished" in out
     assert f"dbstudies: report {run_dir / 'report.html'}" in out and "Traceback" not in out
     assert run.status == "interrupted" and run.metadata["error"] == "interrupted by SIGINT"
-    assert len(experiment.measured(run)) >= 1
+    assert len(results.measured(run)) >= 1
     assert (run_dir / "notebook-interrupted.ipynb").exists()  # the measuring notebook, kept
     check_partial_report(run, "interrupted", "interrupted by SIGINT")
 
@@ -282,7 +282,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert (m.groupby(["threads", "position"])["arm"].nunique() == 2).all()
     assert m["settle_s"].isna().all()  # point selects write nothing: no server to wait for
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
     assert (steps["seconds"].round() == 2).all()
     # per-transaction costs: a point select reads one row; its client blocks on each answer

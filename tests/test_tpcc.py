@@ -9,7 +9,7 @@ import threading
 import pytest
 from conftest import prepared, wait_for
 
-from dbstudies import experiment, ownership
+from dbstudies import checks, experiment, ownership, results
 from dbstudies.workloads import tpcc
 
 MIX = {"new_order": 0.45, "payment": 0.43, "order_status": 0.04, "delivery": 0.04, "stock_level": 0.04}
@@ -119,13 +119,13 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     """`workloads=["tpcc"]` in a study: TPC-C's tables are prepared (not sbtest's), the
     warm-up runs TPC-C, and the per-type tables and New-Order per minute come out."""
     from dbstudies import analysis
-    from dbstudies.hooks import STEPS
+    from dbstudies.results import STEPS
     from dbstudies.study import load
     tp = load("thread_pool")
-    p = experiment.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks")
+    p = checks.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks")
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     assert set(steps["workload"]) == {"tpcc"} and len(steps) == 2
     assert set(run.table(STEPS).query("phase == 'warmup'")["workload"]) == {"tpcc"}
     types = analysis.transaction_types(run, steps)

@@ -135,7 +135,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
         from .report import render
         run = results.Run.open(args.run_dir)
-        if args.analyse or not (run.path / "notebook.ipynb").exists():
+        if args.analyse or not run.notebook.exists():
             print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
                   f"{run.status} steps", file=sys.stderr, flush=True)
             runner.analyse(run, args.kernel, args.verbose)

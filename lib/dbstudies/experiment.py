@@ -33,245 +33,30 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, probes, servers, workloads
-from . import params as P
-from .hooks import (
-    BUSY_RETRIES,
-    DEFAULT_HOOKS,
-    STEPS,
-    Context,
-    keep,
-    keep_scripts,
-    sysbench_attempt,
-    sysbench_client,
-    warmup_workload,
-)
+from . import errors, servers
+from .checks import max_clients
+from .hooks import DEFAULT_HOOKS, Context, keep_scripts, sysbench_client
 from .ownership import guard
-from .results import INTERVALS, Run
-from .study import Arm, StudyModule, StudyParams, arms_of, cells_of, hook, remote_problems, study_name
+from .results import SYSTEM_SCHEMAS, Run, how_far
+from .schedule import (
+    PLAN_COLUMNS,
+    design,
+    estimated_seconds,
+    next_phase,
+    rounds_in,
+    server_key,
+    session_settings,
+)
+from .schedule import steps as planned_steps
+from .study import Arm, StudyModule, StudyParams, arms_of, hook, study_name
 from .workloads import sql
-
-RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
-
-SETTLE_TIMEOUT = 60.0      # longest wait for an idle server's flushing after a write step
-MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
-# memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
-# connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
-SERVER_OVERHEAD, PER_CONNECTION = 512 * 2**20, 2**20
-MEMORY_SHARE = 0.8         # the servers may plan on this share of the available memory
-
-
-
-# ---------------------------------------------------------------- plan
-
-def plan(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int, *,
-         first_step: int = 1) -> pd.DataFrame:
-    """The measured steps in execution order: repeat → arm (shuffled per repeat) → cell
-    (shuffled per block), numbered from `first_step`. Seeded, so a run can be replayed."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for repeat in range(1, repeats + 1):
-        for i in rng.permutation(len(arms)):
-            for j in rng.permutation(len(cells)):
-                rows.append({"repeat": repeat, "arm": arms[i].label, **cells[j]})
-    df = pd.DataFrame(rows)
-    df.insert(0, "step", range(first_step, first_step + len(df)))
-    return df
-
-
-def paired_plan(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed: int, *,
-                first_step: int = 1, first_pair: int = 1) -> pd.DataFrame:
-    """The measured steps of a paired design in execution order: round → cell (shuffled per
-    round) → the arms of that cell back to back, one `pair`. Each cell's arm orders are the
-    k rotations of a random order, shuffled within every k rounds (k arms), so every arm
-    takes every position equally often (AB as often as BA). Seeded.
-
-    >>> from dbstudies.study import Arm
-    >>> df = paired_plan([Arm("A"), Arm("B")], [{"threads": 1}, {"threads": 8}], 4, seed=1)
-    >>> df.groupby(["threads", "position"])["arm"].apply(lambda a: "".join(sorted(a))).tolist()
-    ['AABB', 'AABB', 'AABB', 'AABB']
-    """
-    rng = np.random.default_rng(seed)
-    k, base = len(arms), [rng.permutation(len(arms)) for _ in cells]
-    orders: list[list[np.ndarray]] = [[] for _ in cells]
-    rows, pair = [], first_pair - 1
-    for r in range(rounds):
-        if r % k == 0:
-            orders = [[np.roll(b, i) for i in rng.permutation(k)] for b in base]
-        for j in rng.permutation(len(cells)):
-            pair += 1
-            for position, i in enumerate(orders[j][r % k]):
-                rows.append({"repeat": r + 1, "arm": arms[i].label, **cells[j], "pair": pair,
-                             "position": position})
-    df = pd.DataFrame(rows)
-    df.insert(0, "step", range(first_step, first_step + len(df)))
-    return df
-
-
-def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> StudyParams:
-    """The study's validated parameters: the profile's values, with non-None overrides
-    applied (each problem a line of one `ParamError`, before anything starts); on a remote
-    target no arm may need a restart or a config change; a time budget must hold two rounds;
-    the servers kept up at once must fit this machine's memory."""
-    p = P.resolve(study.Params, study.PROFILES, profile, overrides)
-    arms = arms_of(study, p)
-    problems = remote_problems(arms, p)
-    if getattr(p, "budget", None) and p.budget * 60 < 2 * round_seconds(study, p):
-        problems.append(f"budget: {p.budget:g} min cannot hold the two "
-                        f"{'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs "
-                        f"(≈ {round_seconds(study, p) / 60:.1f} min each)")
-    if not problems:
-        problems += memory_problems(arms, p)
-    if problems:
-        raise P.ParamError(problems)
-    return p
-
-
-def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:
-    """`resolve` with a notebook's parameters cell: `profile` and every parameter of the
-    study found in `namespace` (the notebook's `globals()`: its cell, and whatever papermill
-    injected), None meaning the profile's value. The cell is the only list of parameters a
-    notebook writes; nothing names them a second time.
-
-    >>> from dbstudies.study import load
-    >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
-    [1, 8]
-    """
-    given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
-    return resolve(study, namespace.get("profile") or "quick", **given)
-
-
-def design(p: Any) -> str:
-    """The study's design: "paired" or "blocks" (studies without the parameter: blocks)."""
-    return getattr(p, "design", "blocks")
-
-
-def rounds(p: StudyParams) -> int:
-    """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
-    return MAX_ROUNDS if getattr(p, "budget", None) else p.repeats
-
-
-def study_plan(study: StudyModule, p: StudyParams) -> pd.DataFrame:
-    """The study's measured steps in execution order, in its design."""
-    arms, cells = arms_of(study, p), cells_of(study, p)
-    if design(p) == "paired":
-        return paired_plan(arms, cells, rounds(p), p.seed)
-    return plan(arms, cells, rounds(p), p.seed)
-
-
-def round_seconds(study: StudyModule, p: StudyParams) -> float:
-    """A rough wall-clock estimate of one round (paired: every server's restart and every
-    arm's warm-up when due, every cell on every arm) or one repeat of blocks."""
-    arms = arms_of(study, p)
-    block = _hook(study, "block_seconds")(p)
-    if design(p) == "paired":
-        warmup = _hook(study, "warmup_seconds")(p)
-        n_servers = len(servers_needed(arms, p))
-        restart = (RESTART_SECONDS * n_servers + warmup * len(arms)) / max(p.restart_every, 1)
-        return restart + (block - warmup) * len(arms)
-    return len(arms) * (RESTART_SECONDS + block)
-
-
-def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
-    """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
-    two a verdict needs: what a time budget buys."""
-    return max(2, int(seconds // round_seconds(study, p)))
-
-
-def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
-    """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
-    if getattr(p, "budget", None):
-        return p.budget * 60
-    return p.repeats * round_seconds(study, p)
-
-
-# ---------------------------------------------------------------- memory
-
-def server_key(arm: Arm, p: StudyParams) -> str:
-    """The server `arm` is measured on. Blocks: one per flavour (restarted per block with the
-    arm's settings). Paired: one per arm, all up at once — except in a study whose steps
-    give their arm's settings to each session (`SHARED_SERVER`, DBT3's optimizer
-    candidates): there the arms of one flavour that ask for no intent share one server.
-
-    >>> from types import SimpleNamespace as NS
-    >>> from dbstudies.study import Arm
-    >>> p = NS(design="paired", flavour="f", SHARED_SERVER=True)
-    >>> [server_key(a, p) for a in (Arm("a"), Arm("b", {"x": 1}), Arm("c", flavour="g"))]
-    ['f (shared)', 'f (shared)', 'g (shared)']
-    >>> server_key(Arm("b"), NS(design="paired", flavour="f", SHARED_SERVER=False))
-    'b'
-    """
-    flavour = arm.flavour or p.flavour
-    if design(p) != "paired":
-        return flavour
-    if getattr(p, "SHARED_SERVER", False) and not (arm.intent and arm.intent.asdict()):
-        return f"{flavour} (shared)"
-    return arm.label
-
-
-def session_settings(arm: Arm, p: StudyParams) -> dict[str, Any]:
-    """The settings `arm`'s steps give each session: its own on a shared server, none where
-    its server starts with them."""
-    return dict(arm.settings) if server_key(arm, p).endswith(" (shared)") else {}
-
-
-def servers_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, Arm]]:
-    """(server key, the arm it starts with) of every server a run keeps up at once
-    (`server_key`): one per arm (or per flavour, shared) in the paired design, one per
-    flavour in blocks."""
-    first: dict[str, Arm] = {}
-    for a in arms:
-        first.setdefault(server_key(a, p), a)
-    return list(first.items())
-
-
-def memory_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, int]]:
-    """(server key, bytes) each server may hold: its buffer pool (the largest any arm it
-    runs asks for), `SERVER_OVERHEAD`, and `PER_CONNECTION` per client thread. Remote
-    servers need none of this machine's memory."""
-    out = []
-    for key, arm in servers_needed(arms, p):
-        flavour = servers.load_flavour(arm.flavour or p.flavour)
-        if flavour.remote:
-            continue
-        mine = [a for a in arms if server_key(a, p) == key]
-        pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings},
-                                            servers.base_intent(p.align).merge(a.intent))
-                         .get("innodb_buffer_pool_size")) for a in mine)
-        out.append((key, pool + SERVER_OVERHEAD + PER_CONNECTION * _max_clients(p)))
-    return out
-
-
-def _size(value: Any) -> int:
-    return P.size_bytes(value) or 128 * 2**20  # the servers' own default pool
-
-
-def memory_problems(arms: list[Arm], p: StudyParams, available: int | None = None) -> list[str]:
-    """A parameter problem when the servers a run keeps up at once would not fit in
-    `MEMORY_SHARE` of this machine's available memory (psutil): never a swapping machine."""
-    import psutil
-    needed = memory_needed(arms, p)
-    total = sum(b for _, b in needed)
-    available = psutil.virtual_memory().available if available is None else available
-    if total <= MEMORY_SHARE * available:
-        return []
-    each = ", ".join(f"{k} {b / 2**30:.1f}" for k, b in needed)
-    hint = ("lower innodb_buffer_pool_size (`settings`), leave aa_control off, or measure in "
-            "blocks (`design blocks`: one server per flavour)" if design(p) == "paired"
-            else "lower innodb_buffer_pool_size (`settings`) or compare fewer flavours")
-    return [f"memory: the {len(needed)} servers this {design(p)} design keeps up at once would "
-            f"hold {total / 2**30:.1f} GiB ({each} GiB: buffer pool + "
-            f"{SERVER_OVERHEAD / 2**20:.0f} MiB + {PER_CONNECTION / 2**20:.0f} MiB per client "
-            f"thread), more than {MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB available: {hint}"]
-
 
 # ---------------------------------------------------------------- the loop
 
@@ -291,11 +76,11 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
         print(f"Run {run.path.name} ended {run.status}; nothing is measured again: the "
               f"sections below analyse the {n} measured step{'s' if n != 1 else ''} it holds.")
         return
-    if (run.path / "tables").exists():
+    if run.has_tables():
         raise errors.StoreError(f"run {run.path.name} already holds measurements; runs are "
                                 "append-only: start a new run")
     arms = arms_of(study, p)
-    steps = study_plan(study, p)
+    steps = planned_steps(study, p)
     budget = getattr(p, "budget", None)
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
                arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
@@ -307,7 +92,7 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
         more = hook(study, "follow_up", lambda p, run: [])(p, run)
         if more:
-            follow = _next_plan(arms, more, p.repeats, p.seed + 1, steps, paired)
+            follow = next_phase(arms, more, p.repeats, p.seed + 1, steps, paired)
             run.update(follow_up=follow.to_dict("records"))
             print(f"follow-up: {len(follow)} more steps ({len(more)} per "
                   f"{'round and arm' if paired else 'block'})", flush=True)
@@ -316,21 +101,12 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
         chosen = hook(study, "profile_cells", lambda p, run: [])(p, run) if getattr(
             p, "cpu_profile", False) else []
         if chosen:  # one round more: each chosen cell on every arm, its server sampled by perf
-            profiled = _next_plan([a for a in arms if a.twin_of is None],
+            profiled = next_phase([a for a in arms if a.twin_of is None],
                                   [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
             run.update(cpu_profile_plan=profiled.to_dict("records"))
             print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(_cell_text(c) for c in chosen)} "
                   "on every arm)", flush=True)
             (loop.rounds if paired else loop.blocks)(profiled, by_label, progress, before=loop.done)
-
-
-def _next_plan(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int,
-               last: pd.DataFrame, paired: bool) -> pd.DataFrame:
-    """A later phase's plan, its steps (and pairs) numbered on from the `last` phase's."""
-    first = int(last["step"].max()) + 1
-    if paired:
-        return paired_plan(arms, cells, repeats, seed, first_step=first, first_pair=int(last["pair"].max()) + 1)
-    return plan(arms, cells, repeats, seed, first_step=first)
 
 
 def provision(names: list[str], run: Run, total: int) -> None:
@@ -376,12 +152,12 @@ class _Loop:
         if key not in self.contexts:
             flavour = servers.load_flavour(flavour_name)
             if design(self.p) == "paired":  # several servers of one flavour: a folder each
-                where = log_dir = self.run.path / "server" / slug(key)
+                where = log_dir = self.run.server_dir(key)
             else:
-                where, log_dir = self.run.path / "server" / flavour.name, self.run.path / "server"
+                where, log_dir = self.run.server_dir(flavour.name), self.run.servers_dir
             server = servers.instance(flavour, where, log_dir=log_dir, settings=dict(self.p.settings),
                                       intent=None if flavour.remote else servers.base_intent(self.p.align),
-                                      cpus=self.p.server_cpus, max_clients=_max_clients(self.p))
+                                      cpus=self.p.server_cpus, max_clients=max_clients(self.p))
             self.stack.enter_context(server)
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
@@ -425,9 +201,6 @@ class _Loop:
                 self.recorded.add(a.label)
                 record_server(self.run, ctx.server, a.label, session=ctx.session)
             _hook(self.study, "warmup")(ctx)
-        if design(self.p) == "paired" and getattr(self.p, "warmup", 0) and \
-                workloads.writes(warmup_workload(self.p)):
-            probes.settle(ctx.server, SETTLE_TIMEOUT)  # before another server is measured
 
     def out_of_time(self, durations: list[float]) -> bool:
         """Whether the next round (or repeat), as long as the mean one so far, would end past
@@ -516,10 +289,9 @@ class _Loop:
 
     def pair(self, contexts: dict[str, Context], arms: dict[str, Arm],
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
-        """One cell on every arm, back to back. A study with its own `step` measures each as
-        it does in blocks. Sysbench steps: after a step that wrote, its server settles before
-        the next starts, and if any step ran on a busy host the whole pair is measured again
-        (up to `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
+        """One cell on every arm, back to back: a study with its own `step` measures each as
+        it does in blocks; else the `pair` hook measures them (sysbench's: `hooks.sysbench_pair`).
+        `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
         def begin(i: int, cell: dict[str, Any]) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
             now = f"r{repeat} {cell['arm']} " + _cell_text(cell)
@@ -532,42 +304,15 @@ class _Loop:
         if own_step is not None:
             for i, cell in enumerate(cells):
                 own_step(begin(i, cell), cell)
-            bar.update(len(cells))
-            return done + len(cells)
-        for attempt in range(BUSY_RETRIES + 1):
-            held = []
-            for i, cell in enumerate(cells):
-                ctx = begin(i, cell)
-                held.append((ctx, sysbench_attempt(ctx, cell)))
-                if workloads.writes(cell["workload"]):
-                    held[-1][1].settle_s, _ = probes.settle(ctx.server, SETTLE_TIMEOUT)
-            busy = attempt < BUSY_RETRIES and any(a.busy for _, a in held)
-            for (ctx, a), cell in zip(held, cells):
-                self.use(ctx, arms[cell["arm"]], repeat)
-                if busy:
-                    ctx.warmups[0] -= 1
-                keep(ctx, a, ctx.warmups[0] if busy else a.cell["step"], "busy" if busy else "measure")
-            if not busy:
-                bar.update(len(cells))
-                return done + len(cells)
-        raise AssertionError("unreachable")
-
-
-def slug(label: str) -> str:
-    """A folder name for a server named after its arm.
-
-    >>> slug("mariadb-10.11 · pool-of-threads (A/A)")
-    'mariadb-10.11-pool-of-threads-A-A'
-    """
-    return re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-")
+        else:
+            _hook(self.study, "pair")(begin, cells)
+        bar.update(len(cells))
+        return done + len(cells)
 
 
 def _cells(steps: pd.DataFrame) -> list[dict[str, Any]]:
     """Steps' cells as a hook sees them: without their plan columns."""
     return steps.drop(columns=[c for c in PLAN_COLUMNS if c in steps]).to_dict("records")
-
-
-PLAN_COLUMNS = ("step", "repeat", "arm", "pair", "position")
 
 
 def _cell_text(cell: dict[str, Any]) -> str:
@@ -591,10 +336,6 @@ def _arm_record(arm: Arm, p: StudyParams) -> dict[str, Any]:
             "settings": {**said, **arm.settings}, "flavour": flavour, "twin_of": arm.twin_of}
 
 
-def _max_clients(p: Any) -> int:
-    return max(getattr(p, "threads", None) or [0])
-
-
 def record_server(run: Run, server: servers.Server, label: str, *,
                   session: dict[str, Any] | None = None) -> None:
     """Add what the server is (version, my.cnf, global variables) to the run's metadata;
@@ -604,7 +345,6 @@ def record_server(run: Run, server: servers.Server, label: str, *,
     run.update(servers=meta)
 
 
-SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
 
 def record_data(run: Run, server: servers.Server, key: str) -> None:
@@ -622,51 +362,3 @@ def record_data(run: Run, server: servers.Server, key: str) -> None:
 
 def _hook(study: StudyModule, name: str) -> Callable[..., Any]:
     return hook(study, name, DEFAULT_HOOKS[name])
-
-
-# ---------------------------------------------------------------- what was measured
-
-def finished_steps(run: Run) -> bool:
-    """Whether the run holds a finished sysbench step (measured, warm-up or busy)."""
-    return (run.path / "tables" / STEPS.name).exists()
-
-
-def _steps_stored(run: Run) -> int:
-    """Measured steps in the run's step tables (those with `step` and `phase` columns:
-    sysbench's steps, DBT3's queries)."""
-    steps: set[int] = set()
-    for name, table in (run.metadata.get("tables") or {}).items():
-        if {"step", "phase"} <= set(table.get("columns", {})):
-            rows = run.table(name)
-            steps |= set(rows.loc[(rows["step"] > 0) & ~rows["phase"].isin(["warmup", "busy"]), "step"])
-    return len(steps)
-
-
-def how_far(run: Run) -> dict[str, Any]:
-    """How far a run got, from what it wrote: `done` steps of `planned` (None: unknown, a
-    time budget's), `running`: the step under way when it ended ("" if none), and
-    `streamed_s`: the seconds that step had streamed (None: no stream)."""
-    now = run.progress() or {}
-    planned = now.get("total") or len(run.metadata.get("plan") or []) or None
-    running = "" if now.get("now") in (None, "done") else str(now["now"])
-    streamed = None
-    if running and (run.path / "tables" / INTERVALS.name).exists():
-        finished = set(run.table(STEPS)["step"]) if finished_steps(run) else set()
-        iv = run.table(INTERVALS)
-        seconds = iv[(iv["step"] > 0) & ~iv["step"].isin(finished)].groupby("step").size()
-        streamed = int(seconds.iloc[-1]) if len(seconds) else None
-    # what is stored, not the progress counter: in the paired design a pair's first step is
-    # counted when its second begins, but both are stored only when the pair is whole
-    done = _steps_stored(run)
-    return {"done": int(done), "planned": planned, "running": running,
-            "streamed_s": streamed}
-
-
-def measured(run: Run) -> pd.DataFrame:
-    """The measured steps (warm-ups and discarded busy attempts dropped), each with
-    `remeasured`: how many attempts at it were discarded because the host was busy."""
-    steps = run.table(STEPS)
-    keys = ["repeat", "arm", "workload", "threads"]
-    retried = steps[steps["phase"] == "busy"].groupby(keys).size().rename("remeasured")
-    out = steps[steps["phase"] == "measure"].merge(retried.reset_index(), on=keys, how="left")
-    return out.assign(remeasured=out["remeasured"].fillna(0).astype("int64"))

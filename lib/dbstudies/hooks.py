@@ -21,75 +21,30 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import paths, profiler, servers, workloads
-from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, COSTS, CPU_CLIENT, CPU_SERVER, Sampler
-from .results import HISTOGRAMS, INTERVALS, STATUS, TYPE_INTERVALS, TYPES, Run, Table
+from . import paths, probes, profiler, servers, workloads
+from .probes import BUSY_OTHER_PCT, BUSY_RETRIES, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from .results import (
+    CPU_PROFILES,
+    HISTOGRAMS,
+    INTERVALS,
+    OL_HISTOGRAMS,
+    OL_SECONDS,
+    OPEN_LOOP,
+    PROFILE_DIR,
+    STATUS,
+    STEPS,
+    TYPE_INTERVALS,
+    TYPES,
+    WAITS,
+    Run,
+)
 from .study import Arm
 from .workloads.sysbench import Sysbench, SysbenchResult
 from .workloads.sysbench import version as sysbench_version
 
-STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
+SETTLE_TIMEOUT = 60.0      # longest wait for an idle server's flushing after a write step
 WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8  # our workloads warm up with themselves
-# A step measured while others used the machine (host_busy) is measured again, at most this
-# often: on these shared 2-vCPU machines steal above 20 % halves a 1-thread step's QPS, and
-# such steps made up most of the run-to-run noise (README "Statistics").
-BUSY_RETRIES = 2
 PROGRESS_EVERY = 10        # a long step updates the progress every this many seconds
-
-STEPS = Table("steps", 4, {
-    "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
-    "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
-    "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
-    "reconnects": "int64", "latency_min_ms": "float64", "latency_avg_ms": "float64",
-    "latency_max_ms": "float64", "latency_p50_ms": "float64", "latency_p95_ms": "float64",
-    "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
-    "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
-    "pair": "int64", "position": "int64", "settle_s": "float64",
-    **{column: "float64" for column in COSTS},
-}, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
-   "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
-   "other processes, % of the machine; host_busy: other or steal above the limits; pair: "
-   "the pair of a paired design's round (its arms' steps of one cell, back to back; 0 in "
-   "the block design), position: the step's place in it; settle_s: seconds waited after "
-   "the step for its server's flushing to settle (NaN: not waited, nothing written); "
-   "…_per_txn (v4): the step's costs per transaction — CPU µs of server and client, their "
-   "threads' voluntary and involuntary context switches, KB read and written by the server "
-   "process and by its datadir's device, redo bytes, rows read — each counter's "
-   "increase per second over the step's transactions per second (NaN: not sampled)")
-
-
-_PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}
-OPEN_LOOP = Table("open_loop", 1, {
-    "step": "int64", "offered_rate": "float64", "arrivals": "int64", "arrival_rate": "float64",
-    "completed": "int64", "achieved_rate": "float64", "window_s": "float64", "unstarted": "int64",
-    "dropped": "int64", "end_lag_s": "float64", "sustained": "bool", "lower_bound": "bool",
-    **{f"latency_{k}_ms": v for k, v in _PCTS.items()}, "latency_max_ms": "float64",
-}, "one row per open-loop step (a step at an offered rate): arrivals scheduled in its window, "
-   "transactions completed, the arrivals still waiting at its end (unstarted; dropped: beyond "
-   "the schedule's queue) and how long the oldest had waited (end_lag_s); sustained: the queue "
-   "at the end under 2 % of the arrivals and under 1 s old; latency from each transaction's "
-   "scheduled start — lower bounds (lower_bound) when not sustained, the unstarted counted "
-   "with their waits so far")
-OL_SECONDS = Table("open_loop_seconds", 1, {
-    "step": "int64", "second": "int64", "arrivals": "float64", "due": "float64",
-    "started": "float64", "queued": "float64", "lag_ms": "float64", "completed": "int64",
-    "latency_avg_ms": "float64", "wait_avg_ms": "float64", "latency_max_ms": "float64",
-    **{f"latency_{k}_ms": v for k, v in _PCTS.items()},
-}, "open-loop steps second by second: arrivals due in the second and so far, started so far, "
-   "the queue of due arrivals not yet started and how late its oldest was (lag_ms), "
-   "transactions completed in the second and their latency from the scheduled start "
-   "(wait_avg_ms: the part spent waiting for a connection)")
-CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "frequency_hz": "int64",
-                                          "file": "str"},
-                     "one row per profiled step (phase profile): the on-CPU samples perf took of "
-                     "the server's threads and the folded stacks' file, relative to the run")
-WAITS = Table("waits", 1, {"step": "int64", "event": "str", "count": "int64", "wait_ms": "float64"},
-              "per profiled step on a server with performance_schema on: each wait event's count "
-              "and time waited during the step (events_waits_summary_global_by_event_name)")
-OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
-                      "an open-loop step's latency histogram from the scheduled start (completed "
-                      "transactions)")
-
 
 @dataclass
 class Context:
@@ -132,7 +87,7 @@ def keep_scripts(run: Run, p: Any) -> list[dict[str, str]]:
     for w in getattr(p, "workloads", []):
         if workloads.is_script(w):
             source = workloads.script_path(w)
-            copy = run.path / "workloads" / source.name
+            copy = run.folder("workloads") / source.name
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, copy)
             kept.append({"workload": w, "source": str(source), "copy": str(copy.relative_to(run.path)),
@@ -159,13 +114,39 @@ def warmup_workload(p: Any) -> str:
 
 
 def sysbench_warmup(ctx: Context) -> None:
-    """Read-only OLTP for `warmup` seconds at up to 8 threads; stored with phase warmup."""
+    """Read-only OLTP for `warmup` seconds at up to 8 threads; stored with phase warmup. In
+    the paired design a warm-up that wrote is settled before another server is measured."""
     p = ctx.params
     if p.warmup > 0:
         ctx.warmups[0] -= 1
         cell = {"step": ctx.warmups[0], "workload": warmup_workload(p),
                 "threads": min(max(p.threads), WARMUP_MAX_THREADS)}
         sysbench_step(ctx, cell, phase="warmup", duration=p.warmup, seed=p.seed)
+        if getattr(p, "design", "blocks") == "paired" and workloads.writes(cell["workload"]):
+            probes.settle(ctx.server, SETTLE_TIMEOUT)
+
+
+def sysbench_pair(begin: Callable[[int, dict[str, Any]], Context], cells: list[dict[str, Any]]) -> None:
+    """The steps of one pair (a cell on every arm, back to back; `begin(i, cell)` readies the
+    `i`-th step's context): after a step that wrote, its server settles before the next
+    starts, and if any step ran on a busy host the whole pair is measured again (up to
+    `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
+    for attempt in range(BUSY_RETRIES + 1):
+        held = []
+        for i, cell in enumerate(cells):
+            ctx = begin(i, cell)
+            a = sysbench_attempt(ctx, cell)
+            if workloads.writes(cell["workload"]):
+                a.settle_s, _ = probes.settle(ctx.server, SETTLE_TIMEOUT)
+            held.append(a)
+        busy = attempt < BUSY_RETRIES and any(a.busy for a in held)
+        for i, (a, cell) in enumerate(zip(held, cells)):
+            ctx = begin(i, cell)
+            if busy:
+                ctx.warmups[0] -= 1
+            keep(ctx, a, ctx.warmups[0] if busy else cell["step"], "busy" if busy else "measure")
+        if not busy:
+            return
 
 
 @dataclass
@@ -205,7 +186,7 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     if profiled_cell(cell):
         waited = profiler.wait_totals(ctx.server)
         if ctx.server.pid is not None:
-            recorder = profiler.Recorder(ctx.server.pid, ctx.run.path / PROFILE_DIR / f"step-{cell['step']}.folded")
+            recorder = profiler.Recorder(ctx.server.pid, ctx.run.folder(PROFILE_DIR) / f"step-{cell['step']}.folded")
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
         if recorder is not None:
@@ -224,9 +205,6 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
         intervals.close(), samples.close()
     waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []
     return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits)
-
-
-PROFILE_DIR = "profiles"  # in the run: the profiled steps' folded stacks
 
 
 def profiled_cell(cell: dict[str, Any]) -> bool:
@@ -323,17 +301,7 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append_rows(WAITS, [{**w, "step": step} for w in attempt.waits])
 
 
-def sysbench_block_seconds(p: Any) -> float:
-    return p.warmup + len(p.workloads) * len(p.threads) * (p.duration + STEP_OVERHEAD)
-
-
-def sysbench_warmup_seconds(p: Any) -> float:
-    """The part of `block_seconds` one arm's warm-up takes."""
-    return p.warmup
-
-
 DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
-    "prepare": sysbench_prepare, "warmup": sysbench_warmup, "step": sysbench_step,
-    "block_seconds": sysbench_block_seconds, "warmup_seconds": sysbench_warmup_seconds,
+    "prepare": sysbench_prepare, "warmup": sysbench_warmup, "step": sysbench_step, "pair": sysbench_pair,
 }
 

@@ -59,7 +59,7 @@ def settle(run: Run, status: str, error: str | None = None) -> None:
     if run.status != "running":
         return
     run.finish(status, error)
-    if status == "complete" and (run.path / "figures").exists() \
+    if status == "complete" and run.figures.exists() \
             and run.path.is_relative_to(paths.RUNS_DIR):
         export_figures(run)
 
@@ -109,7 +109,7 @@ def check_abandoned(run: Run) -> str:
 def leftovers(run: Run) -> list[Path]:
     """What a run that did not end cleanly can leave behind: server datadirs in the run
     directory and the servers' private socket directories (/tmp/dbs-…)."""
-    found = sorted(p for p in (run.path / "server").glob("*/datadir") if p.is_dir())
+    found = sorted(p for p in run.servers_dir.glob("*/datadir") if p.is_dir())
     for server in run.metadata.get("servers", []):
         sockdir = Path(server.get("socket") or "/nonexistent").parent
         if sockdir.name.startswith("dbs-") and sockdir.is_dir() and sockdir not in found:
@@ -133,4 +133,4 @@ def clean(run: Run) -> list[tuple[Path, int]]:
 
 def reap_servers(run: Run, timeout: float = 30) -> None:
     """Make sure no server of this run survives: SIGTERM, then SIGKILL on a deadline."""
-    proc.kill_pids(proc.find_processes(str(run.path / "server")), grace=timeout)
+    proc.kill_pids(proc.find_processes(str(run.servers_dir)), grace=timeout)

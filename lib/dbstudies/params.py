@@ -1,7 +1,7 @@
 """Study parameters: typed, profile-based, validated before any server starts.
 
 A study declares a frozen dataclass of parameters and a dict of profiles (smoke, quick,
-full) giving every field's default. `resolve` merges a profile with overrides (from the
+full) giving every field's default. `from_profile` merges a profile with overrides (from the
 notebook's parameters cell or the CLI's `-p NAME VALUE`), coerces strings such as
 "[1,8,64]" or "1,8,64", and reports every bad or unknown name at once.
 """
@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import types
 import typing
 from typing import Any, Mapping
 
-from .errors import ConfigError, ParamError, ServerError
-from .servers import check_installed, load_flavour, parse_cpus, size_bytes  # noqa: F401 (re-exported)
+from .errors import ParamError
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -92,8 +90,8 @@ def fields(cls: type) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "profile"}
 
 
-def resolve(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
-            overrides: Mapping[str, Any] | None = None):
+def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
+                 overrides: Mapping[str, Any] | None = None):
     """Profile defaults + overrides (None = keep the default) → a validated `cls`.
 
     `cls.validate()` (if any) returns a list of problems; all problems are raised together."""
@@ -142,28 +140,3 @@ def check_min(obj: Any, **lows: float) -> list[str]:
     """Each named field of `obj` is at least its low bound."""
     return [f"{name}: must be ≥ {low}, got {getattr(obj, name)}"
             for name, low in lows.items() if getattr(obj, name) < low]
-
-
-def check_cpus(name: str, spec: str | None) -> list[str]:
-    """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
-    if spec is None:
-        return []
-    try:
-        cpus = parse_cpus(spec)
-    except ValueError as e:
-        return [f"{name}: {e}"]
-    usable = os.sched_getaffinity(0)
-    if not set(cpus) <= usable:
-        return [f"{name}: CPUs {sorted(set(cpus) - usable)} are not available (have {sorted(usable)})"]
-    return []
-
-
-def check_flavour(name: str, flavour: str) -> list[str]:
-    """A known server flavour whose binaries are installed."""
-    try:
-        check_installed(load_flavour(flavour))
-    except (ConfigError, ServerError) as e:
-        return [f"{name}: {e}"]
-    return []
-
-

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import analysis, experiment, ownership, paths, stats
+from . import analysis, checks, experiment, ownership, paths, results, schedule, stats
 from .results import Run, list_runs
 from .study import StudyModule, StudyParams, arms_of, cells_of, hook, load, study_name
 
@@ -37,7 +37,7 @@ Observations = tuple[str, pd.DataFrame, list[str], str]
 
 def sysbench_tables(run: Run) -> list[Observations]:
     """The sysbench studies' paired tables: QPS and p99 per workload × threads."""
-    steps = experiment.measured(run) if (run.path / "tables" / "steps").exists() else pd.DataFrame()
+    steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
     return [(words, steps, analysis.BY, analysis.METRICS[metric][0])
             for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency"))]
 
@@ -85,7 +85,7 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFr
 def planned_rounds(study: StudyModule, p: StudyParams) -> int:
     """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
     if getattr(p, "budget", None):
-        return experiment.rounds_in(study, p, p.budget * 60)
+        return schedule.rounds_in(study, p, p.budget * 60)
     return p.repeats
 
 
@@ -112,7 +112,7 @@ def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame) -> dict[str
 def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
     budget), as an ordinary run under `root`."""
-    p = experiment.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
+    p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
                                               "aa_control": False, "design": "paired"})
     run = ownership.create_run(study_name(study), p, root, "notebook")
     run.update(pilot=True)
@@ -126,13 +126,13 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     """What `dbstudies plan` prints: the design, the expected wall time, and per table the
     expected MDE with where its noise comes from."""
     study = load(name)
-    p = experiment.resolve(study, profile, **overrides)
+    p = checks.resolve(study, profile, **overrides)
     arms, cells = arms_of(study, p), cells_of(study, p)
-    design = experiment.design(p)
+    design = schedule.design(p)
     n = planned_rounds(study, p)
     lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "
              f"× {len(cells)} cells × {len(arms)} arms ({', '.join(a.label for a in arms)}); "
-             f"about {experiment.estimated_seconds(study, p) / 60:.0f} min"]
+             f"about {schedule.estimated_seconds(study, p) / 60:.0f} min"]
     if design != "paired":
         return lines + ["No MDE prediction: the planner predicts paired tables; the blocks "
                         "design is not one (`design paired`)."]

@@ -882,10 +882,9 @@ def problems(props: dict[str, Any]) -> list[str]:
     return out
 
 
-def save(fig: plt.Figure, run, name: str) -> list[Path]:
-    """Write `fig` as <run>/figures/<name>.png and .svg, and <name>.json: its `properties`
-    and `problems` (the suite checks every smoke run's)."""
-    folder = Path(run.path) / "figures"
+def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
+    """Write `fig` as <name>.png and .svg in `folder` (a run's `figures`), and <name>.json:
+    its `properties` and `problems` (the suite checks every smoke run's)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / f"{name}.{ext}" for ext in ("png", "svg")]
     for f in out:
@@ -898,7 +897,7 @@ def save(fig: plt.Figure, run, name: str) -> list[Path]:
 def publish(fig: plt.Figure, run, name: str, alt: str | None = None) -> None:
     """Save `fig` into the run, show it once in the notebook with alt text, close it."""
     from IPython.display import display
-    save(fig, run, name)
+    save(fig, run.figures, name)
     text = alt or getattr(fig, "dbstudies_alt", None) or name.replace("_", " ")
     display(fig, metadata={"image/png": {"alt": text}})
     plt.close(fig)

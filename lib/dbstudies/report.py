@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from . import experiment, paths, plots
+from . import paths, plots, results
 from .analysis import settings
 from .errors import DbStudiesError
 from .results import Run
@@ -225,7 +225,7 @@ def _varying(arg: str, seen: list[str]) -> str:
 def _sweep_row(run: Run) -> str:
     """A facts row linking to the index of the sweep the run belongs to (sweep.json)."""
     try:
-        marker = json.loads((run.path / "sweep.json").read_text())
+        marker = json.loads(run.file("sweep.json").read_text())
     except (OSError, ValueError):
         return ""
     index = marker.get("index")
@@ -244,7 +244,7 @@ def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
     lines = []
     if status != "complete":
         error = (meta.get("error") or "").strip().splitlines()
-        far = experiment.how_far(run)
+        far = results.how_far(run)
         of = f" of {far['planned']} planned" if far["planned"] else ""
         lines.append(f"<b>Run {_e(status)}</b>{': ' + _e(error[0]) if error else ''}. "
                      f"It measured {far['done']}{of} step{'' if far['done'] == 1 and not of else 's'}.")
@@ -252,7 +252,7 @@ def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
             streamed = (f", {far['streamed_s']} s of it streamed and kept"
                         if far["streamed_s"] else "")
             lines.append(f"Under way when it ended: {_e(far['running'])}{streamed}.")
-        server = run.path / "server"
+        server = run.servers_dir
         logs = ", ".join(sorted(str(p.relative_to(server)) for p in server.rglob("*.err")))
         if logs:
             lines.append(f"Server logs under server/: {_e(logs)}.")
@@ -425,7 +425,7 @@ def render(run: Run) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    nb_path = run.path / "notebook.ipynb"
+    nb_path = run.notebook
     if not nb_path.exists():
         raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
     nb = nbformat.read(nb_path, as_version=4)
@@ -440,7 +440,7 @@ def render(run: Run) -> Path:
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
     body = re.sub(where, lambda m: m.group(1) + header(run, stopped), body, count=1)
-    out = run.path / "report.html"
+    out = run.report
     out.write_text(scrub_paths(body, run))
     return out
 
@@ -536,24 +536,23 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     from IPython.display import HTML, Markdown, display
 
     from .analysis import profiles, signed
-    from .hooks import PROFILE_DIR
     views = profiles.views(run, arms)
     if not views:
         skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
         return
-    folder = run.path / PROFILE_DIR
+    folder = run.folder(results.PROFILE_DIR)
     for v in views:
         display(Markdown(f"**{v['title']}** — " + ", ".join(
             f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s" for a in v["arms"])))
         for a in v["arms"]:
-            (folder / f"flame-{experiment.slug(a['arm'])}-{v['workload']}-{v['threads']}.svg").write_text(a["svg"])
+            (folder / f"flame-{results.slug(a['arm'])}-{v['workload']}-{v['threads']}.svg").write_text(a["svg"])
             display(HTML(f"<div class='dbs-flame'>{a['svg']}</div>"))
         for d in v["differences"]:
             display(Markdown(f"*{d['candidate']} against {v['arms'][0]['arm']}: the functions whose own CPU "
                              "per transaction changed most (µs: the function's share of the samples × the "
                              "step's server CPU per transaction).*"))
             display(table(d["table"]))
-            (folder / f"difference-{experiment.slug(d['candidate'])}-{v['workload']}-{v['threads']}.svg"
+            (folder / f"difference-{results.slug(d['candidate'])}-{v['workload']}-{v['threads']}.svg"
              ).write_text(d["svg"])
             display(HTML(f"<div class='dbs-flame'>{d['svg']}</div>"))
         if v["waits"] is not None:

@@ -1,8 +1,12 @@
-"""The run store: data/runs/<study>/<run-id>/ with metadata.json and Parquet tables.
+"""The run store: data/runs/<study>/<run-id>/ with metadata.json and Parquet tables — the
+one module that knows a run directory's layout, declares every table studies share, and
+reads measurements back (`measured`, `how_far`).
 
 A run directory is append-only: each measured step is written as a new Parquet part as
 soon as it finishes, metadata.json is replaced atomically, nothing is ever edited in
-place. Tables have columns declared once in code (`Table`) with a schema version.
+place. Tables have columns declared once in code (`Table`) with a schema version. What
+lives where in a run is `Run`'s to say (`notebook`, `report`, `figures`, `server_dir`,
+`has_table` …): no other module spells a path inside a run.
 
     run = Run.create("thread_pool", {"threads": [1, 8]})
     run.append(INTERVALS, frame)           # a new Parquet part, fsynced
@@ -15,6 +19,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import secrets
 import shutil
 from pathlib import Path
@@ -25,11 +30,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import errors, paths
+from .probes import COSTS
 from .provenance import git_state, host_facts, package_versions
 from .provenance import now as _now
-from .schema import Table  # noqa: F401 - the run store's tables are declared with it
+from .schema import Table
 
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
+PROFILE_DIR = "profiles"    # in a run: the profiled steps' folded stacks
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
 
 class NotARun(errors.StoreError, FileNotFoundError):
@@ -56,6 +64,60 @@ TYPE_INTERVALS = Table("type_intervals", 1, {"step": "int64", "second": "int64",
 STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "float64",
                              "variable": "str", "value": "float64"},
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
+
+STEPS = Table("steps", 4, {
+    "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
+    "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
+    "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
+    "reconnects": "int64", "latency_min_ms": "float64", "latency_avg_ms": "float64",
+    "latency_max_ms": "float64", "latency_p50_ms": "float64", "latency_p95_ms": "float64",
+    "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
+    "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
+    "pair": "int64", "position": "int64", "settle_s": "float64",
+    **{column: "float64" for column in COSTS},
+}, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
+   "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
+   "other processes, % of the machine; host_busy: other or steal above the limits; pair: "
+   "the pair of a paired design's round (its arms' steps of one cell, back to back; 0 in "
+   "the block design), position: the step's place in it; settle_s: seconds waited after "
+   "the step for its server's flushing to settle (NaN: not waited, nothing written); "
+   "…_per_txn (v4): the step's costs per transaction — CPU µs of server and client, their "
+   "threads' voluntary and involuntary context switches, KB read and written by the server "
+   "process and by its datadir's device, redo bytes, rows read — each counter's "
+   "increase per second over the step's transactions per second (NaN: not sampled)")
+
+
+_PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}
+OPEN_LOOP = Table("open_loop", 1, {
+    "step": "int64", "offered_rate": "float64", "arrivals": "int64", "arrival_rate": "float64",
+    "completed": "int64", "achieved_rate": "float64", "window_s": "float64", "unstarted": "int64",
+    "dropped": "int64", "end_lag_s": "float64", "sustained": "bool", "lower_bound": "bool",
+    **{f"latency_{k}_ms": v for k, v in _PCTS.items()}, "latency_max_ms": "float64",
+}, "one row per open-loop step (a step at an offered rate): arrivals scheduled in its window, "
+   "transactions completed, the arrivals still waiting at its end (unstarted; dropped: beyond "
+   "the schedule's queue) and how long the oldest had waited (end_lag_s); sustained: the queue "
+   "at the end under 2 % of the arrivals and under 1 s old; latency from each transaction's "
+   "scheduled start — lower bounds (lower_bound) when not sustained, the unstarted counted "
+   "with their waits so far")
+OL_SECONDS = Table("open_loop_seconds", 1, {
+    "step": "int64", "second": "int64", "arrivals": "float64", "due": "float64",
+    "started": "float64", "queued": "float64", "lag_ms": "float64", "completed": "int64",
+    "latency_avg_ms": "float64", "wait_avg_ms": "float64", "latency_max_ms": "float64",
+    **{f"latency_{k}_ms": v for k, v in _PCTS.items()},
+}, "open-loop steps second by second: arrivals due in the second and so far, started so far, "
+   "the queue of due arrivals not yet started and how late its oldest was (lag_ms), "
+   "transactions completed in the second and their latency from the scheduled start "
+   "(wait_avg_ms: the part spent waiting for a connection)")
+CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "frequency_hz": "int64",
+                                          "file": "str"},
+                     "one row per profiled step (phase profile): the on-CPU samples perf took of "
+                     "the server's threads and the folded stacks' file, relative to the run")
+WAITS = Table("waits", 1, {"step": "int64", "event": "str", "count": "int64", "wait_ms": "float64"},
+              "per profiled step on a server with performance_schema on: each wait event's count "
+              "and time waited during the step (events_waits_summary_global_by_event_name)")
+OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
+                      "an open-loop step's latency histogram from the scheduled start (completed "
+                      "transactions)")
 
 
 class Stream:
@@ -86,6 +148,15 @@ class Stream:
             with contextlib.suppress(ValueError):
                 rows.append(json.loads(line))
         return pd.DataFrame(rows)
+
+
+def slug(label: str) -> str:
+    """A folder name for a server named after its arm.
+
+    >>> slug("mariadb-10.11 · pool-of-threads (A/A)")
+    'mariadb-10.11-pool-of-threads-A-A'
+    """
+    return re.sub(r"[^A-Za-z0-9._]+", "-", label).strip("-")
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -148,6 +219,52 @@ class Run:
         if status not in STATUSES[1:]:
             raise errors.StoreError(f"status must be one of {STATUSES[1:]}, got {status!r}")
         self.update(status=status, error=error, finished_at=_now())
+
+    # -- its layout
+    @property
+    def notebook(self) -> Path:
+        """The executed notebook (papermill writes it while the run measures)."""
+        return self.path / "notebook.ipynb"
+
+    def partial_notebook(self, status: str) -> Path:
+        """Where the notebook of a run that ended `status` before its end is kept."""
+        return self.path / f"notebook-{status}.ipynb"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report.html"
+
+    @property
+    def figures(self) -> Path:
+        return self.path / "figures"
+
+    @property
+    def servers_dir(self) -> Path:
+        """Where the run's private servers keep their datadirs, sockets and logs."""
+        return self.path / "server"
+
+    def server_dir(self, name: str) -> Path:
+        """The folder of the server called `name` (a flavour, or an arm: its `slug`)."""
+        return self.servers_dir / slug(name)
+
+    def file(self, relative: str | Path) -> Path:
+        """A file the run's metadata or tables name relative to the run."""
+        return self.path / relative
+
+    def folder(self, name: str) -> Path:
+        """A folder of the run's own (`profiles`, `workloads`, a sweep's marker …)."""
+        return self.path / name
+
+    def has_table(self, table: Table | str) -> bool:
+        """Whether anything of `table` was written (a part, or a step's stream)."""
+        return (self.path / "tables" / (table if isinstance(table, str) else table.name)).exists()
+
+    def has_tables(self) -> bool:
+        """Whether any table was written: the run holds measurements."""
+        return (self.path / "tables").exists()
+
+    def table_names(self) -> list[str]:
+        return sorted(p.name for p in (self.path / "tables").glob("*") if p.is_dir())
 
     # -- progress (what `dbstudies run` shows in the terminal while a kernel measures)
     def set_progress(self, done: int, total: int, now: str = "") -> None:
@@ -233,7 +350,7 @@ def export_tables(run: Run, out: Path, fmt: str) -> list[Path]:
     """Every tidy table of a run as one file each (csv or parquet) in `out`."""
     if fmt not in ("csv", "parquet"):
         raise errors.StoreError(f"unknown export format {fmt!r}; use csv or parquet")
-    names = sorted(p.name for p in (run.path / "tables").glob("*") if p.is_dir())
+    names = run.table_names()
     if not names:
         raise errors.StoreError(f"run {run.path.name} has no tables to export")
     out.mkdir(parents=True, exist_ok=True)
@@ -250,5 +367,53 @@ def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path:
     dest = Path(dest_root) / run.study
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(run.path / "figures", dest)
+    shutil.copytree(run.figures, dest)
     return dest
+
+
+# ---------------------------------------------------------------- reading measurements back
+
+def finished_steps(run: Run) -> bool:
+    """Whether the run holds a finished sysbench step (measured, warm-up or busy)."""
+    return run.has_table(STEPS)
+
+
+def _steps_stored(run: Run) -> int:
+    """Measured steps in the run's step tables (those with `step` and `phase` columns:
+    sysbench's steps, DBT3's queries)."""
+    steps: set[int] = set()
+    for name, table in (run.metadata.get("tables") or {}).items():
+        if {"step", "phase"} <= set(table.get("columns", {})):
+            rows = run.table(name)
+            steps |= set(rows.loc[(rows["step"] > 0) & ~rows["phase"].isin(["warmup", "busy"]), "step"])
+    return len(steps)
+
+
+def how_far(run: Run) -> dict[str, Any]:
+    """How far a run got, from what it wrote: `done` steps of `planned` (None: unknown, a
+    time budget's), `running`: the step under way when it ended ("" if none), and
+    `streamed_s`: the seconds that step had streamed (None: no stream)."""
+    now = run.progress() or {}
+    planned = now.get("total") or len(run.metadata.get("plan") or []) or None
+    running = "" if now.get("now") in (None, "done") else str(now["now"])
+    streamed = None
+    if running and run.has_table(INTERVALS):
+        finished = set(run.table(STEPS)["step"]) if finished_steps(run) else set()
+        iv = run.table(INTERVALS)
+        seconds = iv[(iv["step"] > 0) & ~iv["step"].isin(finished)].groupby("step").size()
+        streamed = int(seconds.iloc[-1]) if len(seconds) else None
+    # what is stored, not the progress counter: in the paired design a pair's first step is
+    # counted when its second begins, but both are stored only when the pair is whole
+    done = _steps_stored(run)
+    return {"done": int(done), "planned": planned, "running": running,
+            "streamed_s": streamed}
+
+
+def measured(run: Run) -> pd.DataFrame:
+    """The measured steps (warm-ups and discarded busy attempts dropped), each with
+    `remeasured`: how many attempts at it were discarded because the host was busy."""
+    steps = run.table(STEPS)
+    keys = ["repeat", "arm", "workload", "threads"]
+    retried = steps[steps["phase"] == "busy"].groupby(keys).size().rename("remeasured")
+    out = steps[steps["phase"] == "measure"].merge(retried.reset_index(), on=keys, how="left")
+    return out.assign(remeasured=out["remeasured"].fillna(0).astype("int64"))

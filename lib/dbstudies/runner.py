@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import experiment, paths, workloads
+from . import checks, paths, schedule, workloads
 from .errors import ParamError, StoreError
 from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, settle
 from .params import as_dict
@@ -55,7 +55,7 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     overrides = parameters(pairs)
     study = load(name)
-    p = experiment.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
+    p = checks.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
     if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
         # a script named relative to this shell's folder: the notebook's kernel runs in
         # notebooks/ and finds it only where the name is the same relative to the repository
@@ -65,14 +65,14 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     except OSError as e:
         raise StoreError(f"cannot create a run directory under {runs_dir}: "
                          f"{e.strerror or e}") from None
-    minutes = experiment.estimated_seconds(study, p) / 60
+    minutes = schedule.estimated_seconds(study, p) / 60
     print(f"dbstudies: {name} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
           flush=True)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
     code = 0
     try:
-        _notebook(run, name, run.path / "notebook.ipynb",
+        _notebook(run, name, run.notebook,
                   {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
         settle(run, "complete")
     except KeyboardInterrupt as e:
@@ -118,7 +118,7 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
     except KeyboardInterrupt:
         print(f"dbstudies: report skipped; run {run.status}: {run.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    text = conclusion_text(run.path / "notebook.ipynb")
+    text = conclusion_text(run.notebook)
     if text:
         print("\nConclusion\n" + text + "\n")
     print(f"dbstudies: report {report}")
@@ -139,7 +139,7 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
     load(meta["study"])  # an unknown study: a clear error
-    out, partial = run.path / "notebook.ipynb", run.path / f"notebook-{run.status}.ipynb"
+    out, partial = run.notebook, run.partial_notebook(run.status)
     if out.exists() and not partial.exists() and run.status != "complete":
         out.rename(partial)  # the measuring execution's notebook, with its traceback
     try:
@@ -163,7 +163,7 @@ def _notebook(run: Run, study: str, out: Path, nb_params: dict[str, Any], kernel
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("papermill").addFilter(
         lambda r: not r.getMessage().startswith(("Executing", "Ending Cell")))
-    quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.path / KERNEL_LOG)
+    quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.file(KERNEL_LOG))
     with quiet as terminal, _progress_bar(run, terminal, enabled=progress and not verbose):
         pm.execute_notebook(paths.NOTEBOOKS_DIR / f"{study}.ipynb", out, parameters=nb_params,
                             kernel_name=kernel or default_kernel(), cwd=str(paths.NOTEBOOKS_DIR),

@@ -19,7 +19,7 @@ A study is a module `dbstudies.studies.<name>` that declares:
 
 In the paired design a study's own `step` measures each arm of a pair on that arm's server;
 when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session
-(`ctx.session`), the arms of one flavour share one server (`experiment.server_key`).
+(`ctx.session`), the arms of one flavour share one server (`schedule.server_key`).
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
@@ -28,7 +28,7 @@ first argument. This module sits below the loop (it imports neither pandas nor t
 the registry imports a study module only by name, when it is used.
 
     study = load("thread_pool")
-    p = experiment.resolve(study, "smoke", threads=[1, 8])
+    p = checks.resolve(study, "smoke", threads=[1, 8])
     run = ownership.open_run(study, p)
     experiment.measure(study, p, run)
 """
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
+from . import errors, profiler, servers, workloads
 from . import params as P
-from . import profiler, servers, workloads
 
 # study name → module; a module is imported only when its study is used
 REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
@@ -56,6 +56,7 @@ DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_f
 AA_SUFFIX = " (A/A)"
 DESIGNS = ("paired", "blocks")  # experiment: rounds of adjacent pairs, or blocks per fresh start
 MAX_WAREHOUSES = 10_000
+STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class StudyParams:
     align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
     # paired design: whether the study's steps give their arm's settings to each session, so
-    # that arms of one flavour without an intent share a server (experiment.server_key)
+    # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False
 
     def validate(self) -> list[str]:
@@ -96,13 +97,13 @@ class StudyParams:
         return self.shared_problems() + self.check()
 
     def shared_problems(self) -> list[str]:
-        problems = P.check_flavour("flavour", self.flavour)
+        problems = check_flavour("flavour", self.flavour)
         problems += P.check_min(self, repeats=1, seed=0)
         if not 0 <= self.draw_threshold < 1:
             problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
         if self.budget is not None and not self.budget > 0:
             problems.append(f"budget: minutes > 0 (or none: `repeats` decides), got {self.budget}")
-        problems += P.check_cpus("server_cpus", self.server_cpus)
+        problems += check_cpus("server_cpus", self.server_cpus)
         if self.design not in DESIGNS:
             problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
         problems += P.check_min(self, restart_every=1)
@@ -187,11 +188,19 @@ class SysbenchParams(StudyParams):
         if self.warehouses > MAX_WAREHOUSES:
             problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
                             f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")
-        return problems + P.check_cpus("client_cpus", self.client_cpus)
+        return problems + check_cpus("client_cpus", self.client_cpus)
 
     def cells(self) -> list[dict[str, Any]]:
         """What one block measures: every workload × client thread count."""
         return [{"workload": w, "threads": t} for w in self.workloads for t in sorted(self.threads)]
+
+    def block_seconds(self) -> float:
+        """A block's wall-clock estimate: the warm-up, then every cell's step."""
+        return self.warmup + len(self.workloads) * len(self.threads) * (self.duration + STEP_OVERHEAD)
+
+    def warmup_seconds(self) -> float:
+        """The part of `block_seconds` one arm's warm-up takes."""
+        return self.warmup
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +216,7 @@ class MultiServerParams(SysbenchParams):
         labels = [flavour_label(f) for f in self.flavours]
         if not self.flavours or len(set(labels)) != len(labels):
             return [f"flavours: need distinct flavours (by name), got {self.flavours}"]
-        problems = [m for f in self.flavours for m in P.check_flavour("flavours", f)]
+        problems = [m for f in self.flavours for m in check_flavour("flavours", f)]
         if self.flavour not in self.flavours:
             problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
                             f"{self.flavours}")
@@ -253,7 +262,7 @@ def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str
     `what` names the parameter in the messages."""
     problems = []
     for name in flavours:
-        if P.check_flavour("flavour", name):
+        if check_flavour("flavour", name):
             continue  # reported on its own
         flavour = servers.load_flavour(name)
         unknown = servers.unknown_settings(flavour, settings)
@@ -263,6 +272,29 @@ def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str
         known = {k: v for k, v in settings.items() if servers.norm_key(k) not in unknown}
         problems += [f"{what}: {name} refuses a value: {m}" for m in servers.bad_values(flavour, known)]
     return problems
+
+
+def check_cpus(name: str, spec: str | None) -> list[str]:
+    """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
+    if spec is None:
+        return []
+    try:
+        cpus = servers.parse_cpus(spec)
+    except ValueError as e:
+        return [f"{name}: {e}"]
+    usable = os.sched_getaffinity(0)
+    if not set(cpus) <= usable:
+        return [f"{name}: CPUs {sorted(set(cpus) - usable)} are not available (have {sorted(usable)})"]
+    return []
+
+
+def check_flavour(name: str, flavour: str) -> list[str]:
+    """A known server flavour whose binaries are installed."""
+    try:
+        servers.check_installed(servers.load_flavour(flavour))
+    except (errors.ConfigError, errors.ServerError) as e:
+        return [f"{name}: {e}"]
+    return []
 
 
 INTENTS = tuple(f.name for f in dataclasses.fields(servers.Intent))
@@ -311,7 +343,7 @@ def configs_problems(what: str, configs: Any, flavour: str,
         if clash:
             problems.append(f"{label}: {clash} are set by the driver, not here")
         server = config.get("flavour") or flavour
-        bad = P.check_flavour(label, server)
+        bad = check_flavour(label, server)
         if bad:
             problems += bad
             continue

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from . import experiment, paths, proc
+from . import checks, paths, proc, results
 from .errors import ParamError, StoreError
 from .results import Run
 from .study import hook, load
@@ -104,7 +104,7 @@ def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
         for values in itertools.product(*axes.values()):
             job = Job(study, profile, {**fixed, **dict(zip(axes, values))})
             try:
-                experiment.resolve(s, profile, **job.parameters)
+                checks.resolve(s, profile, **job.parameters)
             except ParamError as e:
                 problems += [f"{job.label}: {m}" for m in e.problems]
             jobs.append(job)
@@ -347,7 +347,7 @@ class Sweep:
         swept = self.swept()
         jobs = {j.key: j for j in self.jobs}
         # a study may say which steps a sweep compares (latency: its offered levels)
-        shown = hook(load(self.study), "sweep_steps", experiment.measured)
+        shown = hook(load(self.study), "sweep_steps", results.measured)
         for r in self.records:
             if r.get("status") != "complete" or not r.get("run_dir"):
                 continue
@@ -355,7 +355,7 @@ class Sweep:
             name = (", ".join(f"{k}={json.dumps(job.parameters.get(k))}" for k in swept)
                     if job and swept else r["label"])
             run = Run.open(r["run_dir"])
-            steps = shown(run) if experiment.finished_steps(run) else pd.DataFrame()
+            steps = shown(run) if results.finished_steps(run) else pd.DataFrame()
             if steps.empty:
                 continue
             frames.append(steps.groupby(["arm", "workload", "threads"], sort=False)
@@ -414,7 +414,7 @@ class Sweep:
         for metric, label, name in (("qps_median", "queries per second", "qps"),
                                     ("p99_ms_median", "p99 latency (ms)", "p99")):
             fig = plots.sweep(table, metric, label)
-            plots.save(fig, type("R", (), {"path": self.path})(), name)
+            plots.save(fig, self.path / "figures", name)
             plots.plt.close(fig)
             shown.append(f"<p><img src='figures/{name}.png' alt='{html.escape(label)} per run of the sweep'></p>")
         body = table.to_html(index=False, float_format=lambda v: f"{v:,.3g}" if v < 100 else f"{v:,.0f}")

@@ -168,7 +168,7 @@ def per_second(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
     """One row per measured step × second: sysbench's interval (tps, qps, latency_p_ms)
     beside the probes' series of the same second (checkpoint age %, redo bytes/s, dirty
     pages, pages flushed/s, bytes the server and its device wrote, CPU). `steps`: the
-    measured steps (`experiment.measured`), whose keys label the rows."""
+    measured steps (`results.measured`), whose keys label the rows."""
     from . import probes
     from .results import INTERVALS, STATUS
     intervals = run.table(INTERVALS)

@@ -20,14 +20,14 @@ import time
 import numpy as np
 import pandas as pd
 
-from dbstudies import analysis, experiment, ownership, paths, planner, stats
+from dbstudies import analysis, checks, experiment, ownership, paths, planner, stats
 from dbstudies.results import Run
 from dbstudies.study import arms_of, load, study_name
 
 
 def analyse(run: Run) -> None:
     study = load(run.study)
-    p = experiment.resolve(study, run.metadata["parameters"]["profile"],
+    p = checks.resolve(study, run.metadata["parameters"]["profile"],
                       **{k: v for k, v in run.metadata["parameters"].items() if k != "profile"})
     arms = arms_of(study, p)
     for words, frame, by, value in planner.paired_tables(study, run):
@@ -85,7 +85,7 @@ def main() -> None:
     if args.analyse:
         return analyse(Run.open(args.analyse))
     study = load(args.study)
-    p = experiment.resolve(study, args.profile, **dict(args.parameter))
+    p = checks.resolve(study, args.profile, **dict(args.parameter))
     run = ownership.create_run(study_name(study), p, args.runs_dir, "notebook")
     t0 = time.monotonic()
     experiment.measure(study, p, run)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import experiment, hooks, probes, stats
+from .. import probes, results, stats
 from ..errors import StoreError
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
 from ..study import Arm
@@ -347,7 +347,7 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
                      f"measured again; the discarded attempts are kept in `steps` (phase busy).")
     if busy:
         lines.append(f"- {busy} measured step{'s' if busy != 1 else ''} still ran on a busy host after "
-                     f"{hooks.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
+                     f"{probes.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
     lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
                  f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
@@ -387,7 +387,7 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
                          f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
     if metric not in METRICS:
         raise StoreError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    a, b = experiment.measured(run_a), experiment.measured(run_b)
+    a, b = results.measured(run_a), results.measured(run_b)
     if a.empty or b.empty:
         empty = run_a if a.empty else run_b
         raise StoreError(f"run {empty.path.name} holds no measured steps")

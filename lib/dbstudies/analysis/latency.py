@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import experiment
+from .. import results
 from ..errors import StoreError
-from ..hooks import OL_SECONDS, OPEN_LOOP
-from ..results import Run
+from ..results import OL_SECONDS, OPEN_LOOP, Run
 from ..study import Arm
 from . import cell_text, compare_arms, is_paired, signed, with_unavailable
 
@@ -24,7 +23,7 @@ PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency
 def split(run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The measured steps as (calibration: closed loop, offered load: open loop with their
     open-loop figures — `ol_…` — and `rate`, the offered transactions/s)."""
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     planned = pd.DataFrame(run.metadata.get("follow_up") or [], columns=["step", "load"])
     steps = steps.merge(planned[["step", "load"]], on="step", how="left")
     try:

@@ -10,9 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from .. import experiment, flamegraph, profiler
-from ..hooks import CPU_PROFILES, STEPS, WAITS
-from ..results import Run
+from .. import flamegraph, profiler, results
+from ..results import CPU_PROFILES, STEPS, WAITS, Run
 from ..study import Arm, parse_cell
 from . import BY, compare_arms
 
@@ -31,7 +30,7 @@ def cells(run: Run, arms: list[Arm], p: Any, value: str = "qps") -> list[dict[st
     with the largest difference — so a run always profiles something to look at."""
     if getattr(p, "cpu_profile_cells", None):
         return [parse_cell(c) for c in p.cpu_profile_cells]  # checked with the parameters
-    rel = compare_arms(experiment.measured(run), arms, by=BY, value=value,
+    rel = compare_arms(results.measured(run), arms, by=BY, value=value,
                        threshold=p.draw_threshold).dropna(subset=["delta_pct"])
     if rel.empty:
         return []
@@ -44,7 +43,7 @@ def cells(run: Run, arms: list[Arm], p: Any, value: str = "qps") -> list[dict[st
 def profiled(run: Run) -> pd.DataFrame:
     """The profiled steps: step, arm, workload, threads, tps, server CPU µs per
     transaction, samples and the folded file (empty if the run profiled nothing)."""
-    if not (run.path / "tables" / CPU_PROFILES.name).exists():
+    if not run.has_table(CPU_PROFILES):
         return pd.DataFrame(columns=["step", "arm", *BY, "tps", "cpu_server_us_per_txn", "samples", "file"])
     steps = run.table(STEPS)
     keep = [c for c in ["step", "arm", *BY, "tps", "cpu_server_us_per_txn"] if c in steps]
@@ -53,7 +52,7 @@ def profiled(run: Run) -> pd.DataFrame:
 
 def stacks(run: Run, row: Any) -> dict[str, int]:
     """One profiled step's folded stacks."""
-    return profiler.read_folded(run.path / row.file)
+    return profiler.read_folded(run.file(row.file))
 
 
 PROFILED, UNPROFILED, CHANGE = "tx/s profiled", "tx/s unprofiled (median)", "change %"
@@ -62,7 +61,7 @@ PROFILED, UNPROFILED, CHANGE = "tx/s profiled", "tx/s unprofiled (median)", "cha
 def overhead(run: Run, rows: pd.DataFrame) -> pd.DataFrame:
     """Throughput while profiled against the same arm and cell unprofiled (the median of
     its measured steps): what sampling cost, per profiled step."""
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     med = steps.groupby(["arm", *BY])["tps"].median().rename(UNPROFILED).reset_index()
     out = rows[["arm", *BY, "tps"]].rename(columns={"tps": PROFILED}).merge(med, on=["arm", *BY])
     return out.assign(**{CHANGE: (out[PROFILED] / out[UNPROFILED] - 1) * 100})
@@ -109,7 +108,7 @@ def waits(run: Run, rows: pd.DataFrame, arms: list[Arm]) -> dict[tuple[str, int]
     1,000 transactions; the `TOP_WAITS` events with the most time waited in any arm (idle
     connections and condition waits left out: `NOT_WAITS`). Empty where no arm ran with
     performance_schema on."""
-    if not (run.path / "tables" / WAITS.name).exists() or rows.empty:
+    if not run.has_table(WAITS) or rows.empty:
         return {}
     steps = run.table(STEPS)[["step", "events"]]
     w = run.table(WAITS).merge(rows[["step", "arm", *BY]], on="step").merge(steps, on="step")
@@ -145,7 +144,7 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
         return []
     order = {a.label: i for i, a in enumerate(arms)}
     waited = waits(run, rows, arms)
-    size = sizes(compare_arms(experiment.measured(run), arms, by=BY, value="tps"))
+    size = sizes(compare_arms(results.measured(run), arms, by=BY, value="tps"))
     out = []
     for (w, t), cell in sorted(rows.groupby(BY, sort=False), key=lambda g: -size.get((g[0][0], int(g[0][1])), 0.0)):
         cell = cell.assign(o=cell["arm"].map(order)).sort_values("o")

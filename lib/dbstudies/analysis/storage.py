@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .. import timeseries
-from ..params import size_bytes
 from ..results import Run
+from ..servers import size_bytes
 from . import aa_line, listed_comparisons, over_repeats, threads
 
 # what the notebook shows: figure panels (title → {column: label}) and table columns

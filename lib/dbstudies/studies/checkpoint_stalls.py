@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, experiment, timeseries
+from .. import analysis, results, timeseries
 from .. import study as S
 from ..analysis import profiles
 
@@ -151,7 +151,7 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, from the run summaries of
     the measured steps (none when the run measured none)."""
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     table = steps if steps.empty else timeseries.run_summaries(
         series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
     if "stall_seconds" in table:

@@ -24,12 +24,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, experiment, servers, workloads
-from .. import params as P
+from .. import analysis, results, schedule, servers, workloads
 from .. import study as S
 from ..analysis import storage
 from ..errors import WorkloadError
-from ..hooks import STEP_OVERHEAD, sysbench_step
+from ..hooks import sysbench_step
 from ..schema import Table
 from ..servers import compression
 
@@ -88,7 +87,7 @@ class Params(S.SysbenchParams):
         if c[0] != "none":
             problems.append(f"candidates: the first is the baseline every other is compared "
                             f"with and must be none, got {c[0]!r}")
-        if not P.check_flavour("flavour", self.flavour):
+        if not S.check_flavour("flavour", self.flavour):
             flavour = servers.load_flavour(self.flavour)
             problems += [f"candidates: {m}" for m in
                          (m for spec in c for m in compression.problems(spec, flavour))]
@@ -99,7 +98,7 @@ class Params(S.SysbenchParams):
         if self.warmup != 0:
             problems.append("warmup: must be 0: each run starts from a cold buffer pool on "
                             "purpose, and its steady part is detected, not warmed into")
-        pool = P.size_bytes(self.buffer_pool)
+        pool = servers.size_bytes(self.buffer_pool)
         if pool is None or pool < 5 * 2**20:
             problems.append(f"buffer_pool: a size of at least 5M, e.g. \"64M\", got {self.buffer_pool!r}")
         elif self.min_data_ratio < 0:
@@ -170,8 +169,8 @@ def warmup(ctx: "Context") -> None:
 def block_seconds(p: Params) -> float:
     """Per block: per cell, the load, two restarts and the run."""
     load = max((estimated_bytes(p, w) or 0) for w in p.workloads) / LOAD_BYTES_PER_S
-    return len(p.workloads) * len(p.threads) * (load + 2 * experiment.RESTART_SECONDS
-                                                 + p.duration + STEP_OVERHEAD)
+    return len(p.workloads) * len(p.threads) * (load + 2 * schedule.RESTART_SECONDS
+                                                 + p.duration + S.STEP_OVERHEAD)
 
 
 def step(ctx: "Context", cell: dict[str, Any]) -> None:
@@ -231,7 +230,7 @@ def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.Data
 
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, per measured step."""
-    steps = experiment.measured(run)
+    steps = results.measured(run)
     table = steps if steps.empty else runs(storage.series(run, steps), steps, run)
     return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import hooks
 from .. import params as P
 from .. import study as S
 from ..analysis import latency as L
@@ -132,7 +131,7 @@ def block_seconds(p: Params) -> float:
     """One round per arm: the calibration cells now, the offered-load cells after (the
     follow-up); both are counted so the estimate covers the whole run."""
     cells = len(p.workloads) * (1 + len(p.levels()))
-    return p.warmup + cells * (p.duration + hooks.STEP_OVERHEAD)
+    return p.warmup + cells * (p.duration + S.STEP_OVERHEAD)
 
 
 def table_cells(p: Params) -> list[dict[str, Any]]:

@@ -1,0 +1,98 @@
+"""A study's parameters, checked whole before anything starts: the profile's values with the
+overrides (`resolve`, or a notebook's parameters cell: `resolve_cell`), then what no single
+parameter shows — a remote server asked for a restart, a time budget shorter than two rounds,
+servers that would not fit this machine's memory. Every problem is a line of one `ParamError`.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import params as P
+from . import servers
+from .schedule import design, round_seconds, server_key, servers_needed
+from .study import Arm, StudyModule, StudyParams, arms_of, remote_problems
+
+# memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
+# connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
+SERVER_OVERHEAD, PER_CONNECTION = 512 * 2**20, 2**20
+MEMORY_SHARE = 0.8         # the servers may plan on this share of the available memory
+
+
+def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> StudyParams:
+    """The study's validated parameters: the profile's values, with non-None overrides
+    applied (each problem a line of one `ParamError`, before anything starts); on a remote
+    target no arm may need a restart or a config change; a time budget must hold two rounds;
+    the servers kept up at once must fit this machine's memory."""
+    p = P.from_profile(study.Params, study.PROFILES, profile, overrides)
+    arms = arms_of(study, p)
+    problems = remote_problems(arms, p)
+    if getattr(p, "budget", None) and p.budget * 60 < 2 * round_seconds(study, p):
+        problems.append(f"budget: {p.budget:g} min cannot hold the two "
+                        f"{'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs "
+                        f"(≈ {round_seconds(study, p) / 60:.1f} min each)")
+    if not problems:
+        problems += memory_problems(arms, p)
+    if problems:
+        raise P.ParamError(problems)
+    return p
+
+
+def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:
+    """`resolve` with a notebook's parameters cell: `profile` and every parameter of the
+    study found in `namespace` (the notebook's `globals()`: its cell, and whatever papermill
+    injected), None meaning the profile's value. The cell is the only list of parameters a
+    notebook writes; nothing names them a second time.
+
+    >>> from dbstudies.study import load
+    >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
+    [1, 8]
+    """
+    given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
+    return resolve(study, namespace.get("profile") or "quick", **given)
+
+
+def memory_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, int]]:
+    """(server key, bytes) each server may hold: its buffer pool (the largest any arm it
+    runs asks for), `SERVER_OVERHEAD`, and `PER_CONNECTION` per client thread. Remote
+    servers need none of this machine's memory."""
+    out = []
+    for key, arm in servers_needed(arms, p):
+        flavour = servers.load_flavour(arm.flavour or p.flavour)
+        if flavour.remote:
+            continue
+        mine = [a for a in arms if server_key(a, p) == key]
+        pool = max(_size(servers.configured(flavour, {**p.settings, **a.settings},
+                                            servers.base_intent(p.align).merge(a.intent))
+                         .get("innodb_buffer_pool_size")) for a in mine)
+        out.append((key, pool + SERVER_OVERHEAD + PER_CONNECTION * max_clients(p)))
+    return out
+
+
+def _size(value: Any) -> int:
+    return servers.size_bytes(value) or 128 * 2**20  # the servers' own default pool
+
+
+def memory_problems(arms: list[Arm], p: StudyParams, available: int | None = None) -> list[str]:
+    """A parameter problem when the servers a run keeps up at once would not fit in
+    `MEMORY_SHARE` of this machine's available memory (psutil): never a swapping machine."""
+    import psutil
+    needed = memory_needed(arms, p)
+    total = sum(b for _, b in needed)
+    available = psutil.virtual_memory().available if available is None else available
+    if total <= MEMORY_SHARE * available:
+        return []
+    each = ", ".join(f"{k} {b / 2**30:.1f}" for k, b in needed)
+    hint = ("lower innodb_buffer_pool_size (`settings`), leave aa_control off, or measure in "
+            "blocks (`design blocks`: one server per flavour)" if design(p) == "paired"
+            else "lower innodb_buffer_pool_size (`settings`) or compare fewer flavours")
+    return [f"memory: the {len(needed)} servers this {design(p)} design keeps up at once would "
+            f"hold {total / 2**30:.1f} GiB ({each} GiB: buffer pool + "
+            f"{SERVER_OVERHEAD / 2**20:.0f} MiB + {PER_CONNECTION / 2**20:.0f} MiB per client "
+            f"thread), more than {MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GiB available: {hint}"]
+
+
+
+
+def max_clients(p: Any) -> int:
+    """The most client connections one step opens (sysbench's largest thread count)."""
+    return max(getattr(p, "threads", None) or [0])

@@ -1,0 +1,169 @@
+"""The plan of a run: which steps, in which order, on which servers, and how long it takes.
+
+Two designs (README "Statistics"). *Blocks* (`block_order`): per repeat every arm gets one
+block on a fresh start, arms shuffled per repeat and cells per block. *Paired*
+(`paired_order`): per round every cell is measured once on every arm, the arms of a cell back
+to back (a *pair*) in an order balanced across rounds, cells shuffled per round. `steps` is
+a study's plan in its design; `server_key` says which server measures an arm; the estimates
+(`round_seconds`, `estimated_seconds`, `rounds_in`) are what `dbstudies plan` and a time
+budget go by. Everything here is computed from the parameters alone: nothing starts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .study import Arm, StudyModule, StudyParams, arms_of, cells_of, hook
+
+RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
+MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
+PLAN_COLUMNS = ("step", "repeat", "arm", "pair", "position")  # a step's place; the rest is its cell
+
+
+def block_order(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int, *,
+         first_step: int = 1) -> pd.DataFrame:
+    """The measured steps in execution order: repeat → arm (shuffled per repeat) → cell
+    (shuffled per block), numbered from `first_step`. Seeded, so a run can be replayed."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for repeat in range(1, repeats + 1):
+        for i in rng.permutation(len(arms)):
+            for j in rng.permutation(len(cells)):
+                rows.append({"repeat": repeat, "arm": arms[i].label, **cells[j]})
+    df = pd.DataFrame(rows)
+    df.insert(0, "step", range(first_step, first_step + len(df)))
+    return df
+
+
+def paired_order(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed: int, *,
+                first_step: int = 1, first_pair: int = 1) -> pd.DataFrame:
+    """The measured steps of a paired design in execution order: round → cell (shuffled per
+    round) → the arms of that cell back to back, one `pair`. Each cell's arm orders are the
+    k rotations of a random order, shuffled within every k rounds (k arms), so every arm
+    takes every position equally often (AB as often as BA). Seeded.
+
+    >>> from dbstudies.study import Arm
+    >>> df = paired_order([Arm("A"), Arm("B")], [{"threads": 1}, {"threads": 8}], 4, seed=1)
+    >>> df.groupby(["threads", "position"])["arm"].apply(lambda a: "".join(sorted(a))).tolist()
+    ['AABB', 'AABB', 'AABB', 'AABB']
+    """
+    rng = np.random.default_rng(seed)
+    k, base = len(arms), [rng.permutation(len(arms)) for _ in cells]
+    orders: list[list[np.ndarray]] = [[] for _ in cells]
+    rows, pair = [], first_pair - 1
+    for r in range(rounds):
+        if r % k == 0:
+            orders = [[np.roll(b, i) for i in rng.permutation(k)] for b in base]
+        for j in rng.permutation(len(cells)):
+            pair += 1
+            for position, i in enumerate(orders[j][r % k]):
+                rows.append({"repeat": r + 1, "arm": arms[i].label, **cells[j], "pair": pair,
+                             "position": position})
+    df = pd.DataFrame(rows)
+    df.insert(0, "step", range(first_step, first_step + len(df)))
+    return df
+
+
+def design(p: Any) -> str:
+    """The study's design: "paired" or "blocks" (studies without the parameter: blocks)."""
+    return getattr(p, "design", "blocks")
+
+
+def rounds(p: StudyParams) -> int:
+    """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
+    return MAX_ROUNDS if getattr(p, "budget", None) else p.repeats
+
+
+def steps(study: StudyModule, p: StudyParams) -> pd.DataFrame:
+    """The study's measured steps in execution order, in its design."""
+    arms, cells = arms_of(study, p), cells_of(study, p)
+    if design(p) == "paired":
+        return paired_order(arms, cells, rounds(p), p.seed)
+    return block_order(arms, cells, rounds(p), p.seed)
+
+
+def round_seconds(study: StudyModule, p: StudyParams) -> float:
+    """A rough wall-clock estimate of one round (paired: every server's restart and every
+    arm's warm-up when due, every cell on every arm) or one repeat of blocks."""
+    arms = arms_of(study, p)
+    block = estimate(study, p, "block_seconds")
+    if design(p) == "paired":
+        warmup = estimate(study, p, "warmup_seconds")
+        n_servers = len(servers_needed(arms, p))
+        restart = (RESTART_SECONDS * n_servers + warmup * len(arms)) / max(p.restart_every, 1)
+        return restart + (block - warmup) * len(arms)
+    return len(arms) * (RESTART_SECONDS + block)
+
+
+def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
+    """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
+    two a verdict needs: what a time budget buys."""
+    return max(2, int(seconds // round_seconds(study, p)))
+
+
+def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
+    """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
+    if getattr(p, "budget", None):
+        return p.budget * 60
+    return p.repeats * round_seconds(study, p)
+
+
+
+def estimate(study: StudyModule, p: StudyParams, what: str) -> float:
+    """The study's own `block_seconds` or `warmup_seconds` hook, else its parameters' (sysbench:
+    warm-up + every cell's steps)."""
+    own = hook(study, what)
+    return float(own(p) if own else getattr(p, what)())
+
+
+# ---------------------------------------------------------------- servers
+
+def server_key(arm: Arm, p: StudyParams) -> str:
+    """The server `arm` is measured on. Blocks: one per flavour (restarted per block with the
+    arm's settings). Paired: one per arm, all up at once — except in a study whose steps
+    give their arm's settings to each session (`SHARED_SERVER`, DBT3's optimizer
+    candidates): there the arms of one flavour that ask for no intent share one server.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from dbstudies.study import Arm
+    >>> p = NS(design="paired", flavour="f", SHARED_SERVER=True)
+    >>> [server_key(a, p) for a in (Arm("a"), Arm("b", {"x": 1}), Arm("c", flavour="g"))]
+    ['f (shared)', 'f (shared)', 'g (shared)']
+    >>> server_key(Arm("b"), NS(design="paired", flavour="f", SHARED_SERVER=False))
+    'b'
+    """
+    flavour = arm.flavour or p.flavour
+    if design(p) != "paired":
+        return flavour
+    if getattr(p, "SHARED_SERVER", False) and not (arm.intent and arm.intent.asdict()):
+        return f"{flavour} (shared)"
+    return arm.label
+
+
+def session_settings(arm: Arm, p: StudyParams) -> dict[str, Any]:
+    """The settings `arm`'s steps give each session: its own on a shared server, none where
+    its server starts with them."""
+    return dict(arm.settings) if server_key(arm, p).endswith(" (shared)") else {}
+
+
+def servers_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, Arm]]:
+    """(server key, the arm it starts with) of every server a run keeps up at once
+    (`server_key`): one per arm (or per flavour, shared) in the paired design, one per
+    flavour in blocks."""
+    first: dict[str, Arm] = {}
+    for a in arms:
+        first.setdefault(server_key(a, p), a)
+    return list(first.items())
+
+
+def next_phase(arms: list[Arm], cells: list[dict[str, Any]], repeats: int, seed: int,
+               last: pd.DataFrame, paired: bool) -> pd.DataFrame:
+    """A later phase's plan, its steps (and pairs) numbered on from the `last` phase's."""
+    first = int(last["step"].max()) + 1
+    if paired:
+        return paired_order(arms, cells, repeats, seed, first_step=first, first_pair=int(last["pair"].max()) + 1)
+    return block_order(arms, cells, repeats, seed, first_step=first)
+
+
