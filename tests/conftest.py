@@ -13,6 +13,10 @@ import pytest
 
 from dbstudies import proc, servers
 
+# the study of your own is measured through the CLI, from a copy outside the repository
+# (test_outside_study); nbval must not execute its notebook in place as a test notebook
+collect_ignore_glob = ["fixtures/outside_study/*.ipynb"]
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 

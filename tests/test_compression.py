@@ -8,11 +8,11 @@ import pytest
 from conftest import processes_mentioning
 
 from dbstudies import checks, experiment, ownership, results, servers
-from dbstudies.analysis import storage
 from dbstudies.params import ParamError
 from dbstudies.provenance import storage_facts
 from dbstudies.results import Run
 from dbstudies.servers import compression
+from dbstudies.studies.compression import answer as storage
 from dbstudies.study import arms_of, load
 from dbstudies.workloads import linkbench
 from dbstudies.workloads.sysbench import Sysbench, SysbenchError

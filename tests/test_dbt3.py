@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 
 from dbstudies import checks, experiment, ownership, tpch
-from dbstudies.analysis import queries as qa
 from dbstudies.params import ParamError
 from dbstudies.results import Run
+from dbstudies.studies.dbt3_plans import answer as qa
 from dbstudies.study import arms_of, load
 from dbstudies.workloads import sql
 

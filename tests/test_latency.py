@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks
-from dbstudies.analysis import latency as L
 from dbstudies.params import ParamError
 from dbstudies.results import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP, Run
+from dbstudies.studies.latency import answer as L
 from dbstudies.study import load
 
 study = load("latency")

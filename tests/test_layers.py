@@ -7,6 +7,7 @@ imports only modules of an earlier layer, or earlier in its own layer.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from pathlib import Path
 
@@ -27,9 +28,9 @@ LAYERS = [
     ("study contract", ["study"]),
     ("plan", ["schedule", "checks"]),
     ("measurement loop", ["hooks", "experiment"]),
-    ("analysis", ["analysis.settings", "analysis", "analysis.queries", "analysis.storage", "analysis.latency",
+    ("analysis", ["analysis.settings", "analysis",
                   "analysis.costs", "analysis.profiles"]),
-    ("studies", ["studies", "studies.*"]),
+    ("studies", ["studies", "studies.*.answer", "studies.*"]),
     ("report", ["report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "sweep"]),
@@ -45,7 +46,7 @@ def module_name(path: Path) -> str:
 def rank(name: str) -> tuple[int, int]:
     for i, (_, modules) in enumerate(LAYERS):
         for j, m in enumerate(modules):
-            if m == name or (m.endswith(".*") and name.startswith(m[:-1])):
+            if m == name or fnmatch.fnmatchcase(name, m):
                 return i, j
     raise KeyError(name)
 

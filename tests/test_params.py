@@ -134,7 +134,7 @@ def test_list_names_every_study_with_its_parameters(capsys):
     from dbstudies import cli
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("thread_pool: Thread-pool scaling")
+    assert out.startswith("checkpoint_stalls: Checkpoint and flushing stalls")  # studies found, by name
     for name in study.names():
         assert f"\n{name}: " in "\n" + out
     quick = checks.resolve(tp, "quick")

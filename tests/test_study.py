@@ -289,8 +289,11 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     # (≈ 1 voluntary switch: with one connection always; with 64 on 2 CPUs an answer is
     # sometimes there before the client asks — 0.79 seen), the server's threads switch too
     # (counted over all of them: the main thread alone would give ≈ 0); no redo; server
-    # CPU per transaction agrees with its CPU % and TPS
-    assert steps["rows_read_per_txn"].between(0.95, 1.05).all(), steps["rows_read_per_txn"]
+    # CPU per transaction agrees with its CPU % and TPS. A counter's rate comes from the 1 Hz
+    # samples, TPS from sysbench's own window: on a 2-s step the two windows differ by a
+    # sampling interval's jitter (0.90 seen on a host running two suites at once), so "one
+    # row" is 0.85–1.15 — still far from none, or from two
+    assert steps["rows_read_per_txn"].between(0.85, 1.15).all(), steps["rows_read_per_txn"]
     cs = steps.set_index("threads")["cs_client_voluntary_per_txn"]
     assert cs.loc[[1]].between(0.9, 1.1).all() and cs.between(0.5, 1.2).all(), cs
     assert ((steps["cs_server_voluntary_per_txn"] + steps["cs_server_involuntary_per_txn"]) > 0.25).all()

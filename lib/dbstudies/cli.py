@@ -168,11 +168,11 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runs(study_name: str | None, runs_dir: Path) -> int:
-    """One line per run, oldest first."""
+def _runs(which: str | None, runs_dir: Path) -> int:
+    """One line per run (of the study `which`, a name or a study's folder), oldest first."""
     from . import ownership, results
-    if study_name is not None:
-        study.load(study_name)  # an unknown study is an error, not an empty list
+    # an unknown study is an error, not an empty list
+    study_name = None if which is None else study.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in results.list_runs(study_name, runs_dir):
         meta, status = run.metadata, ownership.check_abandoned(run)

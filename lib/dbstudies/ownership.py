@@ -33,10 +33,15 @@ EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CL
 
 # ---------------------------------------------------------------- ownership
 
-def create_run(study: str, p: Any, root: str | os.PathLike, kind: str) -> Run:
-    """A new run directory owned by this process (`kind`: cli or notebook)."""
-    run = Run.create(study, as_dict(p), root=Path(root))
-    run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()})
+def create_run(study: ModuleType | str, p: Any, root: str | os.PathLike, kind: str) -> Run:
+    """A new run directory of `study` (a study module, or a built-in's name) owned by this
+    process (`kind`: cli or notebook); a study of your own is recorded with its folder
+    (`study_dir`), to be loaded again."""
+    name = study if isinstance(study, str) else study.__name__.rsplit(".", 1)[-1]
+    run = Run.create(name, as_dict(p), root=Path(root))
+    folder = None if isinstance(study, str) else paths.study_folder(study)
+    run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()},
+               **({"study_dir": str(folder)} if folder else {}))
     return run
 
 
@@ -46,7 +51,7 @@ def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None
     one owned by this notebook (JupyterLab, plain papermill)."""
     if run_dir:
         return Run.open(run_dir)
-    return create_run(study.__name__.rsplit(".", 1)[-1], p, root or paths.RUNS_DIR, "notebook")
+    return create_run(study, p, root or paths.RUNS_DIR, "notebook")
 
 
 def owns(run: Run) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 ENV_DIR = REPO / "env"
@@ -13,6 +14,14 @@ NOTEBOOKS_DIR = REPO / "notebooks"
 DATA_DIR = REPO / "data"
 RUNS_DIR = DATA_DIR / "runs"
 FIGURES_DIR = REPO / "figures"
+STUDIES_DIR = Path(__file__).resolve().parent / "studies"  # the built-in studies, a package each
+
+
+def study_folder(module: Any) -> Path | None:
+    """The folder of a study of your own (a package outside `STUDIES_DIR`); None for a
+    built-in study."""
+    folder = Path(getattr(module, "__path__", [""])[0] or ".").resolve()
+    return None if folder.parent == STUDIES_DIR else folder
 
 
 def sha256(path: Path) -> str:

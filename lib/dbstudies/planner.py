@@ -51,7 +51,7 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
     """This host's runs of `study` that hold paired observations, newest first (at most RECENT)."""
     host = host or platform.node()
     s, out = load(study), []
-    for run in reversed(list_runs(study, root)):
+    for run in reversed(list_runs(study_name(s), root)):
         meta = run.metadata
         if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
             continue
@@ -114,7 +114,7 @@ def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: 
     budget), as an ordinary run under `root`."""
     p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
                                               "aa_control": False, "design": "paired"})
-    run = ownership.create_run(study_name(study), p, root, "notebook")
+    run = ownership.create_run(study, p, root, "notebook")
     run.update(pilot=True)
     experiment.measure(study, p, run)
     ownership.finish(run)
@@ -127,7 +127,7 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     expected MDE with where its noise comes from."""
     study = load(name)
     p = checks.resolve(study, profile, **overrides)
-    arms, cells = arms_of(study, p), cells_of(study, p)
+    arms, cells, ref, name = arms_of(study, p), cells_of(study, p), name, study_name(study)
     design = schedule.design(p)
     n = planned_rounds(study, p)
     lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "
@@ -136,7 +136,7 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     if design != "paired":
         return lines + ["No MDE prediction: the planner predicts paired tables; the blocks "
                         "design is not one (`design paired`)."]
-    runs = earlier_runs(name, root)
+    runs = earlier_runs(ref, root)
     source = f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
     if not runs:
         if not allow_pilot:

@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import checks, paths, schedule, workloads
+from . import checks, schedule, workloads
 from .errors import ParamError, StoreError
 from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, settle
 from .params import as_dict
 from .report import conclusion_text, render
 from .results import Run
-from .study import load
+from .study import load, notebook_of, reference, study_name
 
 # ---------------------------------------------------------------- dbstudies run
 
@@ -55,13 +55,17 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     overrides = parameters(pairs)
     study = load(name)
+    notebook = notebook_of(study)
+    if not notebook.is_file():
+        raise StoreError(f"{name}: the study has no notebook {notebook}")
+    name = study_name(study)
     p = checks.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
     if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
-        # a script named relative to this shell's folder: the notebook's kernel runs in
-        # notebooks/ and finds it only where the name is the same relative to the repository
-        p = dataclasses.replace(p, workloads=[_from_here(w) for w in p.workloads])
+        # a script named relative to this shell's folder: the notebook's kernel runs in the
+        # notebook's folder and finds it only where the name means the same file from there
+        p = dataclasses.replace(p, workloads=[_from_here(w, notebook.parent) for w in p.workloads])
     try:
-        run = create_run(name, p, runs_dir, "cli")
+        run = create_run(study, p, runs_dir, "cli")
     except OSError as e:
         raise StoreError(f"cannot create a run directory under {runs_dir}: "
                          f"{e.strerror or e}") from None
@@ -72,7 +76,7 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
     code = 0
     try:
-        _notebook(run, name, run.notebook,
+        _notebook(run, notebook, run.notebook,
                   {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
         settle(run, "complete")
     except KeyboardInterrupt as e:
@@ -89,13 +93,13 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     return _conclude(run, kernel, verbose) or code
 
 
-def _from_here(workload: str) -> str:
-    """A script workload as the notebook must name it: as given where it means the same file
-    from the repository, else its absolute path."""
+def _from_here(workload: str, cwd: Path) -> str:
+    """A script workload as the notebook (its kernel running in `cwd`) must name it: as
+    given where it means the same file from there, else its absolute path."""
     if not workloads.is_script(workload):
         return workload
     here = workloads.script_path(workload)
-    return workload if (paths.REPO / workload).resolve() == here else str(here)
+    return workload if (cwd / workload).resolve() == here else str(here)
 
 
 def _error_line(e: BaseException) -> str:
@@ -138,12 +142,12 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     meta = run.metadata
     if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
-    load(meta["study"])  # an unknown study: a clear error
+    notebook = notebook_of(load(reference(meta)))  # an unknown study: a clear error
     out, partial = run.notebook, run.partial_notebook(run.status)
     if out.exists() and not partial.exists() and run.status != "complete":
         out.rename(partial)  # the measuring execution's notebook, with its traceback
     try:
-        _notebook(run, meta["study"], out, {**meta["parameters"], "run_dir": str(run.path)},
+        _notebook(run, notebook, out, {**meta["parameters"], "run_dir": str(run.path)},
                   kernel, verbose)
     except PapermillExecutionError as e:
         print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)
@@ -153,9 +157,9 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
 KERNEL_LOG = "kernel.log"  # what the kernel and the libraries wrote to stderr (not with -v)
 
 
-def _notebook(run: Run, study: str, out: Path, nb_params: dict[str, Any], kernel: str | None,
+def _notebook(run: Run, notebook: Path, out: Path, nb_params: dict[str, Any], kernel: str | None,
               verbose: bool, progress: bool = False) -> None:
-    """Execute the study's notebook with papermill into `out`. With `verbose` its cells'
+    """Execute the study's `notebook` with papermill (in its folder) into `out`. With `verbose` its cells'
     output is echoed; else the terminal shows only a progress bar (`progress`) and
     stderr goes to the run's kernel.log. Raises PapermillExecutionError when a cell raises."""
     import papermill as pm
@@ -165,8 +169,8 @@ def _notebook(run: Run, study: str, out: Path, nb_params: dict[str, Any], kernel
         lambda r: not r.getMessage().startswith(("Executing", "Ending Cell")))
     quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.file(KERNEL_LOG))
     with quiet as terminal, _progress_bar(run, terminal, enabled=progress and not verbose):
-        pm.execute_notebook(paths.NOTEBOOKS_DIR / f"{study}.ipynb", out, parameters=nb_params,
-                            kernel_name=kernel or default_kernel(), cwd=str(paths.NOTEBOOKS_DIR),
+        pm.execute_notebook(notebook, out, parameters=nb_params,
+                            kernel_name=kernel or default_kernel(), cwd=str(notebook.parent),
                             log_output=verbose, progress_bar=False)
 
 

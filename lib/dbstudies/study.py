@@ -1,6 +1,8 @@
-"""The Study contract, the lazy registry, and the parameters every study shares.
+"""The Study contract, the studies found (never listed by hand), and the parameters every
+study shares.
 
-A study is a module `dbstudies.studies.<name>` that declares:
+A study is a package — `dbstudies.studies.<name>`, or a folder of your own loaded by its
+path (`load("./my_study")`, README "Writing a study") — whose `__init__` declares:
 
 - `Params`: a frozen dataclass deriving from `StudyParams` (or `SysbenchParams`), with a
   `check()` for its own problems (shared checks are done here);
@@ -8,8 +10,9 @@ A study is a module `dbstudies.studies.<name>` that declares:
 - `arms(p)`: the configurations compared, baseline first (each an `Arm`);
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
   client threads from `SysbenchParams.cells`);
-- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)` and
-  `warmup_seconds(p)` (the defaults in `experiment` load and drive sysbench), and
+- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `pair(begin, cells)`,
+  `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `hooks`, and the sysbench
+  parameters' own estimates — load and drive sysbench), and
   `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
   `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on
   every arm with the server profiled (`profiler`), after the plan and its follow-up;
@@ -25,7 +28,7 @@ The measurement loop — server per flavour, blocks with restart and warm-up, pe
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
 A study is a plain module: nothing forwards to it; the library's functions take it as their
 first argument. This module sits below the loop (it imports neither pandas nor the loop);
-the registry imports a study module only by name, when it is used.
+`load` imports a study only when it is used.
 
     study = load("thread_pool")
     p = checks.resolve(study, "smoke", threads=[1, 8])
@@ -36,20 +39,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import os
 import shutil
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
-from . import errors, profiler, servers, workloads
+from . import errors, paths, profiler, servers, workloads
 from . import params as P
 
-# study name → module; a module is imported only when its study is used
-REGISTRY = {"thread_pool": "dbstudies.studies.thread_pool", "versions": "dbstudies.studies.versions",
-            "checkpoint_stalls": "dbstudies.studies.checkpoint_stalls",
-            "dbt3_plans": "dbstudies.studies.dbt3_plans",
-            "compression": "dbstudies.studies.compression", "latency": "dbstudies.studies.latency"}
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
@@ -490,7 +491,7 @@ def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | Non
     None when the run's study or profile is unknown here."""
     params = meta.get("parameters", {})
     try:
-        profile = load(meta["study"]).PROFILES[params["profile"]]
+        profile = load(reference(meta)).PROFILES[params["profile"]]
     except (P.ParamError, KeyError):
         return None
     return [(k, v, v if k == "profile" else profile.get(k, v)) for k, v in params.items()]
@@ -512,12 +513,66 @@ def unused_parameters(params: Mapping[str, Any]) -> list[str]:
 
 
 def names() -> list[str]:
-    return list(REGISTRY)
+    """The built-in studies: every package in studies/ (found, never registered by hand)."""
+    return sorted(p.parent.name for p in paths.STUDIES_DIR.glob("*/__init__.py"))
 
 
-def load(study: str) -> StudyModule:
-    """The study module called `study` (imported now, by name: the registry is the only
-    place that names the study modules, and nothing below imports them)."""
-    if study not in REGISTRY:
-        raise P.ParamError([f"study: unknown study {study!r}; known: {', '.join(REGISTRY)}"])
-    return importlib.import_module(REGISTRY[study])
+def is_folder(study: str | os.PathLike) -> bool:
+    """Whether `study` names a study by its folder (a path) rather than a built-in's name."""
+    return os.sep in str(study) or str(study).startswith(".") or Path(study).is_dir() and str(study) not in names()
+
+
+def load(study: str | os.PathLike) -> StudyModule:
+    """The study called `study` — a built-in's name, or the folder of a study of your own
+    (its `__init__.py`, beside its notebook) —, imported now: nothing below imports a
+    study module, and nothing lists them by hand."""
+    if is_folder(study):
+        return _load_folder(Path(study))
+    if study not in names():
+        raise P.ParamError([f"study: unknown study {study!r}; known: {', '.join(names())} (or a "
+                            "study's folder, e.g. ./my_study)"])
+    return importlib.import_module(f"dbstudies.studies.{study}")
+
+
+OUTSIDE = "dbstudies_outside"  # the package name a study of your own is imported under
+
+
+def _load_folder(folder: Path) -> StudyModule:
+    folder = folder.expanduser().resolve()
+    init = folder / "__init__.py"
+    if not init.is_file():
+        raise P.ParamError([f"study: {folder} is not a study's folder (no __init__.py; README "
+                            "\"Writing a study\")"])
+    name = f"{OUTSIDE}.{folder.name}"
+    if name in sys.modules and Path(sys.modules[name].__file__).resolve() == init:
+        return sys.modules[name]
+    if not folder.name.isidentifier():
+        raise P.ParamError([f"study: the folder's name {folder.name!r} must be a Python name "
+                            "(letters, digits, _), it names the study"])
+    if OUTSIDE not in sys.modules:  # a namespace for studies of your own
+        sys.modules[OUTSIDE] = types.ModuleType(OUTSIDE)
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    problems = [f"study: {folder} declares no {what}" for what in ("Params", "PROFILES", "arms")
+                if not hasattr(module, what)]
+    if problems:
+        raise P.ParamError(problems)
+    return module
+
+
+def reference(meta: Mapping[str, Any]) -> str:
+    """What `load` takes to load a run's study again: the folder of a study of your own
+    (recorded in the run's metadata), else the built-in's name."""
+    return meta.get("study_dir") or meta["study"]
+
+
+def notebook_of(study: StudyModule) -> Path:
+    """The study's notebook: notebooks/<name>.ipynb, or <name>.ipynb in its own folder."""
+    folder = paths.study_folder(study)
+    return (folder or paths.NOTEBOOKS_DIR) / f"{study_name(study)}.ipynb"

@@ -7,8 +7,8 @@
   tables (each arm against the baseline arm, one Holm family per table; the A/A table apart),
   the "relative results" layout of our sources, the paired ratios behind each verdict, the
   calibration on real A/A pairs, and the sentences of the conclusion that do not depend on
-  the study. Studies call these with their own arms and words (`studies/thread_pool.py`,
-  `studies/versions.py`).
+  the study. Studies call these with their own arms and words (`studies/thread_pool/`,
+  `studies/versions/`).
 """
 from __future__ import annotations
 

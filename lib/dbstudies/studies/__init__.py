@@ -1,3 +1,5 @@
-"""The studies: one module each (parameters, arms, cells, analysis), one notebook each
-(notebooks/<name>.ipynb) that narrates and calls into it. The registry is
-`dbstudies.study.REGISTRY`; `dbstudies.study.load(name)` imports a study on first use."""
+"""The built-in studies: a package each — `studies/<name>/__init__.py` (parameters, profiles,
+arms, cells, hooks and the study's tables), its own analysis beside it where it has one
+(`answer.py`) — and a notebook each (notebooks/<name>.ipynb) that narrates and calls into it.
+Nothing lists them: `dbstudies.study.names()` finds every package here, and
+`dbstudies.study.load(name)` imports one on first use (or a study of your own by its folder)."""

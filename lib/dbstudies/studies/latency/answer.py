@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import results
-from ..errors import StoreError
-from ..results import OL_SECONDS, OPEN_LOOP, Run
-from ..study import Arm
-from . import cell_text, compare_arms, is_paired, signed, with_unavailable
+from ... import results
+from ...analysis import cell_text, compare_arms, is_paired, signed, with_unavailable
+from ...errors import StoreError
+from ...results import OL_SECONDS, OPEN_LOOP, Run
+from ...study import Arm
 
 CELL = ["workload", "threads", "rate"]
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",

@@ -26,15 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import params as P
-from .. import study as S
-from ..analysis import latency as L
-from ..workloads import sysbench
+from ... import params as P
+from ... import study as S
+from ...workloads import sysbench
+from . import answer as L
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..results import Run
+    from ...results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 

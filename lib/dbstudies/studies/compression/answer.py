@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import timeseries
-from ..results import Run
-from ..servers import size_bytes
-from . import aa_line, listed_comparisons, over_repeats, threads
+from ... import timeseries
+from ...analysis import aa_line, listed_comparisons, over_repeats, threads
+from ...results import Run
+from ...servers import size_bytes
 
 # what the notebook shows: figure panels (title → {column: label}) and table columns
 FOOTPRINT_PANELS = {

@@ -21,14 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, results, timeseries
-from .. import study as S
-from ..analysis import profiles
+from ... import analysis, results, timeseries
+from ... import study as S
+from ...analysis import profiles
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..results import Run
+    from ...results import Run
 
 WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index")
 

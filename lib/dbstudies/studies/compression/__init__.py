@@ -24,19 +24,19 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, results, schedule, servers, workloads
-from .. import study as S
-from ..analysis import storage
-from ..errors import WorkloadError
-from ..hooks import sysbench_step
-from ..schema import Table
-from ..servers import compression
+from ... import analysis, results, schedule, servers, workloads
+from ... import study as S
+from ...errors import WorkloadError
+from ...hooks import sysbench_step
+from ...schema import Table
+from ...servers import compression
+from . import answer as storage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..hooks import Context
-    from ..results import Run
+    from ...hooks import Context
+    from ...results import Run
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
 FLUSH_METHODS = ("O_DIRECT", "O_DIRECT_NO_FSYNC", "fsync", "O_DSYNC")

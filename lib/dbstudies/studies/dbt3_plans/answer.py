@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import stats
-from ..study import Arm
-from ..workloads import sql
-from . import compare_arms, is_paired, signed, verdicts
+from ... import stats
+from ...analysis import compare_arms, is_paired, signed, verdicts
+from ...study import Arm
+from ...workloads import sql
 
 OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
 

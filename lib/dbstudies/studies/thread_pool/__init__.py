@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis
-from .. import study as S
-from ..analysis import profiles
+from ... import analysis
+from ... import study as S
+from ...analysis import profiles
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..results import Run
+    from ...results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = S.PER_CONNECTION, S.POOL, S.SCHEDULERS

@@ -11,7 +11,7 @@ cold runs restart the server (page cache dropped) before every execution. A quer
 the server-side `timeout` is recorded as timed out and shown ">timeout", never as a number.
 Then the forced-order phase (`follow_up`): for every query whose candidates chose different
 join orders, each candidate runs it again with its own plan and with every other order forced
-by STRAIGHT_JOIN (EXPLAIN must show it in effect). The tables: `analysis.queries`.
+by STRAIGHT_JOIN (EXPLAIN must show it in effect). The tables: `answer`.
 """
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from .. import errors, tpch
-from .. import study as S
-from ..analysis.queries import OWN_PLAN
-from ..schema import Table
-from ..workloads import sql as sql_
+from ... import errors, tpch
+from ... import study as S
+from ...schema import Table
+from ...workloads import sql as sql_
+from .answer import OWN_PLAN
 
 if TYPE_CHECKING:
-    from ..hooks import Context
-    from ..results import Run
+    from ...hooks import Context
+    from ...results import Run
 
 QUERIES = Table("queries", 3, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "query": "int64",
@@ -243,7 +243,7 @@ def _record_plan(ctx: "Context", query: int) -> None:
 
 
 # ---------------------------------------------------------------- the tables it reports
-# (computed by `analysis.queries`; the notebook shows them)
+# (computed by `answer`; the notebook shows them)
 
 def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""

@@ -1,0 +1,77 @@
+"""A study of your own, outside the repository (README "Writing a study"): the folder of
+tests/fixtures/outside_study — its module and its notebook — copied to a temporary folder and
+measured, planned, listed and reported through the CLI like a built-in study."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbstudies import paths
+from dbstudies.errors import ParamError
+from dbstudies.study import load, names
+
+FIXTURE = Path(__file__).parent / "fixtures" / "outside_study"
+CLI = [sys.executable, "-m", "dbstudies"]
+
+
+def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory):
+    """The study copied outside the repository, and the run its smoke profile made there."""
+    home = tmp_path_factory.mktemp("home")
+    assert not home.is_relative_to(paths.REPO)
+    shutil.copytree(FIXTURE, home / "outside_study", ignore=shutil.ignore_patterns("__pycache__"))
+    p = cli("run", "./outside_study", "--profile", "smoke", "--runs-dir", "runs", cwd=home)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    (run,) = (home / "runs" / "outside_study").iterdir()
+    return home, run, p.stdout
+
+
+@pytest.mark.server
+def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
+    home, run, out = outside
+    meta = json.loads((run / "metadata.json").read_text())
+    assert meta["status"] == "complete" and meta["study"] == "outside_study"
+    assert meta["study_dir"] == str(home / "outside_study")
+    assert [a["label"] for a in meta["arms"]] == ["redo 1G", "redo 16M"] and meta["design"] == "paired"
+    assert "redo 16M vs redo 1G" in out  # the conclusion, printed from the executed notebook
+    assert (run / "report.html").stat().st_size > 0 and (run / "figures" / "qps_vs_threads.png").exists()
+
+
+@pytest.mark.server
+def test_plan_runs_and_report_take_the_folder_too(outside):
+    home, run, _ = outside
+    listed = cli("runs", "./outside_study", "--runs-dir", "runs", cwd=home)
+    assert listed.returncode == 0 and run.name in listed.stdout, listed.stderr
+    planned = cli("plan", "./outside_study", "--profile", "smoke", "--no-pilot", "--runs-dir", "runs", cwd=home)
+    assert planned.returncode == 0, planned.stderr
+    assert "outside_study (smoke): paired design, 2 rounds × 1 cells × 2 arms (redo 1G, redo 16M)" in planned.stdout
+    assert "from the noise of 1 earlier paired run(s) of outside_study" in planned.stdout
+    (run / "report.html").unlink()
+    again = cli("report", "--analyse", str(run), cwd=paths.REPO)  # loaded again from study_dir
+    assert again.returncode == 0 and (run / "report.html").exists(), again.stderr[-2000:]
+
+
+def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ParamError, match="not a study's folder"):
+        load(tmp_path / "empty")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "__init__.py").write_text('"""No parameters."""\n')
+    with pytest.raises(ParamError, match="declares no Params"):
+        load(tmp_path / "half")
+
+
+def test_built_in_studies_are_found_not_listed():
+    """A package in studies/ is a study: nothing registers it by hand."""
+    found = sorted(p.parent.name for p in paths.STUDIES_DIR.glob("*/__init__.py"))
+    assert names() == found and "thread_pool" in found
+    assert load("thread_pool").__name__ == "dbstudies.studies.thread_pool"
