@@ -7,7 +7,7 @@ import pytest
 
 from dbstudies import servers
 from dbstudies.analysis import settings
-from dbstudies.report import conclusion_text
+from dbstudies.render import conclusion_text
 
 SHOWN = [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]
 

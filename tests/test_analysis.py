@@ -9,7 +9,8 @@ import pytest
 from dbstudies import checks
 from dbstudies.params import ParamError
 from dbstudies.results import STEPS
-from dbstudies.study import arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import arms_of
 
 tp = load("thread_pool")
 PC, POOL, TWIN = tp.PER_CONNECTION, tp.POOL, tp.PER_CONNECTION + " (A/A)"

@@ -8,7 +8,8 @@ import pytest
 from dbstudies import checks, results
 from dbstudies.params import ParamError
 from dbstudies.results import INTERVALS, STATUS, Run
-from dbstudies.study import arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import arms_of
 
 cs = load("checkpoint_stalls")
 
@@ -128,7 +129,7 @@ def test_the_smoke_run_pairs_long_write_steps_by_round(smoke_run):
     runs = cs.runs(cs.series(run, steps), steps, p)
     assert (runs["pair"] > 0).all()
     rel = cs.relative(runs, p, "tps")
-    assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]
+    assert stats.is_paired_table(rel) and rel["n_baseline"].tolist() == [2]
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
     noise = planner.cell_noise(cs, [run], 0)  # median TPS
     assert noise[["workload", "threads", "df"]].values.tolist() == [["oltp_write_only", 4, 1]]

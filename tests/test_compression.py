@@ -13,7 +13,8 @@ from dbstudies.provenance import storage_facts
 from dbstudies.results import Run
 from dbstudies.servers import compression
 from dbstudies.studies.compression import answer as storage
-from dbstudies.study import arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import arms_of
 from dbstudies.workloads import linkbench
 from dbstudies.workloads.sysbench import Sysbench, SysbenchError
 
@@ -206,4 +207,4 @@ def test_the_paired_design_runs_each_format_on_a_server_of_its_own(tmp_path):
     assert len({s["datadir"] for s in run.metadata["servers"]}) == 2
     runs = study.runs(storage.series(run, steps), steps, run)
     rel = study.relative(runs, p, "tps")
-    assert stats.is_paired(rel) and rel["n_baseline"].tolist() == [2]
+    assert stats.is_paired_table(rel) and rel["n_baseline"].tolist() == [2]

@@ -8,7 +8,8 @@ from dbstudies import checks, experiment, ownership, tpch
 from dbstudies.params import ParamError
 from dbstudies.results import Run
 from dbstudies.studies.dbt3_plans import answer as qa
-from dbstudies.study import arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import arms_of
 from dbstudies.workloads import sql
 
 d3 = load("dbt3_plans")

@@ -28,7 +28,7 @@ def test_bad_levels_and_targets_are_parameter_errors():
 
 
 def test_named_configurations_are_the_arms_when_given():
-    from dbstudies.study import arms_of
+    from dbstudies.studykit import arms_of
     p = checks.resolve(study, "smoke", configs={"bp 64M": {"buffer_pool": "64M"},
                                                     "pool": {"thread_pool": True}})
     arms = arms_of(study, p)
@@ -100,7 +100,7 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
 def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
     from types import SimpleNamespace
 
-    from dbstudies.study import Arm
+    from dbstudies.studykit import Arm
     rows = []
     for repeat in (1, 2, 3):
         for rate, level in ((100.0, 0.5), (300.0, 1.5)):

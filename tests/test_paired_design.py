@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, checks, experiment, planner, report, results, schedule, stats
+from dbstudies import analysis, checks, experiment, planner, render, results, schedule, stats
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
-from dbstudies.study import Arm, arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import Arm, arms_of
 
 tp = load("thread_pool")
 
@@ -68,13 +69,13 @@ def test_what_the_paired_design_refuses_before_anything_starts():
 
 def test_the_design_line_says_how_a_run_was_measured():
     meta = {"design": "blocks", "arms": [{"label": "A"}, {"label": "B"}], "parameters": {"repeats": 5}}
-    assert report.design_line(meta).startswith("blocks: 5 repeats, each arm (2) measured in a block")
+    assert render.design_line(meta).startswith("blocks: 5 repeats, each arm (2) measured in a block")
     meta = {"design": "paired", "arms": [{"label": "A"}, {"label": "B"}, {"label": "A (A/A)"}],
             "rounds_done": 7, "plan": [], "parameters": {"restart_every": 2, "budget": 10}}
-    assert report.design_line(meta).startswith(
+    assert render.design_line(meta).startswith(
         "paired rounds: 7 rounds (10-minute budget), the 3 arms of a cell back to back")
-    assert "every 2 rounds" in report.design_line(meta)
-    assert report.design_line({}) == "not recorded"
+    assert "every 2 rounds" in render.design_line(meta)
+    assert render.design_line({}) == "not recorded"
 
 
 def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, twin=False):
@@ -136,13 +137,13 @@ def test_paired_analysis_of_a_run_finds_its_known_difference(tmp_path):
     assert analysis.is_paired(steps)
     arms = [Arm("base"), Arm("cand")]
     rel = analysis.compare_arms(steps, arms, by=["workload", "threads"], value="qps")
-    assert stats.is_paired(rel) and (rel["verdict"] == "better").all()
+    assert stats.is_paired_table(rel) and (rel["verdict"] == "better").all()
     assert rel["ratio"].between(1.1, 1.3).all()
     # the same steps as independent repeats: the shared round noise (0.15) swamps +20 %
     unpaired = analysis.compare_arms(steps.drop(columns="pair"), arms, by=["workload", "threads"],
                                        value="qps")
-    assert not stats.is_paired(unpaired) and (unpaired["mde_pct"] > rel["mde_pct"]).all()
-    pairs = analysis.pair_ratios(steps, arms)
+    assert not stats.is_paired_table(unpaired) and (unpaired["mde_pct"] > rel["mde_pct"]).all()
+    pairs = analysis.ratios_per_round(steps, arms)
     assert len(pairs) == 24 and np.allclose(np.exp(pairs["d"]), pairs["ratio"])
 
 

@@ -55,7 +55,7 @@ def test_paired_table_is_the_rule_above_and_pairs_by_round():
     assert list(t.columns) == ["candidate", "cell", *stats.PAIRED_COLUMNS]
     assert t["verdict"].tolist() == rule(d).tolist()
     assert np.allclose(t["ratio"], np.exp(d.mean(axis=1)))
-    assert (t["n_baseline"] == 6).all() and (t["prior_df"] > 0).all() and stats.is_paired(t)
+    assert (t["n_baseline"] == 6).all() and (t["prior_df"] > 0).all() and stats.is_paired_table(t)
     # shuffling the rows changes nothing: pairs are matched by round, not by position
     shuffled = as_frame(d).sample(frac=1, random_state=3)
     t2 = stats.paired_table(shuffled, by=["cell"], factor="arm", baseline="A", candidates=["B"], value="v")

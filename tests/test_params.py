@@ -1,9 +1,9 @@
 """Parameter validation and the run plan (no server needed)."""
 import pytest
 
-from dbstudies import checks, schedule, servers, study
+from dbstudies import checks, schedule, schedulers, servers, study
 from dbstudies.params import ParamError, parse_value
-from dbstudies.study import arms_of
+from dbstudies.studykit import arms_of
 
 tp = study.load("thread_pool")
 
@@ -88,7 +88,7 @@ def test_the_block_plan_interleaves_repeats_and_is_seeded():
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():
     mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
-    pool, per_connection = study.scheduler_intent(study.POOL, 6), study.scheduler_intent(study.PER_CONNECTION, 6)
+    pool, per_connection = schedulers.scheduler_intent(schedulers.POOL, 6), schedulers.scheduler_intent(schedulers.PER_CONNECTION, 6)
     assert mariadb.settings_for(pool) == {"thread_handling": "pool-of-threads", "thread_pool_size": 6}
     assert mariadb.settings_for(per_connection) == mysql.settings_for(per_connection) == {
         "thread_handling": "one-thread-per-connection"}
@@ -138,5 +138,6 @@ def test_list_names_every_study_with_its_parameters(capsys):
     for name in study.names():
         assert f"\n{name}: " in "\n" + out
     quick = checks.resolve(tp, "quick")
-    assert f"  threads (quick: {quick.threads!r})" in out
+    assert f"  threads (quick: {quick.threads!r}, smoke: [1, 4], full: " in out  # other profiles where they differ
+    assert "— client thread counts" in out  # and what it means
     assert "  candidates (quick: " in out and "  stall_fraction (quick: " in out

@@ -14,7 +14,8 @@ from dbstudies import checks, experiment, flamegraph, ownership, profiler, resul
 from dbstudies.analysis import profiles
 from dbstudies.errors import ParamError
 from dbstudies.results import CPU_PROFILES, Run
-from dbstudies.study import arms_of, load
+from dbstudies.study import load
+from dbstudies.studykit import arms_of
 
 # `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
 SCRIPT = """mariadbd

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from conftest import REPO
 
-from dbstudies import checks, cli
-from dbstudies.params import fields
+from dbstudies import checks, cli, study
+from dbstudies.params import fields, meanings
 from dbstudies.study import load
 
 tp = load("thread_pool")
@@ -41,22 +41,27 @@ def test_the_two_commands_and_ci():
     assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest$", make, re.M)
 
 
-@pytest.mark.parametrize("heading, study", [("Thread-pool study parameters", "thread_pool"),
-                                            ("Version study parameters", "versions"),
-                                            ("Checkpoint-stall study parameters", "checkpoint_stalls"),
-                                            ("DBT3 study parameters", "dbt3_plans"),
-                                            ("Compression study parameters", "compression"),
-                                            ("Latency study parameters", "latency")])
-def test_parameter_table_matches_profiles(heading, study):
-    s = load(study)
-    section = README.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
-    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines()
-            if ln.startswith("| `")]
-    assert [r[0].strip("`") for r in rows] == list(fields(s.Params))
-    for name, smoke, quick, full, meaning in rows:
-        name = name.strip("`")
-        assert [smoke, quick, full] == [fmt(s.PROFILES[p][name]) for p in ("smoke", "quick", "full")], name
-        assert meaning
+def test_the_parameter_tables_are_the_generated_ones():
+    """Each built-in study's README table is what its parameter class and profiles give
+    (`dbstudies list --write-readme` writes them): a parameter added, renamed, given another
+    profile value or meaning without the README following fails here."""
+    for name in study.names():
+        assert study.TABLE[0].format(name=name) in README, f"README has no parameter table of {name}"
+    assert study.readme_tables(README) == README, "README's parameter tables drifted: run `dbstudies list --write-readme`"
+
+
+@pytest.mark.parametrize("name", study.names())
+def test_every_parameter_says_what_it_means(name):
+    s = load(name)
+    words = meanings(s.Params)
+    assert [f for f in fields(s.Params) if not words.get(f)] == []
+    assert set(words) <= set(fields(s.Params)), "a meaning of no parameter"
+
+
+def test_a_drifted_table_is_seen():
+    """The check itself: a profile value changed in the README is not what the code gives."""
+    changed = README.replace("| `repeats` | 2 | 16 | 20 |", "| `repeats` | 2 | 15 | 20 |", 1)
+    assert changed != README and study.readme_tables(changed) == README
 
 
 def test_cli_examples_are_valid():

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from conftest import REPO, SMOKE_RUNS, report_problems
 
-from dbstudies import checks, ownership, paths, report
+from dbstudies import checks, ownership, paths, render
 from dbstudies.results import Run
 from dbstudies.study import load
 
@@ -32,7 +32,7 @@ def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
                                traceback=["Traceback (most recent call last):", "boom"])])
     run.finish("failed", "ServerDied: server mariadb-10.11 died during sysbench run (exit code -9)\n"
                          "--- server error log (tail) ---")
-    html = report.render(run).read_text()
+    html = render.render(run).read_text()
     assert "<b>Run failed</b>: ServerDied: server mariadb-10.11 died during sysbench run" in html
     assert ("Server logs under server/: one-thread-per-connection/mariadb-10.11.err, "
             "pool-of-threads/mariadb-10.11.err") in html
@@ -50,8 +50,8 @@ def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
 
 def test_missing_notebook_is_a_clear_error(tmp_path):
     run = Run.create("thread_pool", {}, root=tmp_path)
-    with pytest.raises(report.DbStudiesError, match="has no executed notebook"):
-        report.render(run)
+    with pytest.raises(render.DbStudiesError, match="has no executed notebook"):
+        render.render(run)
 
 
 @pytest.mark.notebook
@@ -110,9 +110,9 @@ def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
 def test_prune_leaves_out_what_does_not_apply_and_cuts_after_a_failed_cell():
     md, code, out = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell, nbformat.v4.new_output
     shown = [out("stream", name="stdout", text="a table\n")]
-    skipped = [out("display_data", data={"text/markdown": "*off*"}, metadata={report.SKIP: True})]
+    skipped = [out("display_data", data={"text/markdown": "*off*"}, metadata={render.SKIP: True})]
     nb = nbformat.v4.new_notebook(cells=[
-        md("An Exception was encountered at 'In [9]'", metadata={"tags": [report.PAPERMILL_ERROR]}),
+        md("An Exception was encountered at 'In [9]'", metadata={"tags": [render.PAPERMILL_ERROR]}),
         md("# Title\nThe question."),
         md("## Applies"), md("caption of a figure"), code("a", outputs=shown),
         md("## Does not apply"), md("caption"), code("b", outputs=skipped),
@@ -122,7 +122,7 @@ def test_prune_leaves_out_what_does_not_apply_and_cuts_after_a_failed_cell():
         md("## Fails"), code("f", outputs=shown + [out("error", ename="KeyError", evalue="'x'",
                                                            traceback=["Traceback"])]),
         md("## Never ran"), code("g", outputs=[])])
-    stopped = report.prune(nb)
+    stopped = render.prune(nb)
     assert stopped == ("Fails", "KeyError: 'x'")
     assert [c.source for c in nb.cells] == [
         "# Title\nThe question.", "## Applies", "caption of a figure", "a",
@@ -181,15 +181,15 @@ def test_the_header_shows_what_differs_between_arms_the_data_and_the_client_comm
                  "argv": ["sysbench", "w.lua", f"--mysql-socket=/tmp/dbs-{i}/s.sock", f"--threads={t}",
                           f"--time={d}", f"--rand-seed={i}", "run"]}
                 for i, (t, d) in enumerate([(8, 1), (1, 3), (16, 3), (1, 3)])]}}
-    config = report.configuration(meta)
+    config = render.configuration(meta)
     rows = re.findall(r"<tr( class='dbs-differs')?><td><code>(\w+)</code></td><td>([^<]*)</td><td>([^<]*)</td>", config)
     assert ("", "version", "10.11.19", "10.11.19") in rows
     assert (" class='dbs-differs'", "thread_handling", "one-thread-per-connection", "pool-of-threads") in rows
     assert ("", "innodb_buffer_pool_size", "128 MiB", "128 MiB") in rows
     assert (" class='dbs-differs'", "tmp_table_size", "16 MiB", "32 MiB") in rows
     assert "port" not in {r[1] for r in rows} and "datadir" not in {r[1] for r in rows}
-    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in report.data_sizes(meta)
-    client = report.client_commands(meta)
+    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in render.data_sizes(meta)
+    client = render.client_commands(meta)
     assert ("DBSTUDIES_WORKLOAD=oltp_read_only sysbench w.lua --mysql-socket=… --threads={1, 16} "
             "--time=3 --rand-seed=… run") in client  # the measured steps' (not the 1-s warm-up's)
-    assert report.configuration({"arms": []}) == report.data_sizes({}) == report.client_commands({}) == ""
+    assert render.configuration({"arms": []}) == render.data_sizes({}) == render.client_commands({}) == ""

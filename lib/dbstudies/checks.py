@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from . import params as P
 from . import servers
 from .schedule import design, round_seconds, server_key, servers_needed
-from .study import Arm, StudyModule, StudyParams, arms_of, remote_problems
+from .studykit import Arm, StudyModule, StudyParams, arms_of, remote_problems
 
 # memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
 # connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)

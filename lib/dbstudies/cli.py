@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import paths, study
+from . import paths, study, studykit
 from .errors import DbStudiesError
-from .params import PROFILES, fields
+from .params import PROFILES, fields, meanings
 
 EXIT_USAGE = 2
 
@@ -50,7 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="where earlier runs are, and where a pilot run goes (default: data/runs)")
     pln.add_argument("--no-pilot", action="store_true",
                      help="never measure: without earlier runs, say so instead of running a pilot")
-    sub.add_parser("list", help="list studies and their parameters")
+    lst = sub.add_parser("list", help="list studies and their parameters: values per profile, meanings")
+    lst.add_argument("study", nargs="?", help="one study (a name or a study's folder); default: every built-in")
+    lst.add_argument("--write-readme", action="store_true",
+                     help="write the built-in studies' parameter tables into README.md")
     rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
                          "executed notebook (measured from JupyterLab) gets one first")
     rep.add_argument("run_dir", type=Path)
@@ -124,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
-        return _list()
+        return _list(args.study, args.write_readme)
     if args.command == "servers":
         return _servers(args)
     if args.command == "plan":
@@ -133,7 +136,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _sweep_commands(args)
     from . import results, runner
     if args.command == "report":
-        from .report import render
+        from .render import render
         run = results.Run.open(args.run_dir)
         if args.analyse or not run.notebook.exists():
             print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
@@ -172,7 +175,7 @@ def _runs(which: str | None, runs_dir: Path) -> int:
     """One line per run (of the study `which`, a name or a study's folder), oldest first."""
     from . import ownership, results
     # an unknown study is an error, not an empty list
-    study_name = None if which is None else study.study_name(study.load(which))
+    study_name = None if which is None else studykit.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in results.list_runs(study_name, runs_dir):
         meta, status = run.metadata, ownership.check_abandoned(run)
@@ -212,8 +215,9 @@ def _clean(runs_dir: Path) -> int:
 
 def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     from . import analysis, results, stats
+    from .analysis import runs
     run_a, run_b = results.Run.open(path_a), results.Run.open(path_b)
-    table = analysis.compare_runs(run_a, run_b, metric)
+    table = runs.compare_runs(run_a, run_b, metric)
     view = table.assign(
         delta=table["delta_pct"].map("{:+.1f}%".format),
         ci=[f"[{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
@@ -225,7 +229,7 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     print("\n".join(stats.reachability(table)) + ".")
     print(analysis.NOT_INTERLEAVED + " The comparison is unpaired (repeats of the two runs as "
           "independent samples), whatever design each run was measured in.")
-    hosts = analysis.different_hosts(run_a, run_b)
+    hosts = runs.different_hosts(run_a, run_b)
     if hosts:
         print(hosts)
     if csv:
@@ -290,7 +294,7 @@ def _sweep_commands(args: argparse.Namespace) -> int:
         return proc.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
                          cwd=paths.REPO)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
-    s = sweep.Sweep(study.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
+    s = sweep.Sweep(studykit.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
     # Ctrl-C (SIGINT) ends the sweep even when it was started with SIGINT ignored, as a
@@ -305,13 +309,22 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     return code or (0 if all(r["status"] == "complete" for r in s.records) else 1)
 
 
-def _list() -> int:
-    """Studies and their parameters (quick profile's values)."""
-    for name in study.names():
-        s = study.load(name)
-        print(f"{name}: {study.title(s)}")
+def _list(which: str | None, write_readme: bool) -> int:
+    """Studies and their parameters: each one's quick value, smoke and full where they
+    differ, and what it means (the README's tables say the same; `--write-readme` writes them)."""
+    if write_readme:
+        readme = paths.REPO / "README.md"
+        readme.write_text(study.readme_tables(readme.read_text()))
+        print(f"dbstudies: parameter tables written into {readme}")
+        return 0
+    for ref in [which] if which else study.names():
+        s = study.load(ref)
+        words = meanings(s.Params)
+        print(f"{studykit.study_name(s)}: {studykit.title(s)}")
         for field in fields(s.Params):
-            print(f"  {field} (quick: {s.PROFILES['quick'][field]!r})")
+            values = {p: s.PROFILES[p][field] for p in PROFILES}
+            others = "".join(f", {p}: {v!r}" for p, v in values.items() if p != "quick" and v != values["quick"])
+            print(f"  {field} (quick: {values['quick']!r}{others}) — {words.get(field, '')}")
     return 0
 
 

@@ -55,7 +55,7 @@ from .schedule import (
     session_settings,
 )
 from .schedule import steps as planned_steps
-from .study import Arm, StudyModule, StudyParams, arms_of, hook, study_name
+from .studykit import Arm, StudyModule, StudyParams, arms_of, hook, study_name
 from .workloads import sql
 
 # ---------------------------------------------------------------- the loop

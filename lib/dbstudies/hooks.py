@@ -38,7 +38,7 @@ from .results import (
     WAITS,
     Run,
 )
-from .study import Arm
+from .studykit import Arm
 from .workloads.sysbench import Sysbench, SysbenchResult
 from .workloads.sysbench import version as sysbench_version
 

@@ -59,7 +59,7 @@ def owns(run: Run) -> bool:
     return owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname()
 
 
-def settle(run: Run, status: str, error: str | None = None) -> None:
+def record_end(run: Run, status: str, error: str | None = None) -> None:
     """Record how the run ended, once; a complete run's figures go to figures/<study>/."""
     if run.status != "running":
         return
@@ -77,18 +77,18 @@ def guard(run: Run) -> Iterator[Run]:
         yield run
     except KeyboardInterrupt:
         if owns(run):
-            settle(run, "interrupted", "interrupted (KeyboardInterrupt)")
+            record_end(run, "interrupted", "interrupted (KeyboardInterrupt)")
         raise
     except BaseException as e:
         if owns(run):
-            settle(run, "failed", f"{type(e).__name__}: {e}")
+            record_end(run, "failed", f"{type(e).__name__}: {e}")
         raise
 
 
 def finish(run: Run) -> None:
     """A notebook reached its end (its last cell): complete the run if the notebook owns it."""
     if owns(run):
-        settle(run, "complete")
+        record_end(run, "complete")
         print(f"Run complete: {run.path}\n`dbstudies report {run.path}` writes its executed "
               "notebook and report.html there.")
 

@@ -140,3 +140,41 @@ def check_min(obj: Any, **lows: float) -> list[str]:
     """Each named field of `obj` is at least its low bound."""
     return [f"{name}: must be ≥ {low}, got {getattr(obj, name)}"
             for name, low in lows.items() if getattr(obj, name) < low]
+
+
+def meanings(cls: type) -> dict[str, str]:
+    """What each parameter of `cls` means: the `MEANINGS` of its classes, a subclass's
+    words replacing its bases' (a study says what `repeats` or `workloads` are for it)."""
+    out: dict[str, str] = {}
+    for c in reversed(cls.__mro__):
+        out.update(vars(c).get("MEANINGS", {}))
+    return out
+
+
+def shown(value: Any) -> str:
+    """A parameter's value as the README's tables and `dbstudies list` show it.
+
+    >>> shown(None), shown(True), shown([1, 16]), shown({"a": 1}), shown(0.05)
+    ('none', 'true', '1, 16', '{"a": 1}', '0.05')
+    """
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+
+def table(cls: type, profiles: Mapping[str, Mapping[str, Any]]) -> str:
+    """The Markdown table of `cls`'s parameters: each one's value in every profile and what
+    it means — generated into the README (`dbstudies list --write-readme`), never by hand."""
+    words = meanings(cls)
+    rows = ["| parameter | smoke | quick | full | meaning |", "|---|---|---|---|---|"]
+    for name in fields(cls):
+        values = " | ".join(shown(profiles[p][name]) for p in PROFILES)
+        rows.append(f"| `{name}` | {values} | {words.get(name, '')} |")
+    return "\n".join(rows)

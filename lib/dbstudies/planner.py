@@ -25,7 +25,8 @@ import pandas as pd
 
 from . import analysis, checks, experiment, ownership, paths, results, schedule, stats
 from .results import Run, list_runs
-from .study import StudyModule, StudyParams, arms_of, cells_of, hook, load, study_name
+from .study import load
+from .studykit import StudyModule, StudyParams, arms_of, cells_of, hook, study_name
 
 PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used

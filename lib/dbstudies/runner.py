@@ -19,11 +19,12 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from . import checks, schedule, workloads
 from .errors import ParamError, StoreError
-from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, settle
+from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, record_end
 from .params import as_dict
-from .report import conclusion_text, render
+from .render import conclusion_text, render
 from .results import Run
-from .study import load, notebook_of, reference, study_name
+from .study import load, notebook_of, reference
+from .studykit import study_name
 
 # ---------------------------------------------------------------- dbstudies run
 
@@ -49,7 +50,7 @@ def parameters(pairs: Sequence[Sequence[str]]) -> dict[str, str]:
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
             kernel: str | None = None, verbose: bool = False) -> int:
     """`dbstudies run`: validate, create the run, execute the notebook (a progress bar in
-    the terminal; the notebook's own output with `verbose`), settle, write the report, print
+    the terminal; the notebook's own output with `verbose`), record how it ended, write the report, print
     the conclusion. A run that fails or is interrupted still gets a report: the notebook is
     executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
@@ -78,14 +79,14 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     try:
         _notebook(run, notebook, run.notebook,
                   {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
-        settle(run, "complete")
+        record_end(run, "complete")
     except KeyboardInterrupt as e:
         signame = getattr(e, "signame", "SIGINT")
-        settle(run, "interrupted", f"interrupted by {signame}")
+        record_end(run, "interrupted", f"interrupted by {signame}")
         print(f"dbstudies: interrupted ({signame})", file=sys.stderr, flush=True)
         code = EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
-        settle(run, "failed", _error_line(e))
+        record_end(run, "failed", _error_line(e))
         print(f"dbstudies: the study failed: {_error_line(e)}", file=sys.stderr, flush=True)
         code = EXIT_FAILED
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .study import Arm, StudyModule, StudyParams, arms_of, cells_of, hook
+from .studykit import Arm, StudyModule, StudyParams, arms_of, cells_of, hook
 
 RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
 MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
@@ -44,7 +44,7 @@ def paired_order(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed
     k rotations of a random order, shuffled within every k rounds (k arms), so every arm
     takes every position equally often (AB as often as BA). Seeded.
 
-    >>> from dbstudies.study import Arm
+    >>> from dbstudies.studykit import Arm
     >>> df = paired_order([Arm("A"), Arm("B")], [{"threads": 1}, {"threads": 8}], 4, seed=1)
     >>> df.groupby(["threads", "position"])["arm"].apply(lambda a: "".join(sorted(a))).tolist()
     ['AABB', 'AABB', 'AABB', 'AABB']
@@ -127,7 +127,7 @@ def server_key(arm: Arm, p: StudyParams) -> str:
     candidates): there the arms of one flavour that ask for no intent share one server.
 
     >>> from types import SimpleNamespace as NS
-    >>> from dbstudies.study import Arm
+    >>> from dbstudies.studykit import Arm
     >>> p = NS(design="paired", flavour="f", SHARED_SERVER=True)
     >>> [server_key(a, p) for a in (Arm("a"), Arm("b", {"x": 1}), Arm("c", flavour="g"))]
     ['f (shared)', 'f (shared)', 'g (shared)']

@@ -46,7 +46,8 @@ import pandas as pd
 from . import checks, paths, proc, results
 from .errors import ParamError, StoreError
 from .results import Run
-from .study import hook, load
+from .study import load
+from .studykit import hook
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
 MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
@@ -369,7 +370,7 @@ class Sweep:
         """data/sweeps/<id>/index.html: every run with its status, host, headline and a
         link to its report; then the runs side by side (`combined`: a table and a figure of
         QPS and p99 per run). Each run's report is rendered again with a link back here."""
-        from .report import conclusion_text, render
+        from .render import conclusion_text, render
         rows = []
         for r in self.records:
             run_dir = Path(r["run_dir"]) if r.get("run_dir") else None

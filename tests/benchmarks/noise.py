@@ -22,7 +22,8 @@ import pandas as pd
 
 from dbstudies import analysis, checks, experiment, ownership, paths, planner, stats
 from dbstudies.results import Run
-from dbstudies.study import arms_of, load, study_name
+from dbstudies.study import load
+from dbstudies.studykit import arms_of, study_name
 
 
 def analyse(run: Run) -> None:

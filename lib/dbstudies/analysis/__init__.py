@@ -16,10 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from .. import probes, results, stats
-from ..errors import StoreError
+from .. import probes, stats
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
-from ..study import Arm
+from ..studykit import Arm
 from ..workloads import TYPES as ORDER
 
 BY = ["workload", "threads"]                                      # one cell of a table
@@ -103,9 +102,9 @@ def summary(steps: pd.DataFrame) -> pd.DataFrame:
                         {k: col for k, (col, _) in METRICS.items()})
 
 
-def pair_ratios(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
+def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
     """Every round's ratio candidate / baseline per workload × threads (paired steps; the
-    A/A twin left to its own table), for `plots.pair_ratios`; empty for blocks."""
+    A/A twin left to its own table), for `plots.ratios_per_round`; empty for blocks."""
     if not is_paired(steps):
         return pd.DataFrame()
     column, _ = METRICS[metric]
@@ -143,7 +142,7 @@ def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: st
                     higher_is_better: bool, *, control: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) on one per-run `column`, per workload ×
     threads, one Holm family; with `control`, the A/A table (the baseline against its twin).
-    `arms` include the A/A twin when `p.aa_control` (`study.with_control`)."""
+    `arms` include the A/A twin when `p.aa_control` (`studykit.with_control`)."""
     compare = aa_table if control else compare_arms
     rel = compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
                   threshold=p.draw_threshold)
@@ -361,52 +360,6 @@ NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed bet
                    "difference. Prefer one run with both configurations as arms.")
 
 
-def host_of(run: Run) -> str:
-    """The host that measured a run: its name and CPU model (from its metadata)."""
-    h = run.metadata.get("host") or {}
-    return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)"
-
-
-def different_hosts(run_a: Run, run_b: Run) -> str | None:
-    """The warning a comparison of runs measured on different hosts carries, or None."""
-    a, b = host_of(run_a), host_of(run_b)
-    if a == b:
-        return None
-    return (f"The two runs were measured on different hosts (A: {a}; B: {b}): every "
-            "difference between the hosts is confounded with the difference measured.")
-
-
-def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
-                 threshold: float | None = None) -> pd.DataFrame:
-    """Run B against run A (the baseline), per arm × workload × threads present in both,
-    with the rule of every study (one Holm family over the table). Both runs must be of the
-    same study. `threshold`: the draw threshold (default: run A's `draw_threshold`)."""
-    meta_a, meta_b = run_a.metadata, run_b.metadata
-    if meta_a.get("study") != meta_b.get("study"):
-        raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
-                         f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
-    if metric not in METRICS:
-        raise StoreError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    a, b = results.measured(run_a), results.measured(run_b)
-    if a.empty or b.empty:
-        empty = run_a if a.empty else run_b
-        raise StoreError(f"run {empty.path.name} holds no measured steps")
-    la, lb = run_a.path.name, run_b.path.name
-    if la == lb:
-        la, lb = f"A {la}", f"B {lb}"
-    steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
-    column, higher = METRICS[metric]
-    if threshold is None:
-        threshold = (meta_a.get("parameters") or {}).get("draw_threshold", stats.THRESHOLD)
-    table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,
-                                candidates=[lb], value=column, higher_is_better=higher,
-                                threshold=threshold)
-    if table.empty:
-        raise StoreError(f"runs {run_a.path.name} and {run_b.path.name} have no configuration "
-                         "(arm × workload × threads) in common")
-    return table.assign(same_host=different_hosts(run_a, run_b) is None)
-
-
 # ---------------------------------------------------------------- our workloads' transaction types
 
 def transaction_types(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
@@ -480,7 +433,7 @@ def aa_differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") ->
 
 def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps",
                 comparisons: int | None = None) -> pd.DataFrame:
-    """The verdict rule judged on this run's own A/A pairs (`stats.calibration`): the
+    """The verdict rule judged on this run's own A/A pairs (`stats.rule_on_resamples`): the
     false-positive rate per table and the power for +10 % and +20 %, with a Holm family the
     size of the study's table (`comparisons`, default: its cells × its candidates). Empty
     without an A/A twin measured in pairs."""
@@ -489,7 +442,7 @@ def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps
         return pd.DataFrame()
     cands = len([a for a in arms[1:] if a.twin_of is None]) or 1
     m = comparisons or d.shape[1] * cands
-    out = stats.calibration(d.to_numpy(), m, threshold=p.draw_threshold)
+    out = stats.rule_on_resamples(d.to_numpy(), m, threshold=p.draw_threshold)
     return out.assign(rounds=len(d), cells=d.shape[1], comparisons=m)
 
 

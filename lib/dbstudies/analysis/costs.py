@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..probes import COSTS
-from ..study import Arm
+from ..studykit import Arm
 from . import BY, compare_arms, signed
 
 JUDGED = ("better", "worse")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import flamegraph, profiler, results
 from ..results import CPU_PROFILES, STEPS, WAITS, Run
-from ..study import Arm, parse_cell
+from ..studykit import Arm, parse_cell
 from . import BY, compare_arms
 
 JUDGED = ("better", "worse")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, results, timeseries
-from ... import study as S
+from ... import studykit as S
 from ...analysis import profiles
 
 if TYPE_CHECKING:
@@ -36,6 +36,33 @@ WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_up
 @dataclass(frozen=True, kw_only=True)
 class Params(S.CpuProfiled, S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "repeats": "paired rounds (blocks per configuration with `design` blocks)",
+        "settings": "settings of every configuration",
+        "design": (
+            "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
+            "measured back to back in rounds; `blocks`: per repeat, each arm in a block of its own "
+            "on a fresh start (see Statistics); a paired A/A here showed no disturbance from the "
+            "idle server, whose flushing is waited out after every write step"),
+        "workloads": (
+            "sysbench write workloads (oltp_read_write, oltp_write_only, oltp_update_index, "
+            "oltp_update_non_index) or ours: `tpcc`, `linkbench`"),
+        "warmup": (
+            "read-only warm-up seconds after each server start (recorded, discarded; the source: 5 "
+            "minutes)"),
+        "duration": (
+            "seconds of each long read/write step (the source: 60 minutes; the full profile's 3 "
+            "minutes fit 14 paired rounds in ≈ 4 h)"),
+        "cpu_profile": (
+            "after the plan, measure the cells whose whole-step TPS the verdict rule judges better "
+            "or worse (else the largest difference) once more on every configuration with `perf` "
+            "sampling the server (see \"On-CPU profiles\")"),
+        "cpu_profile_cells": (
+            "with `cpu_profile`: profile these cells instead (`workload@threads`, e.g. "
+            "`oltp_write_only@64`)"),
+        "configs": "named configurations, the first the baseline",
+        "stall_fraction": "a second below this share of the run's median throughput is a stall",
+    }
     configs: dict
     stall_fraction: float
     WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, results, schedule, servers, workloads
-from ... import study as S
+from ... import studykit as S
 from ...errors import WorkloadError
 from ...hooks import sysbench_step
 from ...schema import Table
@@ -65,6 +65,38 @@ COUNTERS = Table("counters", 1, {
 @dataclass(frozen=True, kw_only=True)
 class Params(S.SysbenchParams):
     """The study's parameters (README: "Compression study parameters")."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "repeats": "blocks per candidate: each loads, restarts and runs again",
+        "seed": (
+            "random seed: order of blocks and steps, sysbench `--rand-seed` of loads and runs "
+            "(every candidate loads the same rows)"),
+        "aa_control": "also measure `none` a second time, as its own interleaved arm (A/A control)",
+        "settings": (
+            "more server settings of every start (smoke and quick lower `innodb_lru_scan_depth` so "
+            "that MariaDB does not keep a third of their small pools free; the study owns the "
+            "buffer pool, flush method, doublewrite, compression algorithm, plugins and buffer-pool"
+            " dump/load)"),
+        "design": (
+            "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
+            "measured back to back in rounds; `blocks`: per repeat, each arm in a block of its own "
+            "on a fresh start (see Statistics); only blocks: each step loads and runs I/O-bound "
+            "from a cold pool, which a second server would disturb"),
+        "workloads": "`linkbench`, `tpcc`, and `oltp_read_write` as a baseline",
+        "threads": "client thread counts",
+        "tables": "sysbench tables (`oltp_read_write`; ≈ 260 B per row here)",
+        "warehouses": "TPC-C-like scale (≈ 110 MB per warehouse here, uncompressed)",
+        "nodes": "LinkBench-like scale (≈ 650 B per node here with its links and counts, uncompressed)",
+        "warmup": "must be 0: every run starts from a cold buffer pool on purpose",
+        "duration": "seconds of each run (the source: 24 h of LinkBench, 3 h of TPC-C)",
+        "candidates": (
+            "table formats, `none` first (the baseline): `none`, `page:<algorithm>` (zlib, lz4, "
+            "lzo, lzma, bzip2, snappy), `row:<KiB>` (1, 2, 4, 8, 16)"),
+        "buffer_pool": "InnoDB buffer pool of every start",
+        "flush_method": "`innodb_flush_method` (O_DIRECT keeps the OS page cache from hiding reads)",
+        "doublewrite": "InnoDB doublewrite buffer (the source ran without it, on atomic writes)",
+        "payload_compressibility": "LinkBench-like payloads: 0 random … 1 highly compressible",
+        "min_data_ratio": "refuse a scale whose estimated uncompressed data is under this × `buffer_pool`",
+    }
     candidates: list[str]
     buffer_pool: str
     flush_method: str

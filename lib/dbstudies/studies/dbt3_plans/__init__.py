@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from ... import errors, tpch
-from ... import study as S
+from ... import studykit as S
 from ...schema import Table
 from ...workloads import sql as sql_
 from .answer import OWN_PLAN
@@ -57,6 +57,32 @@ FORCED = Table("forced", 1, {"arm": "str", "query": "int64", "order_of": "str", 
 @dataclass(frozen=True, kw_only=True)
 class Params(S.StudyParams):
     """The study's parameters (README: "DBT3 study parameters")."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "flavour": "the server of candidates that name none",
+        "repeats": "paired rounds: executions of each query per candidate (blocks: one block each)",
+        "seed": "random seed: order of blocks and queries",
+        "settings": "settings of every candidate",
+        "design": (
+            "`paired`: the candidates of one flavour share one server, each execution's session set"
+            " to its candidate's settings (a setting no session can take stops the run before the "
+            "load; a candidate with its own flavour or an intent gets a server of its own), every "
+            "query on every candidate back to back per round; `blocks`: per repeat, each candidate "
+            "in a block of its own after a restart with its configuration (see Statistics)"),
+        "restart_every": (
+            "paired design: every this many rounds the server is restarted and every candidate runs"
+            " every query once, unmeasured (warm runs); a shared server's start falls on both "
+            "candidates of a pair alike, so rarely is enough (see Statistics)"),
+        "scale_factor": "TPC-H scale factor (reference answers exist for 0.01, 0.1 and 1)",
+        "engine": "storage engine of the tables: InnoDB, MyISAM (as our source) or Aria",
+        "candidates": (
+            "named configurations (server variables, intents, optionally a `flavour`), the first "
+            "the baseline"),
+        "queries": "the query numbers run",
+        "cold": (
+            "true: a cold restart (OS page cache dropped, no buffer-pool reload) before every "
+            "execution; false: warm, every query once unmeasured after each restart"),
+        "timeout": "seconds a query may run (server-side); beyond it: `>timeout` (the source: 7200)",
+    }
     scale_factor: float
     engine: str
     candidates: dict

@@ -4,7 +4,7 @@ study's tables; any study that times SQL statements per candidate can use them).
 Executions are rows with `query`, `arm`, `repeat`, `seconds` (NaN when it timed out),
 `timed_out`, `order_of` (whose join order was forced; `OWN_PLAN` for the candidate's own)
 and, in the paired design, `pair`. `p` is the study's parameters: `queries`, `timeout`,
-`draw_threshold`. Arms are the run's (`study.arms_of`); the A/A twin is left to its own
+`draw_threshold`. Arms are the run's (`studykit.arms_of`); the A/A twin is left to its own
 table.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 
 from ... import stats
 from ...analysis import compare_arms, is_paired, signed, verdicts
-from ...study import Arm
+from ...studykit import Arm
 from ...workloads import sql
 
 OWN_PLAN = ""  # order_of of an execution with the candidate's own plan
@@ -58,9 +58,9 @@ def relative(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
     return rel.assign(baseline=a[0].label) if not rel.empty else rel
 
 
-def pair_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
+def execution_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     """Every round's time ratio candidate / baseline per query (paired executions; timed-out
-    ones left out), for `plots.pair_ratios`; empty for blocks."""
+    ones left out), for `plots.ratios_per_round`; empty for blocks."""
     if not is_paired(ex):
         return pd.DataFrame()
     a = _compared(arms)

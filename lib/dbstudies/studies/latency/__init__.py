@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import params as P
-from ... import study as S
+from ... import schedulers as sch
+from ... import studykit as S
 from ...workloads import sysbench
 from . import answer as L
 
@@ -43,6 +44,39 @@ WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 class Params(S.MultiServerParams):
     """The study's parameters (README "Latency study parameters"). `threads`: the
     connections serving the offered load (and the calibration's closed-loop threads)."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "flavour": "server flavour of the baseline (`env/servers/<flavour>.toml`)",
+        "repeats": "paired rounds of each phase (calibration, then offered load); ≥ 2 for a verdict",
+        "seed": "random seed: order of pairs and cells, sysbench `--rand-seed`, the arrival schedule",
+        "aa_control": "also measure the baseline a second time, as its own arm (A/A control)",
+        "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`)",
+        "budget": "not used here: each phase runs `repeats` rounds (leave unset)",
+        "design": (
+            "`paired` (every arm on a server of its own, the arms of a cell back to back) or "
+            "`blocks`"),
+        "restart_every": "paired design: every this many rounds all servers are restarted and warmed up",
+        "workloads": "sysbench OLTP workloads",
+        "threads": (
+            "one value: the connections that serve the offered load (and the calibration's "
+            "closed-loop threads)"),
+        "warehouses": "not used (OLTP workloads only)",
+        "nodes": "not used (OLTP workloads only)",
+        "duration": "seconds of each step (calibration and every offered level)",
+        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
+        "flavours": "the servers measured, `flavour` among them (as in the thread-pool study)",
+        "schedulers": "`thread_handling` values compared; the pool gets `thread_pool_size` = server CPUs",
+        "loads": (
+            "offered levels as fractions of the **baseline's** median calibrated peak (the same "
+            "absolute rate for every arm); at most 3"),
+        "rates": "offered levels in transactions/s instead (then `loads` is ignored)",
+        "arrivals": "`poisson` (exponential gaps) or `constant` (evenly spaced)",
+        "p99_target_ms": "the capacity is the highest offered rate whose p99 stays under this",
+        "configs": (
+            "named configurations as the arms instead of the schedulers, as in the checkpoint-stall"
+            " study: `{\"base\": {}, \"bp 1G\": {\"buffer_pool\": \"1G\"}}` (intents or server variables, "
+            "and an optional `flavour` each; the first is the baseline; `flavours` stays the "
+            "baseline's alone)"),
+    }
     schedulers: list[str]
     loads: list[float]
     rates: list[float] | None = None
@@ -54,7 +88,7 @@ class Params(S.MultiServerParams):
 
     def check(self) -> list[str]:
         if self.configs is None:
-            problems = S.schedulers_problems(self, self.schedulers)
+            problems = sch.schedulers_problems(self, self.schedulers)
         else:
             problems = S.configs_problems("configs", self.configs, self.flavour)
             if self.flavours != [self.flavour]:
@@ -89,7 +123,7 @@ class Params(S.MultiServerParams):
         return sorted(self.rates or self.loads)
 
 
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(S.SCHEDULERS),
+_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(sch.SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
                restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None)
@@ -113,12 +147,12 @@ def arms(p: Params) -> list[S.Arm]:
     server × scheduler it has, the baseline (one-thread-per-connection on `flavour`) first."""
     if p.configs is not None:
         return S.config_arms(p.configs, p.flavour)
-    return S.scheduler_arms(p, p.schedulers)
+    return sch.scheduler_arms(p, p.schedulers)
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm, flavour) of the schedulers a server cannot run (none with `configs`)."""
-    return [] if p.configs is not None else S.schedulers_unavailable(p, p.schedulers)
+    return [] if p.configs is not None else sch.schedulers_unavailable(p, p.schedulers)
 
 
 def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from ... import results
 from ...analysis import cell_text, compare_arms, is_paired, signed, with_unavailable
 from ...errors import StoreError
 from ...results import OL_SECONDS, OPEN_LOOP, Run
-from ...study import Arm
+from ...studykit import Arm
 
 CELL = ["workload", "threads", "rate"]
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",

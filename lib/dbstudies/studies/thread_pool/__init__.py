@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis
-from ... import study as S
+from ... import schedulers as sch
+from ... import studykit as S
 from ...analysis import profiles
 
 if TYPE_CHECKING:
@@ -25,19 +26,25 @@ if TYPE_CHECKING:
     from ...results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
-PER_CONNECTION, POOL, SCHEDULERS = S.PER_CONNECTION, S.POOL, S.SCHEDULERS
+PER_CONNECTION, POOL, SCHEDULERS = sch.PER_CONNECTION, sch.POOL, sch.SCHEDULERS
 
 
 @dataclass(frozen=True, kw_only=True)
 class Params(S.CpuProfiled, S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`)",
+        "threads": "client thread counts (1 … 4096; the source's 13 powers of two fit with a 3G pool)",
+        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
+        "schedulers": "`thread_handling` values compared; the pool gets `thread_pool_size` = server CPUs",
+    }
     schedulers: list[str]
     WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")  # tpcc: the source's TPCC-10 case
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
 
     def check(self) -> list[str]:
-        return S.schedulers_problems(self, self.schedulers)
+        return sch.schedulers_problems(self, self.schedulers)
 
 
 _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
@@ -66,13 +73,13 @@ PROFILES: dict[str, dict[str, Any]] = {
 def arms(p: Params) -> list[S.Arm]:
     """One arm per server × scheduler it has; the baseline (the baseline server's
     one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
-    return S.scheduler_arms(p, p.schedulers)
+    return sch.scheduler_arms(p, p.schedulers)
 
 
 def not_available(p: Params) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
-    return S.schedulers_unavailable(p, p.schedulers)
+    return sch.schedulers_unavailable(p, p.schedulers)
 
 
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis
-from ... import study as S
+from ... import studykit as S
 from ...analysis import profiles
 
 if TYPE_CHECKING:
@@ -29,6 +29,18 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 @dataclass(frozen=True, kw_only=True)
 class Params(S.CpuProfiled, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "flavour": "the baseline version, one of `flavours`",
+        "repeats": "paired rounds (blocks per version with `design` blocks)",
+        "server_cpus": "`taskset` CPU list for the servers",
+        "settings": "extra my.cnf settings for every version, on top of its fragments",
+        "workloads": "sysbench OLTP workloads, or ours: `tpcc`, `linkbench`",
+        "table_size": "rows per table (the source: 1 table of 1M rows, read-only from memory)",
+        "warmup": "warm-up seconds after each server start (recorded, discarded)",
+        "flavours": (
+            "the versions compared (`env/servers/<flavour>.toml`; rootfs flavours are provisioned "
+            "on first use)"),
+    }
     WORKLOADS: ClassVar[tuple[str, ...]] = (*WORKLOADS, "tpcc", "linkbench")
 
     def check(self) -> list[str]:

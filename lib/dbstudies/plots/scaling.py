@@ -1,0 +1,168 @@
+"""Figures of a measure against client threads (scaling, CPU), of a sweep's runs, and of a
+paired design's ratios per round."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, Callable
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+from .axes import (
+    MAX_W,
+    PANEL_H,
+    PROCESS_STYLE,
+    _legend_below,
+    _log2_threads,
+    _log_y,
+    _panels,
+    dodged,
+    palette,
+    signed_pct,
+    spaced_ratio_ticks,
+)
+
+
+def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm",
+            facet: str = "workload", logy: bool = True, note: str = "") -> plt.Figure:
+    """Median of `metric` with min/max whiskers vs client threads, one panel per `facet`.
+
+    `summary` has columns threads, hue, facet and {metric}_median/_min/_max."""
+    facets = sorted(summary[facet].unique())
+    fig, axes = _panels(len(facets))
+    colours = palette(summary[hue])
+    for ax, f in zip(axes, facets):
+        part = summary[summary[facet] == f]
+        for i, (h, g) in enumerate(part.groupby(hue)):
+            g = g.sort_values("threads")
+            med = g[f"{metric}_median"]
+            ax.errorbar(dodged(g["threads"], i, len(colours)), med,
+                        yerr=[med - g[f"{metric}_min"], g[f"{metric}_max"] - med],
+                        marker="o", capsize=3, label=h, color=colours[h])
+        _log2_threads(ax, summary["threads"])
+        if logy:
+            _log_y(ax, part[f"{metric}_min"].min(), part[f"{metric}_max"].max())
+        ax.set_title(f)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(f"{ylabel}{' (' + note + ')' if note else ''}: median, whiskers min–max", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{ylabel} against client threads ({', '.join(map(str, sorted(summary['threads'].unique())))}), "
+                         f"one panel per {facet} ({', '.join(facets)}), one line per {hue} "
+                         f"({', '.join(colours)}): median over repeats with min–max whiskers.")
+    return fig
+
+
+def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> plt.Figure:
+    """Median CPU use of server (solid) and sysbench client (dashed), % of one core, vs
+    threads; the same colours per configuration as the other figures."""
+    facets = sorted(summary[facet].unique())
+    fig, axes = _panels(len(facets))
+    colours = palette(summary[hue])
+    for ax, f in zip(axes, facets):
+        for h, g in summary[summary[facet] == f].groupby(hue):
+            g = g.sort_values("threads")
+            for process, style in PROCESS_STYLE.items():
+                ax.plot(g["threads"], g[f"cpu_{process}_pct"], style, marker="o",
+                        color=colours[h], label=f"{h}, {process}")
+        _log2_threads(ax, summary["threads"])
+        ax.set_ylim(bottom=0)
+        ax.set_title(f)
+        ax.set_ylabel("CPU, % of one core")
+    fig.suptitle("CPU use: server (solid) and sysbench (dashed), median", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"Median CPU use in % of one core of the server and of sysbench "
+                         f"against client threads, one panel per {facet}, one colour per {hue}.")
+    return fig
+
+
+def sweep(table: pd.DataFrame, metric: str, ylabel: str, *, x: str = "run") -> plt.Figure:
+    """A sweep's runs side by side: per workload a panel, the runs (their swept values) along
+    x in the sweep's order, `metric` (a median over each run's steps) on a log axis, one line
+    per arm — per arm and client threads when a run measured several."""
+    facets = list(dict.fromkeys(table["workload"]))
+    fig, axes = _panels(len(facets))
+    runs = list(dict.fromkeys(table[x]))
+    many = table.groupby(x)["threads"].nunique().max() > 1
+    series = table["arm"] + (", " + table["threads"].astype(str) + " threads" if many else "")
+    colours = palette(list(dict.fromkeys(table["arm"])))
+    styles = ["-", "--", ":", "-."]
+    for ax, f in zip(axes, facets):
+        part = table.assign(series=series)[table["workload"] == f]
+        for k, (name, g) in enumerate(part.groupby("series", sort=False)):
+            g = g.set_index(x).reindex(runs)
+            arm = str(g["arm"].dropna().iloc[0])
+            ax.plot(range(len(runs)), g[metric], marker="o", label=name, color=colours[arm],
+                    ls=styles[k // max(1, len(colours)) % len(styles)] if many else "-")
+        ax.set_xticks(range(len(runs)), [textwrap.fill(str(r), 16) for r in runs])
+        ax.set_xlim(-0.5, len(runs) - 0.5)
+        if part[metric].notna().any():
+            _log_y(ax, part[metric].min(), part[metric].max())
+        else:  # e.g. a latency level no run sustained: its p99 is no figure
+            ax.text(0.5, 0.5, "no value in any run", transform=ax.transAxes, ha="center",
+                    va="center", color="0.4")
+            ax.set_yticks([])
+        ax.set_title(str(f))
+        ax.set_ylabel(ylabel)
+    fig.suptitle(f"{ylabel} per run of the sweep: median over each run's measured steps", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{ylabel} of every run of the sweep ({', '.join(map(str, runs))}), one "
+                         f"panel per workload, one line per arm: the median over the run's steps.")
+    return fig
+
+
+def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshold: float,
+                facet: str = "workload", hue: str = "candidate", x: str = "threads",
+                xlabel: str = "", xtick: Callable[[Any], str] = str) -> plt.Figure:
+    """What a paired verdict is computed from: per cell, every round's ratio candidate /
+    baseline (faint dots) and the ratio of geometric means with its 95 % CI (bold), on a log
+    axis labelled as differences; the draw band ±`threshold` shaded. `pairs`: x, facet,
+    hue and `ratio` per round; `rel`: the comparison table (ratio, ci_low, ci_high). x
+    "threads" is a log2 axis; any other column is categorical (`xtick` names its values)."""
+    facets = sorted(pairs[facet].unique())
+    fig, axes = _panels(len(facets))
+    if x == "threads":
+        place = lambda v, i, n: dodged(v.astype(float), i, n)  # noqa: E731
+    else:
+        fig.set_size_inches(MAX_W, PANEL_H)
+        where = {v: k for k, v in enumerate(sorted(pairs[x].unique()))}
+        place = lambda v, i, n: v.map(where) + (i - (n - 1) / 2) * 0.25  # noqa: E731
+    colours = palette(rel[hue].unique())
+    hues = list(dict.fromkeys(rel[hue]))
+    for ax, f in zip(axes, facets):
+        ax.axhspan(1 - threshold, 1 + threshold, color="0.85", zorder=0, lw=0,
+                   label=f"draw band (±{threshold:.0%})")
+        ax.axhline(1, color="0.3", lw=1, zorder=1)
+        for i, h in enumerate(hues):
+            dots = pairs[(pairs[facet] == f) & (pairs[hue] == h)]
+            ax.scatter(place(dots[x], i, len(hues)), dots["ratio"], s=9, alpha=0.35,
+                       color=colours[h], lw=0, zorder=2)
+            r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values(x)
+            xr = place(r[x], i, len(hues))
+            ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]],
+                        fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
+                        label=f"{h}: ratio of geometric means, 95 % CI")
+        if x == "threads":
+            _log2_threads(ax, pairs["threads"])
+        else:
+            ax.set_xticks(range(len(where)), [xtick(v) for v in where])
+            ax.set_xlim(-0.6, len(where) - 0.4)
+            ax.set_xlabel(xlabel or x)
+        ax.set_yscale("log")
+        values = pd.concat([pairs.loc[pairs[facet] == f, "ratio"], rel["ci_low"], rel["ci_high"]]).dropna()
+        low, high = min(values.min(), 1 - threshold) / 1.05, max(values.max(), 1 + threshold) * 1.05
+        ax.set_ylim(low, high)
+        ax.yaxis.set_major_locator(FixedLocator(spaced_ratio_ticks(low, high)))
+        ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(str(f))
+        ax.set_ylabel(f"{ylabel}: candidate vs baseline")
+    fig.suptitle(f"{ylabel}, paired: each round's ratio (dots) and the verdict's estimate with its CI", y=1.02)
+    _legend_below(fig, axes[0])
+    fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against "
+                         f"{xlabel or 'client threads'}, one panel per {facet}: each round's pair ratio as a faint dot, "
+                         "the ratio of geometric means with its 95 % CI in bold, the draw band "
+                         f"±{threshold:.0%} shaded, on a log axis labelled in %.")
+    return fig

@@ -1,0 +1,455 @@
+"""report.html: the executed notebook with code hidden, under a header built from the run's
+metadata — what was measured where, with which parameters, and how the run ended.
+
+The header names the study, run id, status, start and end (UTC), the dbstudies commit,
+the host, every server's flavour and @@version and the sysbench version, then a table of the
+parameters (value, profile value, changed?). A run that did not complete gets a banner with
+its status and error, and error outputs (tracebacks) are left out of the page. Absolute
+paths of this machine are written relative to the repository (or to the run directory).
+"""
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from . import paths, results
+from .analysis import settings
+from .errors import DbStudiesError
+from .results import Run
+from .study import against_profile, unused_parameters
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _host(h: dict[str, Any]) -> str:
+    fs = (h.get("filesystem") or "").split()
+    return (f"{h.get('cpu_model')} · {h.get('cpus')} CPUs · {h.get('memory_gib')} GiB · "
+            f"Linux {h.get('kernel')} · {h.get('os')} · {fs[0] if fs else '?'}")
+
+
+def _storage(s: dict[str, Any] | None) -> str:
+    """'ext4 on vda (256 GiB, rotational as the kernel says) · rw,relatime,…'"""
+    if not s:
+        return "not recorded"
+    kind = {True: "rotational", False: "non-rotational", None: "rotational unknown"}[s.get("rotational")]
+    size = f"{s['size_gib']:g} GiB, " if s.get("size_gib") else ""
+    model = f"{s['model']}, " if s.get("model") else ""
+    return (f"{s.get('filesystem') or '?'} on {s.get('device') or '?'} ({model}{size}{kind} as "
+            f"the kernel says) · {s.get('mount_options') or ''}")
+
+
+def _servers(meta: dict[str, Any]) -> str:
+    """Each flavour with its @@version and its binary's SHA-256 (12 digits); a directory
+    flavour also with where it came from (its layout and folder, and its runtime)."""
+    seen = {}
+    for s in meta.get("servers", []):
+        seen.setdefault(s.get("flavour"), _server_fact(s))
+    return ", ".join(f"{f} ({v})" for f, v in seen.items()) or "none started"
+
+
+def _server_fact(s: dict[str, Any]) -> str:
+    out = str(s.get("version"))
+    if s.get("source") == "dir":
+        out += f", {s.get('layout')} {Path(s.get('directory') or '').name}" + (
+            f" in {s['runtime']}'s runtime" if s.get("runtime") else "")
+    if s.get("binary_sha256"):
+        out += f", sha256 {s['binary_sha256'][:12]}"
+    return out
+
+
+def _parameters(meta: dict[str, Any]) -> str:
+    """name | value | profile value | changed? — the profile's values from the study."""
+    params = meta.get("parameters", {})
+    unused = unused_parameters(params)
+    rows = []
+    for name, value, default in against_profile(meta) or [(k, v, v) for k, v in params.items()]:
+        if name in unused:
+            continue
+        changed = "changed" if value != default else ""
+        rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{_e(_fmt(value))}</td>"
+                    f"<td>{_e(_fmt(default))}</td><td>{changed}</td></tr>")
+    return ("<table class='dbs-params'><thead><tr><th>parameter</th><th>value</th>"
+            f"<th>profile {_e(params.get('profile'))}</th><th></th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (f"<p>Not read by this run's workloads: {_e(', '.join(unused))}.</p>" if unused else ""))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
+    """The HTML block that opens every report (`stopped`: where the analysis stopped)."""
+    meta = run.metadata
+    git = meta.get("dbstudies") or {}
+    commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+    status = meta.get("status")
+    banner = _banner(run, stopped)
+    facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
+             ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
+             ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
+             ("storage", _storage((meta.get("host") or {}).get("storage"))),
+             ("servers", _servers(meta)),
+             ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + _sweep_row(run)
+    return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
+            f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+
+
+MAX_DIFFERENCES = 20
+
+
+def configuration(meta: dict[str, Any]) -> str:
+    """An HTML table: per arm, the key variables and every variable whose value differs
+    between the arms (machine-specific ones left out), sizes in MiB/GiB, the variables a
+    like-for-like run aligned marked; "" when no arm's server was recorded."""
+    per_arm = settings.arm_variables(meta)
+    if not per_arm:
+        return ""
+    arms = list(per_arm)
+    differ = [n for n, _ in settings.differences(meta) if n not in settings.KEY_VARIABLES]
+    aligned = set(settings.aligned(meta))
+    names = [n for n in settings.KEY_VARIABLES if any(n in v for v in per_arm.values())] + differ[:MAX_DIFFERENCES]
+    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    rows = []
+    for n in names:
+        values = [per_arm[a].get(n) for a in arms]
+        shown = [settings.shown(n, v) for v in values]
+        mark = " class='dbs-differs'" if not settings.same(values) else ""
+        rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{' <small>aligned</small>' if n in aligned else ''}</td>"
+                    + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
+    more = len(differ) - MAX_DIFFERENCES
+    note = (f"<p>…and {more} more variables that differ (every server's variables: "
+            "metadata.json, <code>servers</code>).</p>" if more > 0 else "")
+    same = " (one arm)" if len(arms) == 1 else "; a highlighted row differs between arms"
+    how = ("<p>Like for like (<code>align = \"intent\"</code>): the variables marked <i>aligned</i> "
+           "were said the same to every server, each in its own dialect.</p>" if aligned else
+           "<p>Each server as it ships (<code>align = \"defaults\"</code>, a remote server, or a run "
+           "recorded before alignment): nothing was aligned beyond the study's own settings.</p>")
+    return (f"<p>Global variables of each arm's server as it ran{same}; on a shared server, "
+            f"with the settings of the arm's sessions.</p>{how}"
+            f"<table class='dbs-config'><thead><tr><th>variable</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>{note}")
+
+
+def data_sizes(meta: dict[str, Any]) -> str:
+    """One line per server the study loaded: its data (as information_schema reports it
+    after the load) against that server's buffer pool; "" when none was recorded."""
+    data = meta.get("data") or []
+    if not data:
+        return ""
+    pools = {}
+    for s in meta.get("servers", []):
+        key = str(s.get("label", "")).removeprefix("prepare ")
+        pool = (s.get("global_variables") or {}).get("innodb_buffer_pool_size")
+        if pool:
+            pools.setdefault(key, int(pool))
+    lines = []
+    for server in dict.fromkeys(d["server"] for d in data):
+        mine = [d for d in data if d["server"] == server]
+        total = sum(d["bytes"] for d in mine)
+        schemas = ", ".join(f"{d['schema']} {settings.size_text(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
+        pool = pools.get(server)
+        vs = f" — {total / pool:.2g} × its buffer pool ({settings.size_text(pool)})" if pool else ""
+        lines.append(f"<li>{_e(server)}: {_e(settings.size_text(total))} ({_e(schemas)}){_e(vs)}</li>")
+    return ("<p>Data and indexes the study loaded, as information_schema reports them after "
+            f"the load (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
+
+
+def client_commands(meta: dict[str, Any]) -> str:
+    """The sysbench command line of the measured steps, one per workload (and per closed or
+    open loop: an offered rate is said by DBSTUDIES_RATE), with the values that change from
+    step to step (client threads, seed, rate) written as {…}; "" without sysbench."""
+    calls = [c for c in (meta.get("sysbench") or {}).get("calls") or [] if c.get("command") == "run"]
+    duration = (meta.get("parameters") or {}).get("duration")
+    calls = [c for c in calls if f"--time={duration}" in c.get("argv", [])] or calls
+    lines = []
+    kinds = dict.fromkeys((c.get("workload"), "DBSTUDIES_RATE" in (c.get("env") or {})) for c in calls)
+    for workload, open_loop in kinds:
+        mine = [c for c in calls if c.get("workload") == workload
+                and ("DBSTUDIES_RATE" in (c.get("env") or {})) == open_loop]
+        argv = [_varying(re.sub(r"^.*/(lib/dbstudies/)", r"\1", a),  # wherever the repository was
+                         [next((b for b in c["argv"] if b.split("=", 1)[0] == a.split("=", 1)[0]), a)
+                          for c in mine])
+                for a in mine[0]["argv"]]
+        env = [_varying(f"{k}={v}", [f"{k}={(c.get('env') or {}).get(k, '')}" for c in mine])
+               for k, v in (mine[0].get("env") or {}).items()
+               if k in ("DBSTUDIES_WORKLOAD", "DBSTUDIES_RATE", "DBSTUDIES_ARRIVALS")]
+        lines.append(f"<pre>{_e(' '.join(env) + ' ' if env else '')}{_e(' '.join(argv))}</pre>")
+    if not lines:
+        return ""
+    return ("<p>sysbench 1.0.20 through our reporting wrapper (per-second rows, the full latency "
+            "histogram; with DBSTUDIES_RATE, open loop at that many transactions/s: "
+            "<code>lua/dbs_openloop.lua</code>); <code>{…}</code>: the values the steps ran with.</p>"
+            + "".join(lines))
+
+
+_VARYING = ("--threads", "--rand-seed", "--mysql-socket", "DBSTUDIES_RATE")
+
+
+def _numeric_first(value: str) -> tuple[float, str]:
+    try:
+        return float(value), value
+    except ValueError:
+        return float("inf"), value
+
+
+def _varying(arg: str, seen: list[str]) -> str:
+    """`arg` as the command shows it: a value that changes between steps as {the values}
+    (threads, rates) or … (seeds, sockets).
+
+    >>> _varying("--threads=8", ["--threads=8", "--threads=64"]), _varying("--rand-seed=1", ["--rand-seed=1", "--rand-seed=2"])
+    ('--threads={8, 64}', '--rand-seed=…')
+    """
+    name = arg.split("=", 1)[0]
+    if name not in _VARYING:
+        return arg
+    values = sorted({a.split("=", 1)[1] for a in seen}, key=_numeric_first)
+    if len(values) == 1:
+        return f"{name}={values[0]}"
+    if name in ("--threads", "DBSTUDIES_RATE"):
+        return f"{name}={{{', '.join(values)}}}"
+    return f"{name}=…"
+
+
+def _sweep_row(run: Run) -> str:
+    """A facts row linking to the index of the sweep the run belongs to (sweep.json)."""
+    try:
+        marker = json.loads(run.file("sweep.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    index = marker.get("index")
+    link = (f" — <a href='{_e(os.path.relpath(index, run.path))}'>the index of sweep "
+            f"{_e(marker.get('indexed_by'))}: every run side by side</a>" if index else "")
+    return f"<tr><th>sweep</th><td>{_e(marker.get('sweep'))}{link}</td></tr>"
+
+
+def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
+    """A run that did not complete: how it ended, how far it got, what the report holds, how
+    to run it again. A complete run whose analysis stopped: where and why."""
+    meta = run.metadata
+    status = meta.get("status")
+    if status == "complete" and not stopped:
+        return ""
+    lines = []
+    if status != "complete":
+        error = (meta.get("error") or "").strip().splitlines()
+        far = results.how_far(run)
+        of = f" of {far['planned']} planned" if far["planned"] else ""
+        lines.append(f"<b>Run {_e(status)}</b>{': ' + _e(error[0]) if error else ''}. "
+                     f"It measured {far['done']}{of} step{'' if far['done'] == 1 and not of else 's'}.")
+        if far["running"]:
+            streamed = (f", {far['streamed_s']} s of it streamed and kept"
+                        if far["streamed_s"] else "")
+            lines.append(f"Under way when it ended: {_e(far['running'])}{streamed}.")
+        server = run.servers_dir
+        logs = ", ".join(sorted(str(p.relative_to(server)) for p in server.rglob("*.err")))
+        if logs:
+            lines.append(f"Server logs under server/: {_e(logs)}.")
+        lines.append("The sections below analyse the steps that finished." if far["done"]
+                     else "No step finished, so there is nothing to analyse.")
+        lines.append(f"To measure it again: <code>{_e(rerun_command(meta))}</code>")
+    said = status != "complete" and stopped and (
+        stopped[1].startswith("NothingMeasured") or (meta.get("error") or "").startswith(stopped[1].split(":")[0]))
+    if stopped and not said:  # an analysis that failed on its own, not the run's error again
+        where = f"in “{_e(stopped[0])}”" if stopped[0] else "before its first section"
+        lines.append(f"The analysis stopped {where} ({_e(stopped[1])}); what follows is left out.")
+    return f"<div class='dbs-banner dbs-{_e(status)}'>{'<br>'.join(lines)}</div>"
+
+
+def rerun_command(meta: dict[str, Any]) -> str:
+    """The `dbstudies run` command line that measures a run's study again with the same
+    parameters (those its profile sets are left out).
+
+    >>> rerun_command({"study": "x", "parameters": {"profile": "smoke", "threads": [1, 8]}})
+    "dbstudies run x --profile smoke -p threads '[1, 8]'"
+    """
+    params = meta.get("parameters") or {}
+    argv = ["dbstudies", "run", str(meta.get("study")), "--profile", str(params.get("profile"))]
+    for name, value, default in against_profile(meta) or [(k, v, None) for k, v in params.items()]:
+        if name != "profile" and value != default:
+            argv += ["-p", name, json.dumps(value)]
+    return shlex.join(argv)
+
+
+def design_line(meta: dict[str, Any]) -> str:
+    """How the run was measured, in one line (from its metadata: design, arms, plan).
+
+    >>> plan = [{"repeat": r, "pair": 2 * r + c} for r in range(1, 17) for c in (0, 1) for arm in "AB"]
+    >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 16,
+    ...              "parameters": {"restart_every": 1}, "plan": plan})
+    'paired rounds: 16 rounds × 2 cells, the 2 arms of a cell back to back in a balanced order, each on a server of its own (2 running at once), all restarted and warmed up every round; verdicts from the per-round log ratios'
+    >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 6,
+    ...              "arm_servers": {"A": "f (shared)", "B": "f (shared)"}, "parameters": {"restart_every": 2}})
+    "paired rounds: 6 rounds, the 2 arms of a cell back to back in a balanced order, on 1 server they share, each execution's session given its arm's settings, restarted and warmed up every 2 rounds; verdicts from the per-round log ratios"
+    """
+    arms = meta.get("arms") or []
+    params = meta.get("parameters") or {}
+    plan = meta.get("plan") or []
+    if meta.get("design") == "paired":
+        rounds = meta.get("rounds_done") or params.get("repeats")
+        first = {r["pair"] for r in plan if r.get("repeat") == 1}
+        cells = f" × {len(first)} cells" if first else ""
+        every = params.get("restart_every", 1)
+        budget = f" ({params['budget']:g}-minute budget)" if params.get("budget") else ""
+        n_servers = len(set((meta.get("arm_servers") or {}).values())) or len(arms)
+        where = (f"each on a server of its own ({n_servers} running at once)" if n_servers == len(arms)
+                 else f"on {n_servers} server{'s' if n_servers > 1 else ''} they share, each "
+                      "execution's session given its arm's settings")
+        return (f"paired rounds: {rounds} rounds{cells}{budget}, the {len(arms)} arms of a cell back to "
+                f"back in a balanced order, {where}, "
+                f"{'all ' if n_servers > 1 else ''}restarted and warmed up every {'round' if every == 1 else f'{every} rounds'}; "
+                "verdicts from the per-round log ratios")
+    if not arms:
+        return "not recorded"
+    return (f"blocks: {params.get('repeats')} repeats, each arm ({len(arms)}) measured in a block of "
+            "its own on a fresh server start, in an order shuffled per repeat; verdicts compare "
+            "the repeats as independent samples")
+
+
+STYLE = """<style>
+.dbs-header { margin: 1em 2em; font-family: sans-serif; font-size: 14px; }
+.dbs-header table { border-collapse: collapse; margin: .5em 0; }
+.dbs-header th, .dbs-header td { text-align: left; padding: 2px 12px 2px 0; vertical-align: top; }
+.dbs-banner { padding: .6em 1em; margin-bottom: .8em; border-radius: 4px; background: #fdecea;
+              border-left: 6px solid #c62828; }
+table.dbs-table { font-size: 12px; }
+table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
+table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
+table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
+tr.dbs-differs td { background: #fff8e1; }
+.dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
+.dbs-flame svg { max-width: 100%; height: auto; }
+.dbs-setup pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
+.dbs-header summary, details.dbs-details > summary { font-weight: bold; margin: .4em 0; cursor: pointer; }
+.dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
+              background: #fff4e5; border-left-color: #ef6c00; }
+</style>"""
+
+
+def scrub_paths(text: str, run: Run) -> str:
+    """Absolute paths of this machine → relative to the repository (a run kept elsewhere:
+    `…/<study>/<run-id>`; a server's socket directory: `dbs-…`).
+
+    >>> run = type("R", (), {"path": Path("/elsewhere/runs/tp/20260101T000000Z-abcdef")})()
+    >>> scrub_paths(f"at {paths.REPO}/data/x, {run.path}/server and /tmp/dbs-1a2b/s.sock", run)
+    'at data/x, …/tp/20260101T000000Z-abcdef/server and dbs-…/s.sock'
+    """
+    run_dir, repo = Path(run.path).resolve(), paths.REPO.resolve()
+    if not run_dir.is_relative_to(repo):
+        text = text.replace(str(run_dir), f"…/{run_dir.parent.name}/{run_dir.name}")
+    text = text.replace(str(repo) + "/", "").replace(str(repo), ".")
+    return re.sub(r"/tmp/dbs-[0-9a-f]+", "dbs-…", text)
+
+
+_NO_ALT = 'alt="No description has been provided for this image"'
+
+
+def _alt_texts(body: str, nb: Any) -> str:
+    """nbconvert's lab template ignores the images' `alt` metadata (plots.publish sets it):
+    put each PNG output's alt text on its <img>, in document order."""
+    alts = iter([o.get("metadata", {}).get("image/png", {}).get("alt")
+                 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                 if "image/png" in o.get("data", {})])
+    return re.sub(re.escape(_NO_ALT),
+                  lambda m: f'alt="{html.escape(next(alts, None) or "figure", quote=True)}"', body)
+
+
+PAPERMILL_ERROR = "papermill-error-cell-tag"  # the cells papermill adds around a failure
+SKIP = "dbstudies/skip"  # output metadata: "this section does not apply" (`skip`)
+
+
+def prune(nb: Any) -> tuple[str, str] | None:
+    """Make an executed notebook a report: papermill's error cells, tracebacks, stderr and
+    `skip` notes removed; the notebook cut after a cell that raised (what follows never
+    ran); a caption (a text cell before a code cell) without its output and a section (a
+    heading and what follows up to the next heading as high) whose code cells show nothing
+    left out. Returns (the section's heading, "Error: message") where the analysis stopped."""
+    cells = [c for c in nb.cells if PAPERMILL_ERROR not in c.metadata.get("tags", [])]
+    stopped, section = None, ""
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "markdown" and _level(cell):
+            section = cell.source.lstrip("#").splitlines()[0].strip()
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is not None:
+            stopped, cells = (section, f"{error.get('ename')}: {error.get('evalue')}"), cells[:i + 1]
+            break
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "error"
+                            and not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                            and not o.get("metadata", {}).get(SKIP)]
+    shown = [c.cell_type == "markdown" or bool(c.outputs) for c in cells]
+    for i, cell in enumerate(cells):  # captions of nothing
+        if cell.cell_type == "markdown" and not _level(cell) and i + 1 < len(cells) \
+                and cells[i + 1].cell_type == "code" and not shown[i + 1]:
+            shown[i] = False
+    for i, cell in enumerate(cells):  # sections showing nothing
+        if cell.cell_type == "markdown" and _level(cell) > 1:
+            end = next((j for j in range(i + 1, len(cells)) if 0 < _level(cells[j]) <= _level(cell)),
+                       len(cells))
+            if not any(shown[j] for j in range(i + 1, end) if cells[j].cell_type == "code"):
+                shown[i:end] = [False] * (end - i)
+    nb.cells = [c for c, keep in zip(cells, shown) if keep]
+    return stopped
+
+
+def _level(cell: Any) -> int:
+    """The heading level of a text cell that starts with one (## → 2), else 0."""
+    if cell.cell_type != "markdown":
+        return 0
+    m = re.match(r"(#{1,6})\s", cell.source)
+    return len(m.group(1)) if m else 0
+
+
+def render(run: Run) -> Path:
+    """Write report.html from the run's executed notebook: header, then the notebook's
+    outputs without code, progress bars or tracebacks."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb_path = run.notebook
+    if not nb_path.exists():
+        raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
+    nb = nbformat.read(nb_path, as_version=4)
+    stopped = prune(nb)
+    meta = run.metadata
+    nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
+    body, _ = exporter.from_notebook_node(nb)
+    body = _alt_texts(body, nb)
+    body = body.replace("</head>", STYLE + "</head>", 1)
+    # under the notebook's title (its first heading), else at the top of the page
+    where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
+    body = re.sub(where, lambda m: m.group(1) + header(run, stopped), body, count=1)
+    out = run.report
+    out.write_text(scrub_paths(body, run))
+    return out
+
+
+CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion
+
+
+def conclusion_text(nb_path: Path) -> str | None:
+    """The conclusion an executed notebook showed (Markdown text), or None."""
+    import nbformat
+    try:
+        nb = nbformat.read(nb_path, as_version=4)
+    except (OSError, ValueError):
+        return None
+    for cell in reversed(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("metadata", {}).get(CONCLUSION):
+                return out.get("data", {}).get("text/markdown")
+    return None

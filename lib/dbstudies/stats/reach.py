@@ -1,0 +1,84 @@
+"""What a comparison table can detect: whether any verdict was reachable at its n and number
+of comparisons, and its minimum detectable effect in words."""
+from __future__ import annotations
+
+import numpy as np  # noqa: F401 - the doctests use it
+import pandas as pd
+
+from .paired import min_signed_rank_p
+from .samples import ALPHA, is_paired_table, min_p_value
+
+
+def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
+    """Plain sentences on what a comparison table can and cannot conclude, by construction
+    (repeats or pairs, correction included) and at its measured noise (its cells' MDE).
+
+    >>> t = pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]})
+    >>> reachability(t)[0]
+    'Minimum detectable effect 16 % in the median cell (12–20 % across cells; 5 repeats per side, 2 comparisons, Holm-corrected, 80 % power): a smaller true difference may come out draw'
+    """
+    if table.empty:
+        return ["No comparison was possible (a configuration has no measurements)"]
+    paired = is_paired_table(table)
+    n = int(table[["n_baseline", "n_candidate"]].min().min())
+    m = int(table["p_value"].notna().sum()) if "p_value" in table else len(table)  # tested rows
+    unit = "pair(s) per cell" if paired else "repeat(s) per configuration"
+    if n < 2:
+        return [f"With {n} {unit} no noise can be estimated, so no verdict is possible by "
+                f"construction: every cell is a draw (use {'rounds' if paired else 'repeats'} ≥ 3)"]
+    mdes = table["mde_pct"].dropna()
+    lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
+    spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
+              f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
+    if paired:
+        d0 = float(table["prior_df"].max()) if "prior_df" in table else 0.0
+        how = (f"{n} pairs per cell (paired rounds, t on the pairs' log ratios"
+               + (f", variance moderated across the cells: +{d0:.0f} df" if d0 > 0 else "") + ")")
+        floor = min_signed_rank_p(n) * m
+    else:
+        how = f"{n} repeats per side"
+        floor = min_p_value(n, n) * m
+    lines = [f"Minimum detectable effect {mde_text(mdes.median())} in the median cell ({spread}; "
+             f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
+             "smaller true difference may come out draw"]
+    if floor >= alpha:
+        lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
+                     f"over {m} comparison{'s' if m != 1 else ''} with {n} {'pairs' if paired else 'repeats'} "
+                     f"(its floor is {min(floor, 1):.2g})")
+    return lines
+
+
+def reach_short(table: pd.DataFrame) -> str:
+    """`reachability` in one clause, for a conclusion (the full sentences go with the design).
+
+    >>> reach_short(pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]}))
+    'detectable: 16 % in the median cell (12–20 % across cells)'
+    >>> reach_short(pd.DataFrame({"n_baseline": [1, 2], "n_candidate": [1, 2], "mde_pct": [np.nan, 69.0],
+    ...                           "p_value": [np.nan, 0.03]}))
+    'detectable: 69 % in the median cell; 1 cell with a single repeat could not be tested'
+    """
+    if table.empty:
+        return "nothing could be compared"
+    unit = "pair" if is_paired_table(table) else "repeat"
+    n_cell = table[["n_baseline", "n_candidate"]].min(axis=1)
+    untested = (table["p_value"].isna() if "p_value" in table else n_cell < 2) & (n_cell < 2)
+    mdes = table.loc[~untested, "mde_pct"].dropna()
+    if mdes.empty:
+        return f"with {int(n_cell.min())} {unit} per cell no verdict is possible"
+    lo, hi, mid = mde_text(mdes.min()), mde_text(mdes.max()), mde_text(mdes.median())
+    spread = ("" if lo == hi else f" ({lo.removesuffix(' %')}–{hi} across cells)" if mdes.max() <= 1000
+              else f" ({lo} to {hi} across cells)")
+    few = int(untested.sum())
+    return (f"detectable: {mid} in the median cell{spread}"
+            + (f"; {few} cell{'s' if few != 1 else ''} with a single {unit} could not be tested" if few else ""))
+
+
+def mde_text(x: float) -> str:
+    """An MDE as the text says it: '16 %', or '> 1,000 %' for a design that cannot tell.
+
+    >>> mde_text(15.6), mde_text(2221619.0)
+    ('16 %', '> 1,000 %')
+    """
+    return "> 1,000 %" if x > 1000 else f"{x:.0f} %"
+
+

@@ -1,0 +1,472 @@
+"""The parts studies are built from: the parameters every study shares (`StudyParams`,
+`SysbenchParams`, `MultiServerParams`, `CpuProfiled` — each with what its parameters mean,
+`MEANINGS`, for the README's tables and `dbstudies list`), their checks, and the arms a study
+compares (`Arm`; named configurations, schedulers, the A/A twin).
+
+A study's `__init__` imports this module as `S` (README "Writing a study"). Here too: the
+contract a study fulfils (`StudyModule`, its optional hooks, `arms_of`, `cells_of`); finding
+and loading studies is `dbstudies.study`'s.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Protocol
+
+from . import errors, profiler, servers, workloads
+from . import params as P
+
+# settings the driver owns: no study parameter may override them
+DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
+                             "log_error", "user"})
+AA_SUFFIX = " (A/A)"
+DESIGNS = ("paired", "blocks")  # experiment: rounds of adjacent pairs, or blocks per fresh start
+MAX_WAREHOUSES = 10_000
+STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration compared in a study: a label, what its server starts want — an
+    `intent` (said in each flavour's dialect) and/or plain my.cnf `settings` —, and its
+    flavour (None: the study's). `twin_of` marks the A/A copy of an arm."""
+    label: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    flavour: str | None = None
+    twin_of: str | None = None
+    intent: servers.Intent | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyParams:
+    """What every study has: server flavour, repeats, seed, the verdict's draw threshold,
+    the A/A control, server pinning and extra my.cnf settings."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "flavour": "server flavour (`env/servers/<flavour>.toml`)",
+        "repeats": (
+            "paired rounds (blocks per arm with `design` blocks); ≥ 2 for a verdict to be possible;"
+            " see Statistics"),
+        "seed": "random seed: order of blocks and steps, sysbench `--rand-seed`",
+        "draw_threshold": "a difference below this fraction is a draw",
+        "aa_control": "also measure the baseline a second time, as its own interleaved arm (A/A control)",
+        "server_cpus": "`taskset` CPU list for the server",
+        "settings": "extra my.cnf settings on top of `env/cnf/base.cnf`",
+        "budget": (
+            "minutes: measure as many repeats (paired: rounds) as fit in this time, instead of "
+            "`repeats` (at least two must fit; `dbstudies plan` says what that buys)"),
+        "design": (
+            "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
+            "measured back to back in rounds; `blocks`: per repeat, each arm in a block of its own "
+            "on a fresh start (see Statistics)"),
+        "restart_every": (
+            "paired design: every this many rounds all servers are restarted and warmed up, so that"
+            " start-to-start variance stays in the estimate"),
+        "align": (
+            "`intent`: like for like — every server gets the same binary log (off), sync, redo "
+            "flush at commit, doublewrite, character set and collation, I/O capacity, change "
+            "buffering, performance_schema and buffer pool, each said in its own dialect (see "
+            "Comparing like for like); `defaults`: each server as it ships"),
+    }
+    profile: str
+    flavour: str
+    repeats: int
+    seed: int
+    draw_threshold: float
+    aa_control: bool = False
+    server_cpus: str | None = None
+    settings: dict = field(default_factory=dict)
+    budget: float | None = None  # minutes: as many repeats (rounds) as fit, instead of `repeats`
+    design: str = "blocks"       # "paired" (rounds of adjacent pairs) | "blocks" (experiment)
+    restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
+    align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
+    RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
+    # paired design: whether the study's steps give their arm's settings to each session, so
+    # that arms of one flavour without an intent share a server (schedule.server_key)
+    SHARED_SERVER: ClassVar[bool] = False
+
+    def validate(self) -> list[str]:
+        """Every problem of these parameters: the shared checks, then the study's `check`."""
+        return self.shared_problems() + self.check()
+
+    def shared_problems(self) -> list[str]:
+        problems = check_flavour("flavour", self.flavour)
+        problems += P.check_min(self, repeats=1, seed=0)
+        if not 0 <= self.draw_threshold < 1:
+            problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
+        if self.budget is not None and not self.budget > 0:
+            problems.append(f"budget: minutes > 0 (or none: `repeats` decides), got {self.budget}")
+        problems += check_cpus("server_cpus", self.server_cpus)
+        if self.design not in DESIGNS:
+            problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
+        problems += P.check_min(self, restart_every=1)
+        if self.align not in servers.ALIGN:
+            problems.append(f"align: one of {', '.join(servers.ALIGN)} (like for like, or each server "
+                            f"as it ships), got {self.align!r}")
+        owned = DRIVER_SETTINGS | self.RESERVED
+        clash = sorted(owned & {servers.norm_key(k) for k in self.settings})
+        if clash:
+            problems.append(f"settings: {clash} are set by the driver or the study, not here")
+        return problems + settings_problems("settings", self.settings, self.servers())
+
+    def servers(self) -> list[str]:
+        """The flavours this study starts (override when it has several)."""
+        return [self.flavour]
+
+    def check(self) -> list[str]:
+        """The study's own problems (override)."""
+        return []
+
+    @property
+    def server_cpu_count(self) -> int:
+        """CPUs the server may use: its pinned list, else this machine's."""
+        if self.server_cpus:
+            return len(servers.parse_cpus(self.server_cpus))
+        return len(os.sched_getaffinity(0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SysbenchParams(StudyParams):
+    """A sysbench study: workloads × client threads, on tables it loads once per server.
+    `tables` × `table_size` is the OLTP workloads' scale, `warehouses` the TPC-C-like one's,
+    `nodes` the LinkBench-like one's (`workloads.OURS`)."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "workloads": (
+            "sysbench OLTP workloads, or ours: `tpcc` (TPC-C-like, the source's TPCC-10 case), "
+            "`linkbench` (LinkBench-like)"),
+        "threads": "client thread counts (1 … 4096)",
+        "tables": "sysbench tables",
+        "table_size": "rows per table",
+        "warehouses": (
+            "TPC-C-like scale, when `workloads` holds `tpcc` (≈ 80 MB and ≈ 5 s of prepare per "
+            "warehouse here)"),
+        "nodes": "LinkBench-like scale, when `workloads` holds `linkbench` (nodes; ≈ 1.4 links each)",
+        "warmup": "warm-up seconds after each server start (recorded, discarded; 0 = none)",
+        "duration": "measured seconds per step",
+        "client_cpus": "`taskset` CPU list for sysbench",
+        "workload_options": (
+            "options of your own Lua workloads (`workloads` entries ending in `.lua`), e.g. "
+            "`{\"--rows\": 1000}` (see Your own workload)"),
+    }
+    workloads: list[str]
+    threads: list[int]
+    tables: int
+    table_size: int
+    warehouses: int
+    nodes: int
+    warmup: int
+    duration: int
+    client_cpus: str | None = None
+    design: str = "paired"
+    workload_options: dict = field(default_factory=dict)  # options of script workloads (--name: value)
+    WORKLOADS: ClassVar[tuple[str, ...]] = ()
+    SCRIPTS: ClassVar[bool] = True  # whether a workload may be a Lua script of the user's own
+    MAX_THREADS: ClassVar[int] = 4096
+
+    def shared_problems(self) -> list[str]:
+        problems = super().shared_problems()
+        if shutil.which("sysbench") is None:
+            problems.append("sysbench is not installed (`make setup` installs it)")
+        return problems + self.workload_problems() + self.scale_problems()
+
+    def workload_problems(self) -> list[str]:
+        """Unknown workloads; scripts of the user's own that sysbench could not run; options
+        that are not options."""
+        scripts = [w for w in self.workloads if workloads.is_script(w)]
+        allowed = (*self.WORKLOADS, *scripts) if self.SCRIPTS else self.WORKLOADS
+        problems = P.check_choices("workloads", self.workloads, allowed)
+        if scripts and not self.SCRIPTS:
+            problems.append(f"workloads: this study runs only its own workloads ({', '.join(self.WORKLOADS)}), "
+                            f"not scripts ({', '.join(scripts)})")
+        elif scripts and shutil.which("sysbench"):
+            problems += [m for w in scripts for m in workloads.script_problems(w)]
+        try:
+            workloads.script_options(self.workload_options)
+        except ValueError as e:
+            problems.append(str(e))
+        if self.workload_options and not scripts:
+            problems.append("workload_options: options go to scripts of your own (a workloads entry "
+                            "ending in .lua), and there is none")
+        return problems
+
+    def scale_problems(self) -> list[str]:
+        problems = []
+        if not self.threads or len(set(self.threads)) != len(self.threads):
+            problems.append(f"threads: need distinct thread counts, got {self.threads}")
+        elif not all(1 <= t <= self.MAX_THREADS for t in self.threads):
+            problems.append(f"threads: each must be between 1 and {self.MAX_THREADS}, got {self.threads}")
+        problems += P.check_min(self, tables=1, table_size=1, warehouses=1, nodes=1, warmup=0, duration=1)
+        if self.warehouses > MAX_WAREHOUSES:
+            problems.append(f"warehouses: at most {MAX_WAREHOUSES} (TPC-C keys a warehouse in a "
+                            f"SMALLINT; one is ≈ 80 MB), got {self.warehouses}")
+        return problems + check_cpus("client_cpus", self.client_cpus)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """What one block measures: every workload × client thread count."""
+        return [{"workload": w, "threads": t} for w in self.workloads for t in sorted(self.threads)]
+
+    def block_seconds(self) -> float:
+        """A block's wall-clock estimate: the warm-up, then every cell's step."""
+        return self.warmup + len(self.workloads) * len(self.threads) * (self.duration + STEP_OVERHEAD)
+
+    def warmup_seconds(self) -> float:
+        """The part of `block_seconds` one arm's warm-up takes."""
+        return self.warmup
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiServerParams(SysbenchParams):
+    """A sysbench study over several servers: `flavours`, the baseline `flavour` among them."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "flavours": (
+            "the servers measured, `flavour` (the baseline's) among them; with several, every "
+            "server × scheduler is an arm compared with the baseline, and a pool a flavour lacks "
+            "(MySQL community) is a \"not available on mysql-9.7\" cell, e.g. `-p flavours "
+            "'[\"mariadb-10.11\",\"mysql-9.7\"]'`"),
+    }
+    flavours: list[str]
+
+    def servers(self) -> list[str]:
+        """The flavours started, the baseline's first."""
+        return [self.flavour, *[f for f in self.flavours if f != self.flavour]]
+
+    def flavour_problems(self) -> list[str]:
+        labels = [flavour_label(f) for f in self.flavours]
+        if not self.flavours or len(set(labels)) != len(labels):
+            return [f"flavours: need distinct flavours (by name), got {self.flavours}"]
+        problems = [m for f in self.flavours for m in check_flavour("flavours", f)]
+        if self.flavour not in self.flavours:
+            problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
+                            f"{self.flavours}")
+        return problems
+
+
+def parse_cell(text: str) -> dict[str, Any] | None:
+    """A cell named as `workload@threads` (None where the text is not of that form).
+
+    >>> parse_cell("oltp_read_only@64"), parse_cell("oltp_read_only@x")
+    ({'workload': 'oltp_read_only', 'threads': 64}, None)
+    """
+    workload, _, threads = str(text).rpartition("@")
+    return {"workload": workload, "threads": int(threads)} if workload and threads.isdigit() else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuProfiled:
+    """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
+    `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
+    its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
+    verdicts choosing them. Mixed in before a `SysbenchParams`."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "cpu_profile": (
+            "after the plan, measure the cells a QPS verdict judged better or worse (the 4 largest "
+            "differences; else the largest difference) once more on every arm with `perf` sampling "
+            "the server; the report shows each arm's flame graph and what moved (see \"On-CPU "
+            "profiles\"); a missing `perf` or a kernel that refuses it is a parameter error"),
+        "cpu_profile_cells": (
+            "with `cpu_profile`: profile these cells instead, e.g. `-p cpu_profile_cells "
+            "'[\"oltp_read_only@64\"]'` (`workload@threads`)"),
+    }
+    cpu_profile: bool = False
+    cpu_profile_cells: list[str] | None = None
+
+    def shared_problems(self) -> list[str]:
+        problems = super().shared_problems()  # type: ignore[misc]
+        for text in self.cpu_profile_cells or []:
+            cell = parse_cell(text)
+            if cell is None or cell["workload"] not in self.workloads or cell["threads"] not in self.threads:
+                problems.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
+                                f"with a workload of {self.workloads} and threads of {self.threads})")
+        if self.cpu_profile_cells and not self.cpu_profile:
+            problems.append("cpu_profile_cells: names cells to profile, but cpu_profile is false")
+        if self.cpu_profile:
+            problems += profiler.problems("cpu_profile")
+        return problems
+
+
+def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str]) -> list[str]:
+    """Settings every one of `flavours` must accept: names its server knows and values it
+    would use as given — both asked of the server (`--verbose --help`), no list kept here.
+    `what` names the parameter in the messages."""
+    problems = []
+    for name in flavours:
+        if check_flavour("flavour", name):
+            continue  # reported on its own
+        flavour = servers.load_flavour(name)
+        unknown = servers.unknown_settings(flavour, settings)
+        if unknown:
+            problems.append(f"{what}: {unknown} are not options of {name} (its server's "
+                            "--verbose --help); `loose_<name>` is passed on unchecked")
+        known = {k: v for k, v in settings.items() if servers.norm_key(k) not in unknown}
+        problems += [f"{what}: {name} refuses a value: {m}" for m in servers.bad_values(flavour, known)]
+    return problems
+
+
+def check_cpus(name: str, spec: str | None) -> list[str]:
+    """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
+    if spec is None:
+        return []
+    try:
+        cpus = servers.parse_cpus(spec)
+    except ValueError as e:
+        return [f"{name}: {e}"]
+    usable = os.sched_getaffinity(0)
+    if not set(cpus) <= usable:
+        return [f"{name}: CPUs {sorted(set(cpus) - usable)} are not available (have {sorted(usable)})"]
+    return []
+
+
+def check_flavour(name: str, flavour: str) -> list[str]:
+    """A known server flavour whose binaries are installed."""
+    try:
+        servers.check_installed(servers.load_flavour(flavour))
+    except (errors.ConfigError, errors.ServerError) as e:
+        return [f"{name}: {e}"]
+    return []
+
+
+INTENTS = tuple(f.name for f in dataclasses.fields(servers.Intent))
+
+
+def split_config(config: Mapping[str, Any]) -> tuple[servers.Intent, dict[str, Any]]:
+    """A named configuration's intent (keys naming `servers.Intent` fields) and its plain
+    server variables (every other key; `flavour` excluded)."""
+    intent = {k: v for k, v in config.items() if k in INTENTS}
+    plain = {k: v for k, v in config.items() if k not in INTENTS and k != "flavour"}
+    return servers.Intent(**intent), plain
+
+
+def config_arms(configs: Mapping[str, Mapping[str, Any]], flavour: str) -> list[Arm]:
+    """One arm per named configuration, in the order given (the first is the baseline); a
+    configuration's `flavour` key picks its server (default: `flavour`)."""
+    out = []
+    for name, config in configs.items():
+        intent, plain = split_config(config)
+        out.append(Arm(name, plain, flavour=config.get("flavour") or flavour, intent=intent))
+    return out
+
+
+def config_servers(configs: Any, flavour: str) -> list[str]:
+    """The flavours named configurations start (each its own `flavour`, else `flavour`);
+    just `flavour` while the configurations are malformed (their check reports it)."""
+    if isinstance(configs, dict) and all(isinstance(v, dict) for v in configs.values()):
+        return list(dict.fromkeys(c.get("flavour") or flavour for c in configs.values()))
+    return [flavour]
+
+
+def configs_problems(what: str, configs: Any, flavour: str,
+                     owned: frozenset[str] = DRIVER_SETTINGS) -> list[str]:
+    """Problems of named configurations ({name: {setting or intent: value, "flavour": …}}):
+    their shape, settings the driver owns, intents a flavour cannot say, and names and
+    values its server refuses (asked of the server)."""
+    if not isinstance(configs, dict) or not configs or not all(
+            isinstance(k, str) and k and isinstance(v, dict) for k, v in configs.items()):
+        return [f'{what}: need named settings, e.g. {{"redo 1G": {{"redo_log": "1G"}}, '
+                f'"redo 16M": {{"redo_log": "16M"}}}}, got {configs!r}']
+    problems = []
+    for name, config in configs.items():
+        label = f"{what}[{name}]"
+        intent, plain = split_config(config)
+        clash = sorted(owned & {servers.norm_key(k) for k in plain})
+        if clash:
+            problems.append(f"{label}: {clash} are set by the driver, not here")
+        server = config.get("flavour") or flavour
+        bad = check_flavour(label, server)
+        if bad:
+            problems += bad
+            continue
+        try:
+            said = servers.load_flavour(server).settings_for(intent)
+        except servers.ServerError as e:
+            problems.append(f"{label}: {e}")
+            continue
+        problems += settings_problems(label, {**said, **plain}, [server])
+    return problems
+
+
+def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
+    """What these arms ask of a remote server that dbstudies cannot do: start it with
+    settings or an intent (thread pool, redo log size, buffer pool …) — said before anything
+    is measured."""
+    problems = []
+    for arm in arms:
+        flavour = servers.load_flavour(arm.flavour or p.flavour)
+        if not flavour.remote:
+            continue
+        asks = sorted({**dict(p.settings), **dict(arm.settings),
+                       **(arm.intent.asdict() if arm.intent else {})})
+        if asks:
+            problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
+                            f"{flavour.name} is a remote server dbstudies does not restart or "
+                            "reconfigure; measure it as it is (no settings, no intents)")
+        if getattr(p, "cold", False):  # DBT3's cold executions restart the server
+            problems.append(f"cold: cold executions restart {flavour.name}, a remote server "
+                            "dbstudies does not restart")
+    return list(dict.fromkeys(problems))
+
+
+def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
+    """The arms to measure: the study's, plus (A/A control) a twin of the baseline."""
+    if not aa_control:
+        return list(arms)
+    base = arms[0]
+    twin = dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label)
+    return [base, twin, *arms[1:]]
+
+
+def flavour_label(flavour: str) -> str:
+    """How an arm names a flavour: by its name; a flavour file given by its path (a server
+    of the user's own kept outside env/servers) by the file's name without .toml.
+
+    >>> flavour_label("mariadb-10.11"), flavour_label("/home/me/servers/patched.toml")
+    ('mariadb-10.11', 'patched')
+    """
+    return Path(flavour).stem if str(flavour).endswith(".toml") else flavour
+
+
+
+# ---------------------------------------------------------------- the contract
+
+class StudyModule(Protocol):
+    """What a study module declares (the contract the loop, the planner and the runner read).
+
+    Optional hooks, looked up with `hook(study, name)`: `cells(p)` (default: the parameters'
+    own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
+    `warmup_seconds(p)`, `follow_up(p, run)`, `paired_tables(run)` and `table_cells(p)` (the
+    cells of the tables `paired_tables` gives, where they are not the plan's: the latency
+    study's offered levels come after its calibration) and `sweep_steps(run)` (the steps a
+    sweep shows side by side; default: every measured step)."""
+    __name__: str
+    __doc__: str | None
+    Params: type[StudyParams]
+    PROFILES: Mapping[str, Mapping[str, Any]]
+
+    def arms(self, p: Any) -> list[Arm]: ...
+
+
+def study_name(study: StudyModule) -> str:
+    """The study's registry name (its module's last component)."""
+    return study.__name__.rsplit(".", 1)[-1]
+
+
+def title(study: StudyModule) -> str:
+    """The first line of the study module's docstring."""
+    return (study.__doc__ or study_name(study)).strip().splitlines()[0]
+
+
+def hook(study: StudyModule, what: str, default: Any = None) -> Any:
+    """The study's optional hook `what`, else `default`."""
+    return getattr(study, what, None) or default
+
+
+def arms_of(study: StudyModule, p: StudyParams) -> list[Arm]:
+    """The arms measured: the study's, A/A twin included when `p.aa_control`."""
+    return with_control(study.arms(p), p.aa_control)
+
+
+def cells_of(study: StudyModule, p: StudyParams) -> list[dict[str, Any]]:
+    """The study's `cells(p)`, else the parameters' own (sysbench: workload × threads)."""
+    own = hook(study, "cells")
+    return own(p) if own else p.cells()
