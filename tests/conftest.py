@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import proc, servers
+from dbstudies import paths, proc, servers
 
 # the study of your own is measured through the CLI, from a copy outside the repository
 # (test_outside_study); nbval must not execute its notebook in place as a test notebook
@@ -84,15 +84,19 @@ def kill_leftovers():
             os.kill(pid, signal.SIGKILL)
 
 
-# notebook → the `dbstudies run` arguments of its one execution in the suite (a smoke run);
-# a new notebook must be added here. The thread-pool one is the README's example.
+# notebook → the `dbstudies run` arguments of its one execution in the suite, where they are
+# not the smoke profile's (a new study's notebook runs its smoke profile without being named
+# here). The thread-pool one is the README's example.
+SMOKE = ["--profile", "smoke"]
 SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
-                                    "-p", "duration", "2", "-p", "cpu_profile", "true"],
-              "versions.ipynb": ["--profile", "smoke"],  # the host's MariaDB and mysql-9.7 (rootfs)
-              "checkpoint_stalls.ipynb": ["--profile", "smoke"],
-              "dbt3_plans.ipynb": ["--profile", "smoke"],
-              "compression.ipynb": ["--profile", "smoke"],
-              "latency.ipynb": ["--profile", "smoke"]}
+                                    "-p", "duration", "2", "-p", "cpu_profile", "true"]}
+
+
+NOTEBOOKS = sorted(p.name for p in paths.NOTEBOOKS_DIR.glob("*.ipynb"))  # every built-in study's
+
+
+def smoke_argv(name: str) -> list[str]:
+    return SMOKE_RUNS.get(name, SMOKE)
 
 
 @pytest.fixture(scope="session")
@@ -105,7 +109,7 @@ def smoke_run(tmp_path_factory):
         if name not in done:
             runs = tmp_path_factory.mktemp("smoke-" + name.removesuffix(".ipynb"))
             argv = [sys.executable, "-m", "dbstudies", "run", name.removesuffix(".ipynb"),
-                    *SMOKE_RUNS[name], "--runs-dir", str(runs)]
+                    *smoke_argv(name), "--runs-dir", str(runs)]
             p = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=REPO)
             run_dirs = list(runs.glob("*/*/metadata.json"))
             done[name] = (p, run_dirs[0].parent if len(run_dirs) == 1 else None)

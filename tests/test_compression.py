@@ -12,7 +12,7 @@ from dbstudies.params import ParamError
 from dbstudies.provenance import storage_facts
 from dbstudies.results import Run
 from dbstudies.servers import compression
-from dbstudies.studies.compression import answer as storage
+from dbstudies.studies.compression import storage
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
 from dbstudies.workloads import linkbench

@@ -7,7 +7,7 @@ import pytest
 from dbstudies import checks, experiment, ownership, tpch
 from dbstudies.params import ParamError
 from dbstudies.results import Run
-from dbstudies.studies.dbt3_plans import answer as qa
+from dbstudies.studies.dbt3_plans import queries as qa
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
 from dbstudies.workloads import sql

@@ -7,7 +7,7 @@ import pytest
 from dbstudies import checks
 from dbstudies.params import ParamError
 from dbstudies.results import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP, Run
-from dbstudies.studies.latency import answer as L
+from dbstudies.studies.latency import levels as L
 from dbstudies.study import load
 
 study = load("latency")

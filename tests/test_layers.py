@@ -30,7 +30,7 @@ LAYERS = [
     ("measurement loop", ["hooks", "experiment"]),
     ("analysis", ["analysis.settings", "analysis", "analysis.runs",
                   "analysis.costs", "analysis.profiles"]),
-    ("studies", ["studies", "studies.*.answer", "studies.*"]),
+    ("studies", ["studies", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "sweep"]),

@@ -66,7 +66,7 @@ def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
         load(tmp_path / "empty")
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "__init__.py").write_text('"""No parameters."""\n')
-    with pytest.raises(ParamError, match="declares no Params"):
+    with pytest.raises(ParamError, match="declares no answer"):
         load(tmp_path / "half")
 
 

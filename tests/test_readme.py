@@ -10,6 +10,7 @@ from conftest import REPO
 from dbstudies import checks, cli, study
 from dbstudies.params import fields, meanings
 from dbstudies.study import load
+from dbstudies.studykit import title
 
 tp = load("thread_pool")
 
@@ -93,3 +94,15 @@ def test_environment_yml_is_fully_pinned_and_read_by_setup():
 def test_flavours_named_in_readme_exist(flavour):
     assert flavour in README
     assert (REPO / "env/servers" / f"{flavour}.toml").exists()
+
+
+def test_a_new_study_gets_its_table_where_the_others_are():
+    """A built-in study the README does not know yet: `--write-readme` gives it a section of
+    its own after the last study's table (the author writes its narrative there)."""
+    without = README.replace(study.TABLE[0].format(name="latency"), "<!-- gone -->", 1)
+    text = study.readme_tables(without.split("<!-- gone -->", 1)[0]
+                               + without.split(study.TABLE[1].format(name="latency"), 1)[1])
+    table = study.parameter_table(load("latency"))
+    assert text.count(table) == 1 and text.index(table) > text.index(study.TABLE[1].format(name="compression"))
+    heading = f"## {title(load('latency'))}: parameters"
+    assert heading in text and text.index(heading) < text.index(table)

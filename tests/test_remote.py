@@ -88,7 +88,7 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     # sysbench's option file (the only copy on disk) is gone with the run
     assert {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")} == secrets_before
     assert (run_dir / "report.html").exists()
-    from dbstudies.studies.latency import answer as latency
+    from dbstudies.studies.latency import levels as latency
     calibration, loaded = latency.split(run)  # one closed-loop step, then the two levels open-loop
     assert len(calibration) == 1 and sorted(loaded["load"]) == [0.3, 1.5]
     # on loopback the server's process is found: its CPU is the server's, not "other load"

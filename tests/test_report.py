@@ -5,7 +5,7 @@ import socket
 
 import nbformat
 import pytest
-from conftest import REPO, SMOKE_RUNS, report_problems
+from conftest import NOTEBOOKS, REPO, report_problems
 
 from dbstudies import checks, ownership, paths, render
 from dbstudies.results import Run
@@ -78,7 +78,7 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
 
 @pytest.mark.notebook
 @pytest.mark.server
-@pytest.mark.parametrize("name", sorted(SMOKE_RUNS))
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
     """What a reader sees: each study's smoke report in a real browser — the page as the
     browser built it holds no exception text, no empty section and no path of this machine,

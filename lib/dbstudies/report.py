@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from . import plots, results
+from . import analysis, plots, results
 from .analysis import settings
 from .render import (
     CONCLUSION,
@@ -20,6 +20,7 @@ from .render import (
     scrub_paths,
 )
 from .results import Run
+from .studykit import Answer
 
 
 def skip(text: str) -> None:
@@ -158,16 +159,17 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
             "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")
 
 
-def answer(verdicts: Any, text: str, run: Run | None = None) -> None:
-    """The report's answer: the verdicts in one short table (`analysis.verdict_summary`),
-    then the conclusion (Markdown, computed from the tables; printed by `dbstudies run`);
-    with `run`, the settings that still differ between its arms' servers, which the verdicts
-    include."""
+def answer(said: Answer, run: Run | None = None) -> None:
+    """The report's answer, the same for every study: its verdicts in one short table
+    (`analysis.verdict_summary` of `said.verdict_tables()`), then its conclusion (Markdown,
+    computed from the tables; printed by `dbstudies run`); with `run`, the settings that
+    still differ between its arms' servers, which the verdicts include."""
     from IPython.display import display
+    verdicts = analysis.verdict_summary(said.verdict_tables())
     if len(verdicts):
         display(table(verdicts))
     differ = settings.differences_line(run.metadata) if run is not None else ""
-    conclusion(text + (f"\n\n{differ}" if differ else ""))
+    conclusion(said.conclusion + (f"\n\n{differ}" if differ else ""))
 
 
 def setup(run: Run, tables: dict[str, Any] | None = None) -> None:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import checks, schedule, workloads
+from . import checks, paths, schedule, workloads
 from .errors import ParamError, StoreError
 from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, record_end
 from .params import as_dict
@@ -96,11 +96,14 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
 
 def _from_here(workload: str, cwd: Path) -> str:
     """A script workload as the notebook (its kernel running in `cwd`) must name it: as
-    given where it means the same file from there, else its absolute path."""
+    given where it means the same file from there (`workloads.script_path` also looks in the
+    repository), else its absolute path."""
     if not workloads.is_script(workload):
         return workload
     here = workloads.script_path(workload)
-    return workload if (cwd / workload).resolve() == here else str(here)
+    there = next(((base / workload).resolve() for base in (cwd, paths.REPO)
+                  if (base / workload).is_file()), None)
+    return workload if there == here else str(here)
 
 
 def _error_line(e: BaseException) -> str:

@@ -48,7 +48,7 @@ from typing import Any, Mapping
 
 from . import params as P
 from . import paths, workloads
-from .studykit import StudyModule, study_name
+from .studykit import StudyModule, study_name, title
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -124,7 +124,7 @@ def _load_folder(folder: Path) -> StudyModule:
     except BaseException:
         del sys.modules[name]
         raise
-    problems = [f"study: {folder} declares no {what}" for what in ("Params", "PROFILES", "arms")
+    problems = [f"study: {folder} declares no {what}" for what in ("Params", "PROFILES", "arms", "answer")
                 if not hasattr(module, what)]
     if problems:
         raise P.ParamError(problems)
@@ -154,10 +154,18 @@ def parameter_table(study: StudyModule) -> str:
 
 def readme_tables(text: str) -> str:
     """`text` (the README) with every built-in study's parameter table generated anew
-    between its markers (a study without markers gets none)."""
+    between its markers; a study without them (a new one) gets a section of its own after
+    the last study's table, to be given its narrative there."""
     for name in names():
         start, end = (m.format(name=name) for m in TABLE)
+        table = f"{start}\n{parameter_table(load(name))}\n{end}"
         if start in text:
             before, rest = text.split(start, 1)
-            text = f"{before}{start}\n{parameter_table(load(name))}\n{end}{rest.split(end, 1)[1]}"
+            text = f"{before}{table}{rest.split(end, 1)[1]}"
+            continue
+        last = text.rfind(TABLE[1].split("{name}")[0])
+        at = text.find("\n## ", last) + 1 if last >= 0 and text.find("\n## ", last) >= 0 else len(text)
+        section = (f"## {title(load(name))}: parameters\n\n`None` in the notebook's parameters cell "
+                   f"(or no `-p`) means the profile's value:\n\n{table}\n\n")
+        text = text[:at] + section + text[at:]
     return text

@@ -429,6 +429,29 @@ def flavour_label(flavour: str) -> str:
 
 # ---------------------------------------------------------------- the contract
 
+@dataclass
+class Answer:
+    """What a study answers from a run — every study's `answer(run, p)` returns one, and every
+    notebook shows it the same way (`report.answer`): its `tables` by key (the measured steps,
+    summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
+    in the order the answer lists them) and its `conclusion` (Markdown, computed from the
+    tables, no claim hard-coded)."""
+    tables: dict[str, Any]
+    verdicts: dict[str, str]
+    conclusion: str
+
+    def __getitem__(self, key: str) -> Any:
+        return self.tables[key]
+
+    def take(self, *keys: str) -> tuple[Any, ...]:
+        """Several tables at once, for a notebook's later sections."""
+        return tuple(self.tables[k] for k in keys)
+
+    def verdict_tables(self) -> dict[str, Any]:
+        """The verdict tables by their words, in order."""
+        return {words: self.tables[key] for words, key in self.verdicts.items()}
+
+
 class StudyModule(Protocol):
     """What a study module declares (the contract the loop, the planner and the runner read).
 
@@ -444,6 +467,8 @@ class StudyModule(Protocol):
     PROFILES: Mapping[str, Mapping[str, Any]]
 
     def arms(self, p: Any) -> list[Arm]: ...
+
+    def answer(self, run: Any, p: Any) -> Answer: ...
 
 
 def study_name(study: StudyModule) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import probes, stats
+from .. import probes, results, stats
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
 from ..studykit import Arm
 from ..workloads import TYPES as ORDER
@@ -113,6 +113,20 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
            for a in arms[1:] if a.twin_of is None]
     out = pd.concat(out, ignore_index=True)
     return out.assign(ratio=out["b"] / out["a"])
+
+
+# the verdict tables of a sysbench scaling study (thread pool, versions): words → table key
+SCALING_VERDICTS = {"throughput (QPS)": "qps", "p99 latency": "p99", "A/A control (QPS)": "aa"}
+
+
+def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, pd.DataFrame]:
+    """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
+    every arm against the baseline on QPS (`qps`) and p99 (`p99`) by the study's `relative`,
+    the A/A table (`aa`) and its `calibration` (`arms`: the A/A twin included)."""
+    steps = results.measured(run)
+    return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p),
+            "p99": relative(steps, p, "p99"), "aa": relative(steps, p, control=True),
+            "calibration": calibration(steps, arms, p)}
 
 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,

@@ -218,3 +218,22 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         tables, {metric: words for metric, (_, _, words) in METRICS.items()}, base)
     lines += analysis.aa_line(tables.get("aa"), base)
     return "\n".join(lines)
+
+
+VERDICTS = {"median throughput (TPS)": "tps", "p99 latency": "p99", "stall seconds": "stalls",
+            "A/A control (TPS)": "aa"}
+
+
+def answer(run: "Run", p: Params) -> S.Answer:
+    """What the run answers: per step its per-second `series`, one row per measured run
+    (`runs`: steady-state throughput, stalls, p99 …), their `summary`, every configuration
+    against the baseline on median TPS, p99 and stall seconds, the A/A control, and the
+    conclusion."""
+    steps = results.measured(run)
+    series_ = series(run, steps)
+    runs_ = runs(series_, steps, p)
+    t = {"steps": steps, "series": series_, "runs": runs_, "stalled": stall_flags(series_, p),
+         "summary": summary(runs_), "tps": relative(runs_, p, "tps"), "p99": relative(runs_, p, "p99"),
+         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", control=True)}
+    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa")}, p)
+    return S.Answer(t, dict(VERDICTS), said)

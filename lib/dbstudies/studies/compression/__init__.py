@@ -30,7 +30,7 @@ from ...errors import WorkloadError
 from ...hooks import sysbench_step
 from ...schema import Table
 from ...servers import compression
-from . import answer as storage
+from . import storage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -289,3 +289,21 @@ def data_ratio(summ: "pd.DataFrame", p: Params) -> "pd.DataFrame":
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
     """The conclusion from the tables, the source's findings checked against them."""
     return storage.conclusion(summ, tables, p, {m: words for m, (_, _, words) in METRICS.items()})
+
+
+VERDICTS = {"steady throughput (TPS)": "tps", "load time": "load", "footprint after the load": "footprint",
+            "write amplification": "wa", "A/A control (TPS)": "aa"}
+
+
+def answer(run: "Run", p: Params) -> S.Answer:
+    """What the run answers: per step its per-second `series`, one row per measured run
+    (`runs`: load, footprints, steady state, write amplification), their `summary`, every
+    candidate against `none` on steady TPS, load time, footprint and write amplification,
+    the A/A control, and the conclusion."""
+    steps = results.measured(run)
+    series_ = storage.series(run, steps)
+    runs_ = runs(series_, steps, run)
+    t = {"steps": steps, "series": series_, "runs": runs_, "summary": storage.summary(runs_),
+         **{m: relative(runs_, p, m) for m in METRICS}, "aa": relative(runs_, p, "tps", control=True)}
+    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
+    return S.Answer(t, dict(VERDICTS), said)

@@ -11,7 +11,7 @@ cold runs restart the server (page cache dropped) before every execution. A quer
 the server-side `timeout` is recorded as timed out and shown ">timeout", never as a number.
 Then the forced-order phase (`follow_up`): for every query whose candidates chose different
 join orders, each candidate runs it again with its own plan and with every other order forced
-by STRAIGHT_JOIN (EXPLAIN must show it in effect). The tables: `answer`.
+by STRAIGHT_JOIN (EXPLAIN must show it in effect). The tables: `queries`.
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from ... import errors, tpch
 from ... import studykit as S
 from ...schema import Table
 from ...workloads import sql as sql_
-from .answer import OWN_PLAN
+from . import queries as qa
+from .queries import OWN_PLAN
 
 if TYPE_CHECKING:
     from ...hooks import Context
@@ -269,7 +270,7 @@ def _record_plan(ctx: "Context", query: int) -> None:
 
 
 # ---------------------------------------------------------------- the tables it reports
-# (computed by `answer`; the notebook shows them)
+# (computed by `queries`; the notebook shows them)
 
 def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""
@@ -287,3 +288,19 @@ def answers_line(run: "Run", p: Params) -> str:
     """Every measured execution's result against DuckDB's reference answers."""
     q = run.table(QUERIES)
     return tpch.answers_line(q[q["phase"] != "warmup"], p.scale_factor)
+
+
+VERDICTS = {"seconds per query": "rel", "geometric mean over the queries": "geo"}
+
+
+def answer(run: "Run", p: Params) -> S.Answer:
+    """What the run answers: the measured executions (`ex`), their `summary`, every
+    candidate against the baseline per query (`rel`) and over the queries (`geo`), the plans
+    that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
+    measured = S.with_control(arms(p), p.aa_control)
+    ex = executions(run)
+    t = {"ex": ex, "summary": qa.summary(ex), "rel": qa.relative(ex, measured, p),
+         "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
+         "forced": qa.forced(run.table(FORCED), executions(run, "forced"), p)}
+    said = qa.conclusion(t["rel"], t["geo"], t["diff"], measured, p, t["forced"], answers_line(run, p))
+    return S.Answer(t, dict(VERDICTS), said)

@@ -30,7 +30,7 @@ from ... import params as P
 from ... import schedulers as sch
 from ... import studykit as S
 from ...workloads import sysbench
-from . import answer as L
+from . import levels as L
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -211,3 +211,15 @@ def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
 def conclusion(t: dict[str, "pd.DataFrame"], p: Params) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     return L.conclusion(t, p, arms(p))
+
+
+VERDICTS = {"capacity at the p99 target": "capacity_rel", "p99 per offered level": "p99",
+            "p50 per offered level": "p50", "closed-loop peak (transactions/s)": "peak"}
+
+
+def answer(run: "Run", p: Params) -> S.Answer:
+    """What the run answers (`tables`): the calibration's peaks, the offered levels, p99 and
+    p50 per level and the capacity at the p99 target against the baseline, and the
+    conclusion."""
+    t = tables(run, p)
+    return S.Answer(t, dict(VERDICTS), conclusion(t, p))

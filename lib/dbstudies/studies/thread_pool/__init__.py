@@ -125,3 +125,12 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         *analysis.aa_line(tables.get("aa"), arms(p)[0].label),
         *analysis.calibration_line(calibration),
         *analysis.host_lines(summ, p, host_cpus)])
+
+
+def answer(run: "Run", p: Params) -> S.Answer:
+    """What the run answers: every server × scheduler against the baseline on QPS and p99, the A/A control
+    and its calibration, and the conclusion (`analysis.scaling_tables`)."""
+    t = analysis.scaling_tables(run, p, S.with_control(arms(p), p.aa_control), relative)
+    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p99", "aa")}, p,
+                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
+    return S.Answer(t, dict(analysis.SCALING_VERDICTS), said)
