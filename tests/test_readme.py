@@ -1,5 +1,4 @@
 """The README's commands and parameter table must match the code."""
-import json
 import re
 import shlex
 import subprocess
@@ -15,18 +14,6 @@ from dbstudies.studykit import title
 tp = load("thread_pool")
 
 README = (REPO / "README.md").read_text()
-
-
-def fmt(value):
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    if isinstance(value, dict):
-        return json.dumps(value)
-    return str(value)
 
 
 def test_the_two_commands_and_ci():

@@ -1,11 +1,12 @@
-"""The Study contract, the studies found (never listed by hand), and the parameters every
-study shares.
+"""The studies: found (never listed by hand), loaded by name or by folder, and their
+parameters written into the README. The parts a study is built from and the contract it
+fulfils are `studykit`'s.
 
 A study is a package — `dbstudies.studies.<name>`, or a folder of your own loaded by its
 path (`load("./my_study")`, README "Writing a study") — whose `__init__` declares:
 
-- `Params`: a frozen dataclass deriving from `StudyParams` (or `SysbenchParams`), with a
-  `check()` for its own problems (shared checks are done here);
+- `Params`: a frozen dataclass deriving from `studykit.StudyParams` (or `SysbenchParams`),
+  with a `check()` for its own problems (the shared checks are the kit's) and `MEANINGS`;
 - `PROFILES`: every parameter's value in the smoke, quick and full profiles;
 - `arms(p)`: the configurations compared, baseline first (each an `Arm`);
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
@@ -16,9 +17,10 @@ path (`load("./my_study")`, README "Writing a study") — whose `__init__` decla
   `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
   `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on
   every arm with the server profiled (`profiler`), after the plan and its follow-up;
-- its analysis: tables, conclusion; optionally `paired_tables(run)`: the tables `dbstudies
-  plan` predicts, as (words, observations, cell columns, value) — default: sysbench QPS and
-  p99 per workload × threads.
+- `answer(run, p)`: what the study answers (`studykit.Answer`: its tables, its verdict
+  tables, its conclusion), shown by every notebook the same way (`report.answer`);
+  optionally `paired_tables(run)`: the tables `dbstudies plan` predicts, as (words,
+  observations, cell columns, value) — default: sysbench QPS and p99 per workload × threads.
 
 In the paired design a study's own `step` measures each arm of a pair on that arm's server;
 when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session
@@ -28,7 +30,7 @@ The measurement loop — server per flavour, blocks with restart and warm-up, pe
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
 A study is a plain module: nothing forwards to it; the library's functions take it as their
 first argument. This module sits below the loop (it imports neither pandas nor the loop);
-`load` imports a study only when it is used.
+`load` imports a study only when it is used, and nothing imports a study by name.
 
     study = load("thread_pool")
     p = checks.resolve(study, "smoke", threads=[1, 8])

@@ -472,7 +472,7 @@ class StudyModule(Protocol):
 
 
 def study_name(study: StudyModule) -> str:
-    """The study's registry name (its module's last component)."""
+    """The study's name (its package's last component: the folder's name)."""
     return study.__name__.rsplit(".", 1)[-1]
 
 

@@ -14,7 +14,7 @@ format (timed; rows counted by the server), check that every table really is in 
 apparent bytes of every table file), run the workload for `duration` seconds from the cold
 buffer pool on, restart again to measure the footprint after the run, and drop the tables.
 The server's counters are kept for the load and for the run. What each step's figures are
-(write amplification …) and how the candidates are compared: `analysis.storage`.
+(write amplification …) and how the candidates are compared: `storage`.
 """
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ METRICS = {  # table → (column of the per-step table, higher is better, words)
     "wa": ("write_amplification", False, "write amplification"),
 }
 def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
-    """One row per measured step: load, footprints, steady-state figures (`analysis.storage`)."""
+    """One row per measured step: load, footprints, steady-state figures (`storage`)."""
     return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
 
