@@ -75,3 +75,10 @@ def test_built_in_studies_are_found_not_listed():
     found = sorted(p.parent.name for p in paths.STUDIES_DIR.glob("*/__init__.py"))
     assert names() == found and "thread_pool" in found
     assert load("thread_pool").__name__ == "dbstudies.studies.thread_pool"
+
+
+def test_a_sweep_of_a_study_of_your_own_is_refused_before_it_starts():
+    """Sweep jobs may run on other hosts, where a folder of this machine is not: said at once."""
+    from dbstudies import sweep
+    with pytest.raises(ParamError, match="a sweep runs built-in studies"):
+        sweep.expand(str(FIXTURE), {"grid": {"threads": [[1], [2]]}})

@@ -331,5 +331,5 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert p.returncode == 0 and (run_dir / "report.html").read_text() == html
     p = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith("checkpoint_stalls: Checkpoint and flushing stalls")
-    assert f"  threads (quick: {tp.PROFILES['quick']['threads']})" in p.stdout
+    assert f"  threads (quick: {tp.PROFILES['quick']['threads']}, smoke: " in p.stdout and "— client thread counts" in p.stdout
     assert "  aa_control (quick: False)" in p.stdout

@@ -332,6 +332,11 @@ class Run:
         return f"Run({str(self.path)!r})"
 
 
+def is_run(path: str | Path) -> bool:
+    """Whether `path` is a run directory (it holds metadata.json)."""
+    return (Path(path) / "metadata.json").exists()
+
+
 def list_runs(study: str | None = None, root: Path = paths.RUNS_DIR,
               status: str | None = None) -> list[Run]:
     """Runs of a study (None: of every study), oldest first (run ids sort by time)."""

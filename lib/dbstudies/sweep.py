@@ -46,7 +46,7 @@ import pandas as pd
 from . import checks, paths, proc, results
 from .errors import ParamError, StoreError
 from .results import Run
-from .study import load
+from .study import is_folder, load
 from .studykit import hook
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
@@ -90,6 +90,9 @@ def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
     ...     "grid": {"threads": [[1], [4]]}})]
     [{'duration': 2, 'threads': [1]}, {'duration': 2, 'threads': [4]}]
     """
+    if is_folder(study):  # its jobs may run on other hosts, where the folder is not
+        raise ParamError([f"study: a sweep runs built-in studies; {study} is a study's folder — "
+                          "run its points with `dbstudies run` (README \"Writing a study\")"])
     unknown = sorted(set(grid) - {"profile", "parameters", "grid"})
     if unknown:
         raise ParamError([f"grid file: unknown keys {unknown} (profile, parameters, grid)"])
@@ -132,12 +135,16 @@ def load_grid(path: Path) -> dict[str, Any]:
 def completed(runs_dir: Path, study: str) -> dict[str, Path]:
     """key → run directory, for the runs of `study` under `runs_dir` a sweep completed."""
     out = {}
-    for marker in sorted((Path(runs_dir) / study).glob(f"*/{MARKER}")):
+    for run in results.list_runs(study, Path(runs_dir), status="complete"):
         with contextlib.suppress(OSError, ValueError, KeyError):
-            meta = json.loads((marker.parent / "metadata.json").read_text())
-            if meta.get("status") == "complete":
-                out[json.loads(marker.read_text())["key"]] = marker.parent
+            out[json.loads(run.file(MARKER).read_text())["key"]] = run.path
     return out
+
+
+def _run_of(record: Mapping[str, Any]) -> Run | None:
+    """The run a sweep's record names, where it is on this host (a run kept elsewhere: None)."""
+    where = record.get("run_dir")
+    return Run(where) if where and results.is_run(where) else None
 
 
 def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = lambda: False,
@@ -158,9 +165,9 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
             while p.poll() is None:
                 if run_dir is None:
                     new = sorted(set((runs_dir / job.study).glob("*")) - before)
-                    if new and (new[0] / "metadata.json").exists():
+                    if new and results.is_run(new[0]):
                         run_dir = new[0]
-                        (run_dir / MARKER).write_text(json.dumps(
+                        Run(run_dir).file(MARKER).write_text(json.dumps(
                             {"sweep": sweep, "key": job.key, "job": dataclasses.asdict(job)}))
                         where(f"{platform.node()}:{run_dir}")
                 if stop():
@@ -177,8 +184,9 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
     if run_dir is None:
         return {"key": job.key, "label": job.label, "status": "interrupted" if interrupted else "failed",
                 "host": platform.node(), "run_dir": None, "error": _tail(log), "interrupted": interrupted}
-    log.replace(run_dir / "sweep.log")
-    meta = json.loads((run_dir / "metadata.json").read_text())
+    run = Run(run_dir)
+    log.replace(run.file("sweep.log"))
+    meta = run.metadata
     return {"key": job.key, "label": job.label, "status": meta.get("status"),
             "host": platform.node(), "run_dir": str(run_dir), "error": meta.get("error"),
             "interrupted": interrupted}
@@ -258,7 +266,7 @@ class Sweep:
         out = []
         for job in self.jobs:
             if job.key in done:
-                meta = json.loads((done[job.key] / "metadata.json").read_text())
+                meta = Run(done[job.key]).metadata
                 self._record({"key": job.key, "label": job.label, "status": "complete",
                               "skipped": True, "run_dir": str(done[job.key]),
                               "host": (meta.get("host") or {}).get("hostname")})
@@ -373,11 +381,11 @@ class Sweep:
         from .render import conclusion_text, render
         rows = []
         for r in self.records:
-            run_dir = Path(r["run_dir"]) if r.get("run_dir") else None
-            report = run_dir / "report.html" if run_dir else None
+            run = _run_of(r)
+            report = run.report if run else None
             head = ""
-            if run_dir and (run_dir / "notebook.ipynb").exists():
-                text = conclusion_text(run_dir / "notebook.ipynb") or ""
+            if run and run.notebook.exists():
+                text = conclusion_text(run.notebook) or ""
                 head = next((ln.lstrip("- ").replace("**", "") for ln in text.splitlines()
                              if ln.strip()), "")
             link = (f"<a href='{html.escape(os.path.relpath(report, self.path))}'>report</a>"
@@ -397,12 +405,12 @@ class Sweep:
         out = self.path / "index.html"
         out.write_text(page)
         for r in self.records:  # each report links back to this page
-            run_dir = Path(r["run_dir"]) if r.get("run_dir") else None
-            if run_dir and (run_dir / MARKER).exists() and (run_dir / "notebook.ipynb").exists():
-                marker = json.loads((run_dir / MARKER).read_text())
-                (run_dir / MARKER).write_text(json.dumps({**marker, "index": str(out.resolve()),
-                                                          "indexed_by": self.id}))
-                render(Run.open(run_dir))
+            run = _run_of(r)
+            if run and run.file(MARKER).exists() and run.notebook.exists():
+                marker = json.loads(run.file(MARKER).read_text())
+                run.file(MARKER).write_text(json.dumps({**marker, "index": str(out.resolve()),
+                                                        "indexed_by": self.id}))
+                render(run)
         return out
 
     def _side_by_side(self) -> str:
