@@ -82,3 +82,15 @@ def test_a_sweep_of_a_study_of_your_own_is_refused_before_it_starts():
     from dbstudies import sweep
     with pytest.raises(ParamError, match="a sweep runs built-in studies"):
         sweep.expand(str(FIXTURE), {"grid": {"threads": [[1], [2]]}})
+
+
+def test_its_parameters_cell_names_every_parameter_once():
+    import ast
+
+    import nbformat
+
+    from dbstudies.params import fields
+    nb = nbformat.read(FIXTURE / "outside_study.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    declared = [t.id for n in ast.parse(cell.source).body for t in n.targets]
+    assert sorted(declared) == sorted({"profile", *fields(load(FIXTURE).Params), "run_dir", "runs_root"})

@@ -14,7 +14,10 @@ run given again rebuilds only its notebook, e.g. after the study notebook change
    here on the fixture (it measures nothing: the run has ended), its outputs stored (but the
    figures' images, which nbval does not compare), and
    its cells whose output follows from the data alone — tables, comparisons, the
-   conclusion, the plan — tagged `nbval-check-output`.
+   conclusion, the plan — tagged `nbval-check-output`;
+3. a study new to tests/fixtures/notebook_outputs.json gets its `# CHECK_OUTPUT` cells'
+   printed lines recorded there (what the suite's smoke run of it must print; a study
+   already recorded keeps its lines: they are the suite's smoke run's, not the fixture's).
 
 The suite then executes each of these notebooks again (`--nbval-lax`, no server started) and
 compares the tagged cells with the stored outputs: a change to the analysis shows as a
@@ -41,6 +44,7 @@ FIXTURES = HERE.parent / "fixtures" / "runs"
 CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "report.answer(", "report.setup(",
            "report.details(", "report.cpu_profiles(", "# CHECK_OUTPUT")
 INJECTED = "injected-parameters"
+OUTPUTS = HERE.parent / "fixtures" / "notebook_outputs.json"
 
 
 def compact(src: Path, dest: Path) -> None:
@@ -93,7 +97,18 @@ def notebook(study: str, run: Path, parameters: dict) -> Path:
             o.get("metadata", {}).pop("image/png", None)
     out = HERE / f"{study}.ipynb"
     nbformat.write(nb, out)
+    record_checked(f"{study}.ipynb", nb)
     return out
+
+
+def record_checked(name: str, nb) -> None:
+    """A notebook new to notebook_outputs.json: its `# CHECK_OUTPUT` cells' printed lines."""
+    expected = json.loads(OUTPUTS.read_text())
+    if name in expected:
+        return
+    expected[name] = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
+                      for c in nb.cells if c.cell_type == "code" and c.source.startswith("# CHECK_OUTPUT")]
+    OUTPUTS.write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n")
 
 
 def main(argv: list[str]) -> int:
