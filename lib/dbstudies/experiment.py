@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from . import errors, servers
 from .checks import max_clients
-from .hooks import DEFAULT_HOOKS, Context, keep_scripts, sysbench_client
+from .hooks import DEFAULT_HOOKS, Context, keep_scripts
 from .ownership import guard
 from .results import SYSTEM_SCHEMAS, Run, how_far
 from .schedule import (
@@ -130,7 +130,7 @@ class _Loop:
         self.stack = contextlib.ExitStack()
         self.contexts: dict[str, Context] = {}
         self.recorded: set[str] = set()
-        self.sysbench_meta = {"version": None, "calls": []}
+        self.client_record = {"version": None, "calls": []}  # the `client` hook's: version, argv of every call
         self.warmups = [0]  # one counter for all servers of the run
         self.done = 0       # steps measured so far (the progress of a later phase counts on)
         budget = getattr(p, "budget", None)
@@ -143,7 +143,7 @@ class _Loop:
         try:
             self.stack.close()  # stop the servers, remove their datadirs
         finally:  # the argv of every call, the failing one included, and start/stop times
-            self.run.update(sysbench=self.sysbench_meta,
+            self.run.update(sysbench=self.client_record,
                             server_events={f: c.server.events for f, c in self.contexts.items()})
 
     def context(self, key: str, flavour_name: str, arms: list[Arm] = ()) -> Context:
@@ -162,7 +162,7 @@ class _Loop:
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
             ctx = Context(self.p, self.run, server,
-                          sysbench_client(self.p, server, self.sysbench_meta), warmups=self.warmups)
+                          _hook(self.study, "client")(self.p, server, self.client_record), warmups=self.warmups)
             self.contexts[key] = ctx
             server.start()
             self.check_sessions(server, arms)

@@ -70,6 +70,9 @@ class Context:
 # ---------------------------------------------------------------- the default hooks: sysbench
 
 def sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sysbench | None:
+    """The client a server's steps drive (the `client` hook): sysbench, with the tables the
+    study loads, its version and the argv of every call recorded into `meta` (the run's
+    `sysbench` metadata); None for a study without sysbench parameters."""
     if not hasattr(p, "table_size"):
         return None
     if meta["version"] is None:
@@ -302,6 +305,7 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
 
 
 DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
-    "prepare": sysbench_prepare, "warmup": sysbench_warmup, "step": sysbench_step, "pair": sysbench_pair,
+    "client": sysbench_client, "prepare": sysbench_prepare, "warmup": sysbench_warmup,
+    "step": sysbench_step, "pair": sysbench_pair,
 }
 

@@ -11,9 +11,9 @@ path (`load("./my_study")`, README "Writing a study") — whose `__init__` decla
 - `arms(p)`: the configurations compared, baseline first (each an `Arm`);
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
   client threads from `SysbenchParams.cells`);
-- optionally `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `pair(begin, cells)`,
-  `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `hooks`, and the sysbench
-  parameters' own estimates — load and drive sysbench), and
+- optionally `client(p, server, record)`, `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`,
+  `pair(begin, cells)`, `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `hooks`,
+  and the sysbench parameters' own estimates — load and drive sysbench), and
   `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
   `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on
   every arm with the server profiled (`profiler`), after the plan and its follow-up;
