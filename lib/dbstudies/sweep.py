@@ -58,10 +58,16 @@ POLL = 0.5
 
 @dataclass(frozen=True)
 class Job:
-    """One run of a sweep: study, profile and the parameters given on top of the profile."""
+    """One run of a sweep: study (a built-in's name, or a study's folder, absolute), profile
+    and the parameters given on top of the profile."""
     study: str
     profile: str
     parameters: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The study's name: where its runs land under the runs directory."""
+        return Path(self.study).name
 
     @property
     def key(self) -> str:
@@ -72,7 +78,7 @@ class Job:
     @property
     def label(self) -> str:
         said = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.parameters.items())
-        return f"{self.study} ({self.profile}){': ' + said if said else ''}"
+        return f"{self.name} ({self.profile}){': ' + said if said else ''}"
 
     def argv(self, runs_dir: Path) -> list[str]:
         """`dbstudies run` for this job (parameters as JSON, each parsed for its type)."""
@@ -90,9 +96,8 @@ def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
     ...     "grid": {"threads": [[1], [4]]}})]
     [{'duration': 2, 'threads': [1]}, {'duration': 2, 'threads': [4]}]
     """
-    if is_folder(study):  # its jobs may run on other hosts, where the folder is not
-        raise ParamError([f"study: a sweep runs built-in studies; {study} is a study's folder — "
-                          "run its points with `dbstudies run` (README \"Writing a study\")"])
+    if is_folder(study):  # its jobs name it by its absolute path (a Dask worker: the same path there)
+        study = str(Path(study).expanduser().resolve())
     unknown = sorted(set(grid) - {"profile", "parameters", "grid"})
     if unknown:
         raise ParamError([f"grid file: unknown keys {unknown} (profile, parameters, grid)"])
@@ -154,7 +159,7 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
     interrupted, servers stopped); `where(path)` hears of the run directory as soon as it
     exists. Returns the job's record: key, status, run directory, host."""
     runs_dir = Path(runs_dir).resolve()
-    before = set((runs_dir / job.study).glob("*"))
+    before = set((runs_dir / job.name).glob("*"))
     log = runs_dir / f".sweep-{job.key}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     run_dir: Path | None = None
@@ -164,7 +169,7 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
         try:
             while p.poll() is None:
                 if run_dir is None:
-                    new = sorted(set((runs_dir / job.study).glob("*")) - before)
+                    new = sorted(set((runs_dir / job.name).glob("*")) - before)
                     if new and results.is_run(new[0]):
                         run_dir = new[0]
                         Run(run_dir).file(MARKER).write_text(json.dumps(
@@ -322,7 +327,7 @@ class Sweep:
         archive = record.pop("archive", None)
         if archive:
             record["kept_at"] = f"{record['host']}:{record['run_dir']}"
-            record["run_dir"] = str(unpack(archive, Path(self.runs_dir) / job.study))
+            record["run_dir"] = str(unpack(archive, Path(self.runs_dir) / job.name))
         return record
 
     def _record(self, record: dict[str, Any]) -> None:
@@ -356,7 +361,8 @@ class Sweep:
         swept = self.swept()
         jobs = {j.key: j for j in self.jobs}
         # a study may say which steps a sweep compares (latency: its offered levels)
-        shown = hook(load(self.study), "sweep_steps", results.measured)
+        shown = hook(load(self.jobs[0].study), "sweep_steps", results.measured) if self.jobs \
+            else results.measured
         for r in self.records:
             if r.get("status") != "complete" or not r.get("run_dir"):
                 continue
