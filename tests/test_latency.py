@@ -75,7 +75,10 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
         assert {s for s in run.table(table)["step"] if s > 0} == set(loaded["step"]), table.name
     low, high = (loaded[loaded["load"] == x] for x in (0.3, 1.5))
     assert low["ol_sustained"].all() and not high["ol_sustained"].any()  # 150 % of the peak
-    assert (high["ol_achieved_rate"] < 0.9 * high["rate"]).all() and high["ol_lower_bound"].all()
+    # not kept up with: fewer completed than offered. (Not "under 90 %": the offered rate is
+    # 1.5 × a closed-loop peak measured on a noisy host — a fresh clone's open-loop step
+    # completed 94 % of it once, unsustained all the same.)
+    assert (high["ol_achieved_rate"] < high["rate"]).all() and high["ol_lower_bound"].all()
     t = study.tables(run, p)
     for name in ("p99", "p50"):
         rel = t[name].set_index("load" if "load" in t[name] else "offered")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .. import probes, results, stats
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
-from ..studykit import Arm
+from ..studykit import Answer, Arm
 from ..workloads import TYPES as ORDER
 
 BY = ["workload", "threads"]                                      # one cell of a table
@@ -127,6 +127,16 @@ def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str
     return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p),
             "p99": relative(steps, p, "p99"), "aa": relative(steps, p, control=True),
             "calibration": calibration(steps, arms, p)}
+
+
+def scaling_answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any) -> Answer:
+    """A sysbench scaling study's answer (thread pool, versions): `scaling_tables`, the
+    verdicts of `SCALING_VERDICTS`, and the study's `conclusion(summary, {qps, p99, aa}, p,
+    host_cpus=, calibration=)` (the host's CPU count from the run's metadata)."""
+    t = scaling_tables(run, p, arms, relative)
+    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p99", "aa")}, p,
+                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
+    return Answer(t, dict(SCALING_VERDICTS), said)
 
 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,

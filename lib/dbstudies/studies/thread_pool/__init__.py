@@ -129,8 +129,5 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
 
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: every server × scheduler against the baseline on QPS and p99, the A/A control
-    and its calibration, and the conclusion (`analysis.scaling_tables`)."""
-    t = analysis.scaling_tables(run, p, S.with_control(arms(p), p.aa_control), relative)
-    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p99", "aa")}, p,
-                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
-    return S.Answer(t, dict(analysis.SCALING_VERDICTS), said)
+    and its calibration, and the conclusion (`analysis.scaling_answer`)."""
+    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion)
