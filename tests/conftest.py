@@ -119,13 +119,16 @@ def smoke_run(tmp_path_factory):
 
 def report_problems(html: str) -> list[str]:
     """What a reader must never meet in a report: exception text, papermill's banners, a
-    heading with nothing under it, a path of this machine."""
+    heading with nothing under it, a path of this machine — and a page that fetches anything
+    from the network (a script, style, image or font: a report is read offline)."""
     import re
     body = html.split("<body", 1)[-1]
     text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S))
     problems = [f"says {w!r}" for w in ("Traceback", "Exception", "papermill", "Error:", "KeyError")
                 if w in text]
     problems += [f"machine path {m!r}" for m in sorted(set(re.findall(r"(?:/tmp|/work|/home|/root)/[\w./-]*", text)))]
+    problems += [f"fetches {u}" for u in sorted(set(re.findall(
+        r"""(?:\b(?:src|href)\s*=\s*["']?|url\(\s*["']?|@import\s+["'])(https?://[^"')\s>]+)""", html)))]
     parts = re.split(r"(<h[1-6][^>]*>.*?</h[1-6]>)", body, flags=re.S)
     for i in range(1, len(parts), 2):
         level = int(parts[i][2])

@@ -161,9 +161,11 @@ def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
 def test_report_problems_finds_what_a_reader_must_not_meet():
     good = "<body><h1>T</h1><p>x</p><h2>A</h2><img src='a.png'><h2>B</h2><h3>b</h3><table>1</table></body>"
     assert report_problems(good) == []
-    bad = ("<body><h1>T</h1><h2>Empty</h2><h2>Also empty</h2>\\n<h3>under it</h3> <h2>Full</h2>"
+    bad = ("<head><script src='https://cdn.example/require.js'></script></head>"
+           "<body><h1>T</h1><h2>Empty</h2><h2>Also empty</h2>\\n<h3>under it</h3> <h2>Full</h2>"
            "<p>Traceback at /tmp/x/run.py</p></body>")
     assert report_problems(bad) == ["says 'Traceback'", "machine path '/tmp/x/run.py'",
+                                    "fetches https://cdn.example/require.js",
                                     "empty section Empty", "empty section under it"]
 
 

@@ -412,6 +412,20 @@ def _level(cell: Any) -> int:
     return len(m.group(1)) if m else 0
 
 
+REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>\s*", re.I)
+MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->\s*", re.S)
+
+
+def _offline(body: str) -> str:
+    """The page without what it would fetch: nbconvert's template loads require.js and MathJax
+    from a CDN (a report has no widgets and no formulas), so nothing leaves the page.
+
+    >>> _offline('<head><script src="https://cdn.example/require.js"></script><title>t</title>')
+    '<head><title>t</title>'
+    """
+    return REMOTE_SCRIPT.sub("", MATHJAX_CONFIG.sub("", body))
+
+
 def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
@@ -428,7 +442,7 @@ def render(run: Run) -> Path:
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
     body, _ = exporter.from_notebook_node(nb)
-    body = _alt_texts(body, nb)
+    body = _offline(_alt_texts(body, nb))
     body = body.replace("</head>", STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
