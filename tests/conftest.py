@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import html as html_lib
 import os
 import signal
 import subprocess
@@ -117,15 +118,48 @@ def smoke_run(tmp_path_factory):
     return execute
 
 
+NUMBER = r"(?<![\w.,])[-−+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.,]?\w)"
+
+
+def number_problems(text: str) -> list[str]:
+    """Numbers that mean nothing to a reader, in a report's visible text: `nan` or `inf`,
+    e-notation, more than 7 significant digits (IDs glued to letters, dates and versions
+    are not numbers here).
+
+    >>> number_problems("p = 1.1e-12; nan %; 91,728.612284 QPS; 11,534,336 B; 1,000,000 rows; run 20261125T2146Z; 10.11.19; 137,592.9")
+    ["e-notation '1.1e-12'", "says 'nan'", "more than 7 significant digits '91,728.612284'", "more than 7 significant digits '11,534,336'"]
+    """
+    import re
+    out = []
+    for m in re.finditer(NUMBER, text):
+        token = m.group(0)
+        if re.search(r"[eE]", token):
+            out.append(f"e-notation {token!r}")
+            continue
+        digits = re.sub(r"\D", "", token.split(".")[0]).lstrip("0")
+        frac = token.split(".")[1] if "." in token else ""
+        sig = (digits + frac).lstrip("0") if digits else frac.lstrip("0")
+        if not frac:
+            sig = sig.rstrip("0")
+        if len(sig) > 7:
+            out.append(f"more than 7 significant digits {token!r}")
+    bad_words = sorted(set(re.findall(r"(?<![\w-])(nan|NaN|inf|-inf)(?![\w-])", text)))
+    out[1:1] = [f"says {w!r}" for w in bad_words]
+    return out
+
+
 def report_problems(html: str) -> list[str]:
     """What a reader must never meet in a report: exception text, papermill's banners, a
-    heading with nothing under it, a path of this machine — and a page that fetches anything
-    from the network (a script, style, image or font: a report is read offline)."""
+    heading with nothing under it, a path of this machine, a number that means nothing
+    (`number_problems`) — and a page that fetches anything from the network (a script,
+    style, image or font: a report is read offline)."""
     import re
     body = html.split("<body", 1)[-1]
-    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S))
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style|svg)\b.*?</\1>", "", body, flags=re.S))
+    text = html_lib.unescape(text)
     problems = [f"says {w!r}" for w in ("Traceback", "Exception", "papermill", "Error:", "KeyError")
                 if w in text]
+    problems += number_problems(text)
     problems += [f"machine path {m!r}" for m in sorted(set(re.findall(r"(?:/tmp|/work|/home|/root)/[\w./-]*", text)))]
     problems += [f"fetches {u}" for u in sorted(set(re.findall(
         r"""(?:\b(?:src|href)\s*=\s*["']?|url\(\s*["']?|@import\s+["'])(https?://[^"')\s>]+)""", html)))]

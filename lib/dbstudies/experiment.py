@@ -345,15 +345,18 @@ def record_server(run: Run, server: servers.Server, label: str, *,
     run.update(servers=meta)
 
 
-
-
 def record_data(run: Run, server: servers.Server, key: str) -> None:
     """Add the size of the data the study loaded into server `key` (per schema, data and
-    indexes, as information_schema reports it after the load) to the run's metadata."""
+    indexes, as information_schema reports it after the load and an ANALYZE TABLE of each
+    table: MySQL otherwise shows statistics cached before the load) to the run's metadata."""
+    system = ", ".join(repr(s) for s in SYSTEM_SCHEMAS)
+    tables = server.query("SELECT table_schema, table_name FROM information_schema.TABLES WHERE "
+                          f"table_type = 'BASE TABLE' AND table_schema NOT IN ({system})")
+    if tables:
+        server.query("ANALYZE TABLE " + ", ".join(f"`{s}`.`{t}`" for s, t in tables))
     rows = server.query(
         "SELECT table_schema, SUM(data_length + index_length), SUM(table_rows) "
-        "FROM information_schema.TABLES WHERE table_schema NOT IN "
-        f"({', '.join(repr(s) for s in SYSTEM_SCHEMAS)}) GROUP BY table_schema")
+        f"FROM information_schema.TABLES WHERE table_schema NOT IN ({system}) GROUP BY table_schema")
     data = run.metadata.get("data") or []
     data += [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
              for schema, size, n in rows]

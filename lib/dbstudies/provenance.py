@@ -45,8 +45,24 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def virtual_machine() -> str | None:
+    """The hypervisor this host runs under ("kvm", …; "virtual machine" when only the CPU's
+    hypervisor flag says so), or None on bare metal. A VM's vCPUs wake up slower and share
+    their physical cores: a report names it beside the host."""
+    with contextlib.suppress(proc.ProcError, OSError):
+        kind = proc.run(["systemd-detect-virt", "--vm"], timeout=30, check=False).stdout.strip()
+        if kind and kind != "none":
+            return kind
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        flags = next((ln for ln in f if ln.startswith("flags")), "")
+        if "hypervisor" in flags.split():
+            return "virtual machine"
+    return None
+
+
 def host_facts(where: Path) -> dict[str, Any]:
-    """CPU model, cores, memory, kernel and the filesystem a run's files live on."""
+    """CPU model, cores, memory, kernel, the hypervisor if any and the filesystem a run's
+    files live on."""
     model = None
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:  # psutil does not say
         model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
@@ -57,6 +73,7 @@ def host_facts(where: Path) -> dict[str, Any]:
     return {"hostname": platform.node(), "cpu_model": model, "cpus": psutil.cpu_count(),
             "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
+            "virtual_machine": virtual_machine(),
             "storage": storage_facts(where)}
 
 

@@ -31,7 +31,8 @@ def _e(value: Any) -> str:
 
 def _host(h: dict[str, Any]) -> str:
     fs = (h.get("filesystem") or "").split()
-    return (f"{h.get('cpu_model')} · {h.get('cpus')} CPUs · {h.get('memory_gib')} GiB · "
+    vm = f"virtual machine ({h['virtual_machine']}) · " if h.get("virtual_machine") else ""
+    return (f"{vm}{h.get('cpu_model')} · {h.get('cpus')} CPUs · {h.get('memory_gib')} GiB · "
             f"Linux {h.get('kernel')} · {h.get('os')} · {fs[0] if fs else '?'}")
 
 
@@ -109,24 +110,30 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
 MAX_DIFFERENCES = 20
 
 
-def configuration(meta: dict[str, Any]) -> str:
-    """An HTML table: per arm, the key variables and every variable whose value differs
-    between the arms (machine-specific ones left out), sizes in MiB/GiB, the variables a
-    like-for-like run aligned marked; "" when no arm's server was recorded."""
+def configuration(meta: dict[str, Any], governing: tuple[str, ...] = ()) -> str:
+    """An HTML table: per arm, the key variables, the variables that govern what the study
+    varies (`governing`: a study's `GOVERNING`, e.g. the pool's and the per-connection
+    scheduler's), and every variable whose value differs between the arms (machine-specific
+    ones left out), sizes in MiB/GiB, the variables a like-for-like run aligned marked;
+    "" when no arm's server was recorded."""
     per_arm = settings.arm_variables(meta)
     if not per_arm:
         return ""
     arms = list(per_arm)
     differ = [n for n, _ in settings.differences(meta) if n not in settings.KEY_VARIABLES]
     aligned = set(settings.aligned(meta))
-    names = [n for n in settings.KEY_VARIABLES if any(n in v for v in per_arm.values())] + differ[:MAX_DIFFERENCES]
+    first = list(dict.fromkeys([*settings.KEY_VARIABLES, *governing]))
+    names = [n for n in first if any(n in v for v in per_arm.values())]
+    names += [n for n in differ[:MAX_DIFFERENCES] if n not in names]
     head = "".join(f"<th>{_e(a)}</th>" for a in arms)
     rows = []
     for n in names:
         values = [per_arm[a].get(n) for a in arms]
         shown = [settings.shown(n, v) for v in values]
         mark = " class='dbs-differs'" if not settings.same(values) else ""
-        rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{' <small>aligned</small>' if n in aligned else ''}</td>"
+        tags = " <small>aligned</small>" if n in aligned else ""
+        tags += " <small>governs what the study varies</small>" if n in governing else ""
+        rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{tags}</td>"
                     + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
     more = len(differ) - MAX_DIFFERENCES
     note = (f"<p>…and {more} more variables that differ (every server's variables: "
@@ -158,12 +165,13 @@ def data_sizes(meta: dict[str, Any]) -> str:
     for server in dict.fromkeys(d["server"] for d in data):
         mine = [d for d in data if d["server"] == server]
         total = sum(d["bytes"] for d in mine)
-        schemas = ", ".join(f"{d['schema']} {settings.size_text(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
+        schemas = ", ".join(f"{d['schema']} {settings.bytes_text(d['bytes'])}, ≈ {d['rows']:,} rows" for d in mine)
         pool = pools.get(server)
-        vs = f" — {total / pool:.2g} × its buffer pool ({settings.size_text(pool)})" if pool else ""
-        lines.append(f"<li>{_e(server)}: {_e(settings.size_text(total))} ({_e(schemas)}){_e(vs)}</li>")
+        vs = (f" — {settings.share_of(total, pool, 'its buffer pool')} ({settings.size_text(pool)})"
+              if pool else "")
+        lines.append(f"<li>{_e(server)}: {_e(settings.bytes_text(total))} ({_e(schemas)}){_e(vs)}</li>")
     return ("<p>Data and indexes the study loaded, as information_schema reports them after "
-            f"the load (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
+            f"the load and an ANALYZE TABLE (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
 
 
 def client_commands(meta: dict[str, Any]) -> str:
@@ -456,14 +464,14 @@ CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conc
 
 
 def conclusion_text(nb_path: Path) -> str | None:
-    """The conclusion an executed notebook showed (Markdown text), or None."""
+    """What an executed notebook showed as its answer and conclusion (Markdown: every
+    marked output, in order), or None."""
     import nbformat
     try:
         nb = nbformat.read(nb_path, as_version=4)
     except (OSError, ValueError):
         return None
-    for cell in reversed(nb.cells):
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if out.get("metadata", {}).get(CONCLUSION):
-                return out.get("data", {}).get("text/markdown")
-    return None
+    said = [out.get("data", {}).get("text/markdown") or ""
+            for cell in nb.cells if cell.cell_type == "code"
+            for out in cell.get("outputs", []) if out.get("metadata", {}).get(CONCLUSION)]
+    return "\n\n".join(said) if said else None

@@ -20,6 +20,7 @@ from .render import (
     scrub_paths,
 )
 from .results import Run
+from .study import load, reference
 from .studykit import Answer
 
 
@@ -31,28 +32,55 @@ def skip(text: str) -> None:
 
 
 def number(v: Any) -> str:
-    """A table cell: 12,345 · 0.0123 · 1.23 · text as it is.
+    """A table cell: 12,345 · 0.012 · 1.23 · −4.5 · < 0.001 · text as it is.
 
-    >>> number(12345.6), number(0.012345), number(1.2345), number(3), number("draw")
-    ('12,346', '0.0123', '1.23', '3', 'draw')
+    >>> number(12345.6), number(0.012345), number(1.2345), number(3), number("draw"), number(-4.5), number(4.2e-07)
+    ('12,346', '0.012', '1.23', '3', 'draw', '−4.5', '< 0.001')
     """
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
     if v != v:  # NaN
         return "–"
-    return f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.3g}"
+    if v != 0 and abs(v) < 0.001:
+        return "< 0.001" if v > 0 else "> −0.001"
+    text = f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}" if abs(v) < 1 else f"{v:.3g}"
+    return text.replace("-", "−")
+
+
+# how a report names the columns of the library's tables (any other: underscores as spaces)
+LABELS = {
+    "median_baseline": "median, baseline", "median_candidate": "median, candidate",
+    "n_baseline": "n, baseline", "n_candidate": "n, candidate", "delta_pct": "difference %",
+    "ci_low_pct": "95 % CI from %", "ci_high_pct": "95 % CI to %",
+    "holm_ci_low_pct": "Holm-adjusted from %", "holm_ci_high_pct": "Holm-adjusted to %",
+    "p_value": "p", "p_holm": "p after Holm", "mde_pct": "smallest detectable %",
+    "sd_diff": "SD of the pairs' log ratios", "df": "degrees of freedom", "prior_df": "borrowed degrees of freedom",
+    "rank_ratio": "Hodges–Lehmann ratio", "rank_ci_level": "its CI level", "p_rank": "p, rank test",
+    "rank_ci_low_pct": "rank CI from %", "rank_ci_high_pct": "rank CI to %",
+    "cv_baseline": "CV, baseline", "cv_candidate": "CV, candidate",
+    "cpu_server_pct": "server CPU % of a core", "cpu_client_pct": "client CPU % of a core",
+    "busy_steps": "steps on a busy host", "remeasured": "attempts measured again",
+    "shift_pct": "true difference %", "tables_any_verdict": "tables with a non-draw",
+    "cells_better": "cells better", "cells_worse": "cells worse",
+}
+
+
+def label(column: Any) -> str:
+    """A column as a reader names it: `LABELS`, else its words ('qps_cv_pct' → 'qps cv %')."""
+    c = str(column)
+    return LABELS.get(c) or c.replace("_pct", " %").replace("_", " ")
 
 
 def table(df: "Any", columns: list[str] | None = None):
     """A DataFrame as a report shows it: chosen columns (those it has: a blocks run's
-    comparison has no `sd_diff`), no index column, readable numbers, headers that may wrap
-    at their underscores (so that wide tables fit the page)."""
+    comparison has no `sd_diff`), no index column, readable numbers (typographic minus, no
+    e-notation), columns named in words (`label`)."""
     view = df[[c for c in columns if c in df.columns]] if columns else df
     from pandas.api.types import is_numeric_dtype
     text = [c for c in view.columns if not is_numeric_dtype(view[c])]
     return (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
             .set_properties(subset=text, **{"text-align": "left"})
-            .format_index(lambda c: str(c).replace("_", "_<wbr>"), axis="columns")
+            .format_index(lambda c: _e(label(c)), axis="columns")
             .set_table_attributes("class='dbs-table'"))
 
 
@@ -79,12 +107,13 @@ def details(title: str, shown: Any, caption: str = "") -> None:
     from IPython.display import HTML, display
     from pandas.io.formats.style import Styler
     styler = shown if isinstance(shown, Styler) else table(shown)
+    caption = re.sub(r"`(\w+)`", lambda m: f"“{label(m.group(1))}”" if m.group(1) in LABELS else m.group(0), caption)
     display(HTML(f"<details class='dbs-details'><summary>{_e(title)}</summary>"
                  + (f"<p>{_inline(caption)}</p>" if caption else "") + styler.to_html() + "</details>"))
 
 
 COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",
-                "delta_pct", "ci_low_pct", "ci_high_pct", "p_holm", "verdict", "mde_pct"]
+                "delta_pct", "holm_ci_low_pct", "holm_ci_high_pct", "p_holm", "verdict", "mde_pct"]
 
 
 def costs(moved: Any, tables: dict[str, Any]) -> None:
@@ -101,6 +130,9 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
         display(Markdown("*No cell was judged better or worse, so there is no verdict to explain; "
                          "every cost's comparison is below.*"))
     else:  # the costs wrap in their column: one line each would push the table off the page
+        display(Markdown("*CPU costs first, by the points of throughput change they account for "
+                         "if the CPUs are the limit (the budget above); the other costs after, by "
+                         "size: they say how the work changed, not how much of the verdict it explains.*"))
         display(table(moved).set_properties(subset=["costs that moved"],
                                             **{"white-space": "normal", "min-width": "30em"}))
     every = pd.concat([in_percent(t) for t in tables.values()], ignore_index=True)
@@ -111,6 +143,42 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
             "rows read (MySQL: `Innodb_rows_read`; MariaDB: `Rows_read`) — each counter's increase "
             "over the step's transactions. A cell is "
             "compared where every step has the cost above zero.")
+
+
+def cpu_budget(said: Answer, run: Run) -> None:
+    """The CPU budget of every cell the throughput verdicts judged better or worse
+    (`analysis.caveats.budget`): CPU used by server and client, their µs per transaction, the
+    throughput change that cost predicts if the CPUs are the limit next to the measured one,
+    and the client's share of the extra CPU."""
+    from IPython.display import Markdown, display
+
+    from .analysis import caveats
+    key = caveats.throughput_key(said.verdicts)
+    cpus = (run.metadata.get("host") or {}).get("cpus") or 0
+    b = caveats.budget(said.tables.get("steps"), said.tables.get(key) if key else None, cpus)
+    if b.empty:
+        skip("No cell was judged better or worse on throughput (or the run recorded no CPU per "
+             "transaction): there is no verdict for a CPU budget to explain.")
+        return
+    display(Markdown(
+        f"*The CPU budget of each judged cell: on this {cpus}-CPU host, server and client spend "
+        "µs of CPU per transaction; if together they fill the CPUs, throughput can only be what "
+        "those µs allow, so the change in µs per transaction predicts the change in throughput "
+        "(baseline µs ÷ candidate µs − 1). Where the prediction matches the measured change, "
+        "CPU per transaction explains the verdict; where the CPUs were not saturated (in "
+        "brackets), it does not bound throughput and something else — waiting — does.*"))
+    display(table(caveats.budget_table(b, cpus)))
+
+
+def shows(profiled: float, verdict: float) -> bool:
+    """Whether profiled steps differ the way the verdict does: same sign, at least half its size.
+
+    >>> shows(-2.9, -27.0), shows(-20.0, -27.0), shows(5.0, -10.0), shows(1.0, float("nan"))
+    (False, True, False, True)
+    """
+    if verdict != verdict or profiled != profiled:
+        return True
+    return profiled * verdict > 0 and abs(profiled) >= abs(verdict) / 2
 
 
 def cpu_profiles(run: Run, arms: list[Any]) -> None:
@@ -133,6 +201,11 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
             (folder / f"flame-{results.slug(a['arm'])}-{v['workload']}-{v['threads']}.svg").write_text(a["svg"])
             display(HTML(f"<div class='dbs-flame'>{a['svg']}</div>"))
         for d in v["differences"]:
+            if not shows(d["profiled_pct"], d["verdict_pct"]):
+                display(Markdown(
+                    f"**These profiles may not show the verdict's cause:** the profiled steps differ by "
+                    f"{signed(d['profiled_pct'])} in throughput, the verdict by {signed(d['verdict_pct'])} "
+                    "(one profiled step per arm, noise included); read the differences below with that in mind."))
             display(Markdown(f"*{d['candidate']} against {v['arms'][0]['arm']}: the functions whose own CPU "
                              "per transaction changed most (µs: the function's share of the samples × the "
                              "step's server CPU per transaction).*"))
@@ -160,15 +233,30 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
 
 
 def answer(said: Answer, run: Run | None = None) -> None:
-    """The report's answer, the same for every study: its verdicts in one short table
-    (`analysis.verdict_summary` of `said.verdict_tables()`), then its conclusion (Markdown,
-    computed from the tables; printed by `dbstudies run`); with `run`, the settings that
-    still differ between its arms' servers, which the verdicts include."""
+    """The report's answer, the same for every study: the verdicts in words
+    (`analysis.words`) with each claim of the source as this run finds it, the caveats the
+    run's own data raise (`analysis.caveats`; with `run`), the verdicts in one short table
+    (`analysis.verdict_summary`), then the study's conclusion (Markdown, computed from the
+    tables) — all but the table printed by `dbstudies run` too."""
     from IPython.display import display
-    verdicts = analysis.verdict_summary(said.verdict_tables())
+
+    from .analysis import caveats, words
+    tables = said.verdict_tables()
+    said_words = words.paragraphs(tables)
+    if said.claims:
+        said_words.append("**The source's claims, tested here:**\n\n" + "\n".join(
+            f"- {line}" for line in words.claims_held(said.claims, said.tables)))
+    warn = caveats.caveats(run, said.tables, caveats.throughput_key(said.verdicts)) if run is not None else []
+    if warn:
+        said_words.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
+    if said_words:
+        conclusion("\n\n".join(said_words))
+    verdicts = analysis.verdict_summary(tables)
     if len(verdicts):
         display(table(verdicts))
     differ = settings.differences_line(run.metadata) if run is not None else ""
+    if differ and settings.beyond_varied(run.metadata):
+        differ = ""  # a caveat above says it
     conclusion(said.conclusion + (f"\n\n{differ}" if differ else ""))
 
 
@@ -189,11 +277,25 @@ def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
     if reach:
         parts.append("<p><b>What the comparisons can detect.</b></p><ul>" + "".join(
             f"<li>{_e(name)}: {_e('. '.join(lines))}.</li>" for name, lines in reach) + "</ul>")
-    for title, body in (("Servers: the settings that matter and what differs between arms", configuration(meta)),
+        parts.append(
+            "<p><b>What a difference is.</b> Each difference is a ratio of geometric means — in a "
+            "paired run, the mean of each round's log ratio of two steps measured back to back — "
+            "and its interval is Holm-adjusted: widened to the level Holm's step-down tests that "
+            "cell at, so it excludes no change exactly when the verdict could call it better or "
+            "worse. It need not equal the difference of two medians in the summaries: a median is "
+            "of one arm's steps alone, so drift between rounds moves it, while a paired ratio "
+            "cancels the drift both steps of a round shared.</p>")
+    governing = tuple(getattr(load(reference(meta)), "GOVERNING", ())) if meta.get("study") else ()
+    for title, body in (("Servers: the settings that matter and what differs between arms",
+                         configuration(meta, governing)),
                         ("Data against the buffer pool", data_sizes(meta)),
                         ("Client command", client_commands(meta))):
         if body:
             parts.append(f"<p><b>{_e(title)}.</b></p>{body}")
+    cnfs = sorted(run.servers_dir.glob("*/my.cnf")) if run.servers_dir.is_dir() else []
+    if cnfs:
+        parts.append("<p><b>Each server's my.cnf</b>, as it started (in the run directory): " + " · ".join(
+            f"<a href='{_e(c.relative_to(run.path).as_posix())}'>{_e(c.parent.name)}</a>" for c in cnfs) + "</p>")
     display(HTML(f"<div class='dbs-setup'>{scrub_paths(''.join(parts), run)}</div>"))
 
 

@@ -9,6 +9,11 @@ from .studykit import Arm, MultiServerParams, flavour_label
 
 PER_CONNECTION, POOL = "one-thread-per-connection", "pool-of-threads"
 SCHEDULERS = (PER_CONNECTION, POOL)
+# what governs either scheduler, shown in a report's settings table (a study's `GOVERNING`):
+# the pool's groups, stall limit, oversubscription, thread cap and idle timeout; the
+# per-connection scheduler's thread cache; both: the connection limit
+GOVERNING = ("thread_handling", "thread_pool_size", "thread_pool_stall_limit", "thread_pool_oversubscribe",
+             "thread_pool_max_threads", "thread_pool_idle_timeout", "thread_cache_size", "max_connections")
 
 
 def scheduler_intent(scheduler: str, server_cpus: int) -> servers.Intent:
@@ -23,7 +28,7 @@ def lacks_pool(flavour: str) -> str | None:
     return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
 
 
-def _scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str) -> str:
+def scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str) -> str:
     return scheduler if len(p.flavours) == 1 else f"{flavour_label(flavour)} · {scheduler}"
 
 
@@ -31,14 +36,14 @@ def scheduler_arms(p: "MultiServerParams", schedulers: list[str]) -> list[Arm]:
     """One arm per server × scheduler it has; the baseline (the baseline server's
     one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
     order = sorted(schedulers, key=SCHEDULERS.index)
-    return [Arm(_scheduler_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
+    return [Arm(scheduler_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
             for f in p.servers() for s in order if s != POOL or not lacks_pool(f)]
 
 
 def schedulers_unavailable(p: "MultiServerParams", schedulers: list[str]) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
-    return [(_scheduler_label(p, f, POOL), f) for f in p.servers()
+    return [(scheduler_label(p, f, POOL), f) for f in p.servers()
             if POOL in schedulers and lacks_pool(f)]
 
 

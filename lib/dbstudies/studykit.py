@@ -426,7 +426,6 @@ def flavour_label(flavour: str) -> str:
     return Path(flavour).stem if str(flavour).endswith(".toml") else flavour
 
 
-
 # ---------------------------------------------------------------- the contract
 
 @dataclass
@@ -434,11 +433,12 @@ class Answer:
     """What a study answers from a run — every study's `answer(run, p)` returns one, and every
     notebook shows it the same way (`report.answer`): its `tables` by key (the measured steps,
     summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
-    in the order the answer lists them) and its `conclusion` (Markdown, computed from the
-    tables, no claim hard-coded)."""
+    in the order the answer lists them), its `conclusion` (Markdown, computed from the
+    tables, no claim hard-coded) and the source's `claims` it tests (`analysis.words.Claim`)."""
     tables: dict[str, Any]
     verdicts: dict[str, str]
     conclusion: str
+    claims: list[Any] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> Any:
         return self.tables[key]

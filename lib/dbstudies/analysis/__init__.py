@@ -16,13 +16,14 @@ from typing import Any
 
 import pandas as pd
 
-from .. import probes, results, stats
+from .. import results, stats
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
 from ..studykit import Answer, Arm
 from ..workloads import TYPES as ORDER
 
 BY = ["workload", "threads"]                                      # one cell of a table
 METRICS = {"qps": ("qps", True), "p99": ("latency_p99_ms", False)}  # column, higher is better
+WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
 
 # ---------------------------------------------------------------- comparison tables of any study
@@ -46,16 +47,23 @@ def step_summary(steps: pd.DataFrame, by: list[str], metrics: dict[str, str]) ->
 
 
 def in_percent(table: pd.DataFrame) -> pd.DataFrame:
-    """A table in one unit, %, for showing: a CI of a ratio (ci_low, ci_high and the rank
-    test's) as the differences it spans (ci_low_pct …), a coefficient of variation (…_cv) ×
-    100 (…_cv_pct), next to delta_pct.
+    """A table in one unit, %, for showing: a CI of a ratio (ci_low, ci_high, the Holm-adjusted
+    and the rank test's) as the differences it spans (ci_low_pct …; left empty where the
+    interval is unbounded, its ends more than `WIDE` times apart), a coefficient of variation
+    (…_cv) × 100 (…_cv_pct), next to delta_pct.
 
-    >>> in_percent(pd.DataFrame({"ci_low": [0.9], "ci_high": [1.25], "qps_cv": [0.05]})).round(6).to_dict("records")
-    [{'ci_low_pct': -10.0, 'ci_high_pct': 25.0, 'qps_cv_pct': 5.0}]
+    >>> in_percent(pd.DataFrame({"ci_low": [0.9, 1e-6], "ci_high": [1.25, 40.0], "qps_cv": [0.05, 0.1]})).round(6).to_dict("list")
+    {'ci_low_pct': [-10.0, nan], 'ci_high_pct': [25.0, nan], 'qps_cv_pct': [5.0, 10.0]}
     """
-    ratios = [c for c in table.columns if c in ("ci_low", "ci_high", "rank_ci_low", "rank_ci_high")]
+    pairs = [(lo, lo.replace("low", "high")) for lo in ("ci_low", "holm_ci_low", "rank_ci_low")
+             if lo in table.columns and lo.replace("low", "high") in table.columns]
     cvs = [c for c in table.columns if c.endswith("_cv") or c == "cv"]
-    out = table.assign(**{c: (table[c] - 1) * 100 for c in ratios}, **{c: table[c] * 100 for c in cvs})
+    out = table.assign(**{c: table[c] * 100 for c in cvs})
+    for lo, hi in pairs:
+        wide = ~((table[lo] > 0) & (table[hi] / table[lo] <= WIDE))
+        out[lo] = ((table[lo] - 1) * 100).mask(wide)
+        out[hi] = ((table[hi] - 1) * 100).mask(wide)
+    ratios = [c for pair in pairs for c in pair]
     return out.rename(columns={c: f"{c}_pct" for c in ratios + cvs})
 
 
@@ -129,14 +137,16 @@ def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str
             "calibration": calibration(steps, arms, p)}
 
 
-def scaling_answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any) -> Answer:
+def scaling_answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
+                   claims: list[Any] | None = None) -> Answer:
     """A sysbench scaling study's answer (thread pool, versions): `scaling_tables`, the
-    verdicts of `SCALING_VERDICTS`, and the study's `conclusion(summary, {qps, p99, aa}, p,
-    host_cpus=, calibration=)` (the host's CPU count from the run's metadata)."""
+    verdicts of `SCALING_VERDICTS`, the study's `conclusion(summary, {qps, p99, aa}, p,
+    host_cpus=, calibration=)` (the host's CPU count from the run's metadata) and the
+    source's `claims` it tests."""
     t = scaling_tables(run, p, arms, relative)
     said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p99", "aa")}, p,
                       host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
-    return Answer(t, dict(SCALING_VERDICTS), said)
+    return Answer(t, dict(SCALING_VERDICTS), said, list(claims or []))
 
 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,
@@ -199,13 +209,43 @@ def layout(rel: pd.DataFrame) -> pd.DataFrame:
     return wide(rel, cell, column)
 
 
+def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """A comparison's interval in %, '[−3.0, +9.2]'; '[unbounded: 2 pairs]' when its ends
+    are more than `WIDE` times apart (too few pairs or repeats for this noise).
+
+    >>> interval(pd.Series({"ci_low": 0.97, "ci_high": 1.092, "n_baseline": 5}))
+    '[−3.0, +9.2]'
+    >>> interval(pd.Series({"ci_low": 0.0001, "ci_high": 4e8, "n_baseline": 2, "sd_diff": 1.0}))
+    '[unbounded: 2 pairs]'
+    """
+    def get(key: str) -> Any:
+        return r.get(key) if isinstance(r, (pd.Series, dict)) else getattr(r, key, None)
+
+    lo, hi = get(low), get(high)
+    if not (lo > 0 and hi > 0) or hi / lo > WIDE:
+        n = get("n_baseline")
+        unit = "pair" if get("sd_diff") is not None else "repeat"
+        return f"[unbounded: {int(n)} {unit}{'s' if n != 1 else ''}]" if n == n and n is not None else "[unbounded]"
+    return f"[{signed((lo - 1) * 100).removesuffix(' %')}, {signed((hi - 1) * 100).removesuffix(' %')}]"
+
+
+def adjusted(r: Any) -> tuple[str, str]:
+    """The interval columns to show beside a Holm verdict: the Holm-adjusted ones where the
+    table has them (`stats.holm_intervals`), else the raw CI's."""
+    value = r.get("holm_ci_low") if isinstance(r, (pd.Series, dict)) else getattr(r, "holm_ci_low", None)
+    return ("holm_ci_low", "holm_ci_high") if value is not None and value == value else ("ci_low", "ci_high")
+
+
 def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
-    """One comparison as a table cell: difference, 95 % CI (both in %), verdict — and why a
-    CI that excludes 0 is still a draw.
+    """One comparison as a table cell: difference, its Holm-adjusted 95 % interval (both in
+    %; the raw CI for tables without one), verdict — and why an interval that excludes 0
+    is still a draw.
 
     >>> r = pd.Series({"delta_pct": -28.1, "ci_low": 0.570, "ci_high": 0.908, "p_holm": 0.2, "verdict": "draw"})
     >>> cell_text(r)
-    '−28.1 % [−43.0, −9.2] draw: not significant after Holm (p = 0.2; the raw CI excludes 0)'
+    '−28.1 % [−43.0, −9.2] draw: not significant after Holm (p = 0.2)'
+    >>> cell_text(pd.Series({**r, "holm_ci_low": 0.45, "holm_ci_high": 1.1}))
+    '−28.1 % [−55.0, +10.0] draw'
     >>> cell_text(pd.Series({**r, "delta_pct": 0.0, "ci_low": 1.0, "ci_high": 1.0}))
     'draw: identical in every repeat'
     """
@@ -213,11 +253,11 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
         return str(r.verdict)
     if r.ci_low == r.ci_high == 1:
         return f"{r.verdict}: identical in every repeat"
-    text = (f"{r.delta_pct:+.1f} % [{(r.ci_low - 1) * 100:+.1f}, {(r.ci_high - 1) * 100:+.1f}]"
-            .replace("-", "−") + f" {r.verdict}")
-    if r.verdict == "draw" and (r.ci_low > 1 or r.ci_high < 1):
-        text += (f": not significant after Holm (p = {r.p_holm:.2g}; the raw CI excludes 0)"
-                 if r.p_holm >= alpha else ": significant, but within the draw threshold")
+    lo, hi = adjusted(r)
+    text = f"{signed(r.delta_pct)} {interval(r, lo, hi)} {r.verdict}"
+    if r.verdict == "draw" and (r[lo] > 1 or r[hi] < 1):
+        text += (f": not significant after Holm (p {p_text(r.p_holm)})" if r.p_holm >= alpha
+                 else ": significant, but within the draw threshold")
     return text
 
 
@@ -328,6 +368,15 @@ def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], v
     return lines
 
 
+def p_text(p: float) -> str:
+    """A p-value as the sentences say it, with its relation: '= 0.029', '< 0.001'.
+
+    >>> p_text(0.029), p_text(2.6e-07)
+    ('= 0.029', '< 0.001')
+    """
+    return "< 0.001" if p < 0.001 else f"= {p:.2g}"
+
+
 def signed(pct: float) -> str:
     """A difference as the reports write it.
 
@@ -343,7 +392,7 @@ def _judged(r: Any, alpha: float = stats.ALPHA) -> str:
     >>> _judged(pd.Series({"p_holm": 0.029, "verdict": "draw"})), _judged(pd.Series({"p_holm": 0.3, "verdict": "draw"}))
     ('Holm p = 0.029, draw: within the draw threshold', 'Holm p = 0.3, draw')
     """
-    text = f"Holm p = {r.p_holm:.2g}, {r.verdict}"
+    text = f"Holm p {p_text(r.p_holm)}, {r.verdict}"
     return text + (": within the draw threshold" if r.verdict == "draw" and r.p_holm < alpha else "")
 
 
@@ -360,23 +409,12 @@ def aa_line(aa: pd.DataFrame | None, baseline: str) -> list[str]:
 
 
 def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
-    """Busy-host retries and flags, and how much CPU server and client used."""
-    lines = []
-    busy, again = int(summ["busy_steps"].sum()), int(summ["remeasured"].sum())
-    limits = (f"other processes used more than {probes.BUSY_OTHER_PCT:.0f} % of the machine, "
-              f"or the hypervisor stole more than {probes.BUSY_STEAL_PCT:.0f} %")
-    if again:
-        lines.append(f"- {again} attempt{'s' if again != 1 else ''} at a step ran on a busy host ({limits}) and were "
-                     f"measured again; the discarded attempts are kept in `steps` (phase busy).")
-    if busy:
-        lines.append(f"- {busy} measured step{'s' if busy != 1 else ''} still ran on a busy host after "
-                     f"{probes.BUSY_RETRIES} retries ({limits}; `steps.host_busy`).")
+    """How much CPU server and client used (busy-host steps are a caveat: `caveats.busy`)."""
     cpu = summ[["cpu_server_pct", "cpu_client_pct"]].max()
-    lines.append(f"- CPU: server up to {cpu.cpu_server_pct:.0f}% and sysbench up to "
-                 f"{cpu.cpu_client_pct:.0f}% of one core on a {host_cpus}-CPU host"
-                 + ("; client and server share the CPUs, so high thread counts measure both."
-                    if not (p.server_cpus and p.client_cpus) else "."))
-    return lines
+    return [f"- CPU: server up to {cpu.cpu_server_pct:.0f} % and sysbench up to "
+            f"{cpu.cpu_client_pct:.0f} % of one core on a {host_cpus}-CPU host"
+            + ("; client and server share the CPUs, so high thread counts measure both."
+               if not (p.server_cpus and p.client_cpus) else ".")]
 
 
 NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed between them "

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..probes import COSTS
 from ..studykit import Arm
-from . import BY, compare_arms, signed
+from . import BY, adjusted, compare_arms, interval, signed
 
 JUDGED = ("better", "worse")
 
@@ -45,32 +45,71 @@ def tables(steps: pd.DataFrame, arms: list[Arm], p: Any, by: list[str] = BY) -> 
     return out
 
 
+CPU = ("cpu_server_us_per_txn", "cpu_client_us_per_txn")
+
+
+def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: str) -> dict[str, float]:
+    """Per CPU cost (`CPU`) of one cell × candidate: the points of throughput change it
+    accounts for if the CPUs are the limit — the change the cell's CPU per transaction
+    predicts, (S_b + C_b) / (S_c + C_c) − 1, split between server and client by their share
+    of the extra µs. Empty unless both CPU costs were compared in the cell."""
+    medians = {}
+    for column in CPU:
+        t = costs.get(column)
+        if t is None:
+            return {}
+        hit = t[(t["candidate"] == candidate) & np.logical_and.reduce([t[k] == v for k, v in key.items()])]
+        if hit.empty:
+            return {}
+        medians[column] = (float(hit["median_baseline"].iloc[0]), float(hit["median_candidate"].iloc[0]))
+    base = sum(b for b, _ in medians.values())
+    cand = sum(c for _, c in medians.values())
+    extra = cand - base
+    if cand <= 0 or abs(extra) <= 1e-9:
+        return {}
+    predicted = (base / cand - 1) * 100
+    return {column: predicted * (c - b) / extra for column, (b, c) in medians.items()}
+
+
 def moved(judged: dict[str, pd.DataFrame], costs: dict[str, pd.DataFrame],
           by: list[str] = BY) -> pd.DataFrame:
     """For every cell × candidate that a table of `judged` (its name → comparison table)
-    called better or worse: that verdict, and the costs whose own verdict is not a draw —
-    "server CPU µs per transaction −18.0 % [−22.1, −13.6]" —, largest change first, and how
-    many costs were compared and found within the draw."""
-    rows = []
+    called better or worse — one row, whichever tables did —: those verdicts, and the costs
+    whose own verdict is not a draw, e.g. "client CPU µs per transaction +45.0 % [+38.1,
+    +52.3]: −12.1 points of throughput". CPU costs come first, ranked by the points of
+    throughput change they account for if the CPUs are the limit (`cpu_points`); the others
+    follow by the size of their change (they say how, not how much). Then how many costs
+    were compared and found within the draw."""
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for name, rel in judged.items():
         if rel is None or rel.empty:
             continue
         for r in rel[rel["verdict"].isin(JUDGED)].itertuples():
             key = {k: getattr(r, k) for k in by}
+            said = f"{name}: {r.verdict} ({signed(r.delta_pct)})"
+            ident = (*key.values(), r.candidate)
+            if ident in rows:
+                rows[ident]["judged"] += f"; {said}"
+                continue
+            points = cpu_points(costs, key, r.candidate)
             found, steady = [], 0
-            for table in costs.values():
+            for column, table in costs.items():
                 hit = table[(table["candidate"] == r.candidate)
                             & np.logical_and.reduce([table[k] == v for k, v in key.items()])]
                 if hit.empty:
                     continue
                 c = hit.iloc[0]
-                if c["verdict"] in JUDGED:
-                    found.append((abs(c["delta_pct"]), f"{c['cost']} {signed(c['delta_pct'])} "
-                                  f"[{signed((c['ci_low'] - 1) * 100)}, {signed((c['ci_high'] - 1) * 100)}]"))
-                else:
+                if c["verdict"] not in JUDGED:
                     steady += 1
-            rows.append({**key, "candidate": r.candidate, "judged": f"{name}: {r.verdict} "
-                         f"({signed(r.delta_pct)})", "costs that moved": "; ".join(
-                             t for _, t in sorted(found, reverse=True)) or "none",
-                         "within the draw": steady})
-    return pd.DataFrame(rows, columns=[*by, "candidate", "judged", "costs that moved", "within the draw"])
+                    continue
+                text = f"{c['cost']} {signed(c['delta_pct'])} {interval(c, *adjusted(c))}"
+                if column in points:
+                    text += f": {signed(points[column]).removesuffix(' %')} points of throughput"
+                    found.append(((0, -abs(points[column])), text))
+                else:
+                    found.append(((1, -abs(c["delta_pct"])), text))
+            rows[ident] = {**key, "candidate": r.candidate, "judged": said,
+                           "costs that moved": "; ".join(t for _, t in sorted(found)) or "none",
+                           "within the draw": steady}
+    return pd.DataFrame(list(rows.values()), columns=[*by, "candidate", "judged", "costs that moved",
+                                                      "within the draw"])

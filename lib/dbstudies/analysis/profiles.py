@@ -138,13 +138,18 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
     """Everything the report shows per profiled cell, the cell whose throughput differs
     most between arms first: its title, per arm (baseline first)
     the flame graph SVG and its step's figures, per candidate the difference table and its
-    difference flame graph, and the performance_schema waits (None where it was off)."""
+    difference flame graph, the throughput difference of the profiled steps next to the
+    verdict's (`profiled_pct`, `verdict_pct`: one profiled step per arm can miss what the
+    verdict saw) and the performance_schema waits (None where it was off)."""
     rows = profiled(run)
     if rows.empty:
         return []
     order = {a.label: i for i, a in enumerate(arms)}
     waited = waits(run, rows, arms)
-    size = sizes(compare_arms(results.measured(run), arms, by=BY, value="tps"))
+    rel = compare_arms(results.measured(run), arms, by=BY, value="tps")
+    size = sizes(rel)
+    judged = {(r.workload, int(r.threads), r.candidate): r.delta_pct for r in rel.itertuples()
+              if r.verdict in ("better", "worse")}
     out = []
     for (w, t), cell in sorted(rows.groupby(BY, sort=False), key=lambda g: -size.get((g[0][0], int(g[0][1])), 0.0)):
         cell = cell.assign(o=cell["arm"].map(order)).sort_values("o")
@@ -158,6 +163,8 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
         diffs = []
         for c in per_arm[1:]:
             diffs.append({"candidate": c["arm"], "table": difference(base["functions"], c["functions"]),
+                          "profiled_pct": (c["tps"] / base["tps"] - 1) * 100 if base["tps"] else float("nan"),
+                          "verdict_pct": judged.get((w, int(t), c["arm"]), float("nan")),
                           "svg": flamegraph.svg(c["stacks"], f"{c['arm']} against {base['arm']}: "
                                                 f"red gained share, blue lost",
                                                 delta=delta_of(base["functions"], c["functions"]))})

@@ -43,6 +43,28 @@ def size_text(v: Any) -> str:
     return str(n)
 
 
+def bytes_text(n: float) -> str:
+    """A measured size, in one unit chosen by its magnitude, 3 significant digits.
+
+    >>> bytes_text(41336832), bytes_text(278528), bytes_text(11534336), bytes_text(512), bytes_text(3 * 2**30)
+    ('39.4 MiB', '272 KiB', '11 MiB', '512 B', '3 GiB')
+    """
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def share_of(part: float, whole: float, what: str) -> str:
+    """'≈ 2.8 × its buffer pool', '31 % of …', 'under 1 % of …'.
+
+    >>> share_of(7.6e-06, 1, "x"), share_of(0.31, 1, "x"), share_of(2.84, 1, "x")
+    ('under 1 % of x', '31 % of x', '2.8 × x')
+    """
+    r = part / whole
+    return f"under 1 % of {what}" if r < 0.01 else f"{r * 100:.0f} % of {what}" if r < 1 else f"{r:.2g} × {what}"
+
+
 def shown(name: str, value: str | None) -> str:
     """A recorded variable's value as a reader wants it: sizes in KiB/MiB/GiB, "—" for none."""
     if not value:
@@ -123,3 +145,19 @@ def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
             + (f"; {', '.join(f'`{n}`' for n in own)} {'is' if len(own) == 1 else 'are'} what the arms vary"
                if own else "")
             + f"): {'; '.join(named)}" + (f"; and {', '.join(more)}" if more else "") + ".")
+
+
+def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
+    """The Answer's caveat on settings that differ between arms beyond those the arms set on
+    purpose (Markdown; "" when none does): the verdicts include their effect."""
+    asked = {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+    diff = [(n, v) for n, v in differences(meta) if n not in asked]
+    if not diff:
+        return ""
+    arms = list(arm_variables(meta))
+    named = [f"`{n}` ({' vs '.join(shown(n, v) for v in values)})" for n, values in diff[:listed]]
+    more = len(diff) - listed
+    return (f"**Settings differ beyond what the study varies**: {len(diff)} between "
+            f"{' and '.join(arms) if len(arms) < 4 else 'the arms'} — {'; '.join(named)}"
+            + (f" and {more} more (all under “Design and set-up”)" if more > 0 else "")
+            + ". The verdicts include their effect.")

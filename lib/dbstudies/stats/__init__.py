@@ -53,6 +53,7 @@ from .samples import (
     compare_table,
     cv,
     holm,
+    holm_intervals,
     is_paired_table,
     log_t,
     mann_whitney_p,
@@ -66,4 +67,4 @@ from .samples import (
     verdict,
 )
 
-__all__ = ["ALPHA", "CENSORED", "COMPARE_COLUMNS", "LEVEL", "PAIRED_COLUMNS", "POWER", "THRESHOLD", "VERDICTS", "_signed_rank_cdf", "_u_counts", "censored_bound", "censored_table", "compare", "compare_table", "cv", "holm", "is_paired_table", "log_t", "mann_whitney_p", "mde", "mde_text", "median_ci", "min_p_value", "min_signed_rank_p", "moderated", "pair_up", "paired_mde", "paired_ratio", "paired_table", "paired_verdicts", "pooled_sd_log", "rank_ratio_ci", "reach_short", "reachability", "rule_on_resamples", "signed_rank_counts", "signed_rank_p", "signed_rank_ratio_ci", "summarize", "trigamma_inverse", "variance_prior", "verdict"]
+__all__ = ["ALPHA", "CENSORED", "COMPARE_COLUMNS", "LEVEL", "PAIRED_COLUMNS", "POWER", "THRESHOLD", "VERDICTS", "_signed_rank_cdf", "_u_counts", "censored_bound", "censored_table", "compare", "compare_table", "cv", "holm", "holm_intervals", "is_paired_table", "log_t", "mann_whitney_p", "mde", "mde_text", "median_ci", "min_p_value", "min_signed_rank_p", "moderated", "pair_up", "paired_mde", "paired_ratio", "paired_table", "paired_verdicts", "pooled_sd_log", "rank_ratio_ci", "reach_short", "reachability", "rule_on_resamples", "signed_rank_counts", "signed_rank_p", "signed_rank_ratio_ci", "summarize", "trigamma_inverse", "variance_prior", "verdict"]

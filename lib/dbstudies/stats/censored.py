@@ -37,7 +37,8 @@ def censored_bound(base: pd.DataFrame, cand: pd.DataFrame, timeout: float) -> st
     def gm(side: pd.DataFrame) -> float:
         return float(np.exp(np.log(side["seconds"].where(~side["timed_out"], timeout)).mean()))
     pct = gm(cand) / gm(base) * 100
-    return f"{'≥' if tc else '≤'} {pct:,.0f} %" if pct >= 10 else f"{'≥' if tc else '≤'} {pct:.2g} %"
+    said = f"{pct:,.0f}" if pct >= 10 else f"{pct:.2g}" if pct >= 0.01 else "0.01"
+    return f"{'≥' if tc else '≤'} {said} %"
 
 
 def censored_table(ex: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: Any,

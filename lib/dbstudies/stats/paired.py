@@ -19,6 +19,7 @@ from .samples import (
     THRESHOLD,
     cv,
     holm,
+    holm_intervals,
     verdict,
 )
 
@@ -242,6 +243,7 @@ def paired_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: 
                      p_value=p, sd_diff=np.sqrt(s2), df=np.where(ok, dof, np.nan),
                      prior_df=d0)
     out["p_holm"] = holm(out["p_value"])
+    out = holm_intervals(out, alpha=alpha, level=level)
     out["verdict"] = [verdict(r, q, higher_is_better=higher_is_better, threshold=threshold,
                               alpha=alpha) for r, q in zip(out["ratio"], out["p_holm"])]
     m = max(int(out["p_value"].notna().sum()), 1)

@@ -27,6 +27,9 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
         return [f"With {n} {unit} no noise can be estimated, so no verdict is possible by "
                 f"construction: every cell is a draw (use {'rounds' if paired else 'repeats'} ≥ 3)"]
     mdes = table["mde_pct"].dropna()
+    if mdes.empty:
+        return [f"No cell could be tested ({n} {unit} at most, or no noise to estimate): every "
+                "cell is a draw by construction"]
     lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
     spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
               f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")

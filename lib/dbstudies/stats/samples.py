@@ -236,7 +236,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, level: float = LEVEL,
             "median_candidate": float(np.median(b)) if len(b) else math.nan,
             "cv_baseline": cv(a), "cv_candidate": cv(b),
             "ratio": t["ratio"], "delta_pct": (t["ratio"] - 1) * 100,
-            "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_value": t["p_value"],
+            "ci_low": t["ci_low"], "ci_high": t["ci_high"], "p_value": t["p_value"], "df": t["df"],
             "verdict": verdict(t["ratio"], t["p_value"], **verdict_kw),
             "rank_ratio": hl, "rank_ci_low": rlo, "rank_ci_high": rhi, "rank_ci_level": rcov,
             "p_rank": mann_whitney_p(a, b)}
@@ -244,6 +244,7 @@ def compare(a: Sequence[float], b: Sequence[float], *, level: float = LEVEL,
 
 COMPARE_COLUMNS = ["n_baseline", "n_candidate", "median_baseline", "median_candidate",
                    "cv_baseline", "cv_candidate", "ratio", "delta_pct", "ci_low", "ci_high",
+                   "holm_ci_low", "holm_ci_high",
                    "p_value", "p_holm", "verdict", "mde_pct", "rank_ratio", "rank_ci_low",
                    "rank_ci_high", "rank_ci_level", "p_rank"]
 
@@ -290,12 +291,42 @@ def compare_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline:
     if out.empty:
         return pd.DataFrame(columns=columns)
     out["p_holm"] = holm(out["p_value"])
+    out = holm_intervals(out, alpha=alpha, level=level)
     out["verdict"] = [verdict(r, p, higher_is_better=higher_is_better, threshold=threshold,
                               alpha=alpha) for r, p in zip(out["ratio"], out["p_holm"])]
     m = max(int(out["p_value"].notna().sum()), 1)
     out["mde_pct"] = [mde(sd, na, nb, m, alpha=alpha, threshold=threshold) * 100
                       for sd, na, nb in zip(out["sd_log"], out["n_baseline"], out["n_candidate"])]
     return out[columns]
+
+
+def holm_intervals(table: pd.DataFrame, alpha: float = ALPHA, level: float = LEVEL) -> pd.DataFrame:
+    """`table` with each cell's Holm-adjusted interval (`holm_ci_low`, `holm_ci_high`): its CI
+    (a t interval on `df` degrees of freedom) widened to the level Holm's step-down tests it
+    at — 1 − α / (m − rank + 1), the cell with the smallest p at 1 − α/m —, so that beside a
+    Holm verdict the interval excludes no change exactly when the cell's own step rejects it.
+
+    >>> t = pd.DataFrame({"ratio": [1.1, 1.2], "ci_low": [1.0, 1.1], "ci_high": [1.21, 1.31],
+    ...                   "p_value": [0.05, 0.001], "df": [9.0, 9.0]})
+    >>> h = holm_intervals(t)
+    >>> bool(h["holm_ci_low"][1] < 1.1 and h["holm_ci_high"][1] > 1.31), bool(h["holm_ci_low"][0] == 1.0)
+    (True, True)
+    """
+    p = table["p_value"].to_numpy(float)
+    tested = np.isfinite(p)
+    m = int(tested.sum())
+    rank = np.full(len(p), np.nan)
+    rank[tested] = np.argsort(np.argsort(p[tested])) + 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = m - rank + 1
+        df = table["df"].to_numpy(float)
+        ok = tested & np.isfinite(df) & (df > 0)
+        widen = np.where(ok, sps.t.ppf(1 - alpha / (2 * np.where(ok, k, 1)), np.where(ok, df, 1))
+                         / sps.t.ppf(0.5 + level / 2, np.where(ok, df, 1)), np.nan)
+        centre = np.log(table["ratio"].to_numpy(float))
+        lo = centre - (centre - np.log(table["ci_low"].to_numpy(float))) * widen
+        hi = centre + (np.log(table["ci_high"].to_numpy(float)) - centre) * widen
+    return table.assign(holm_ci_low=np.exp(lo), holm_ci_high=np.exp(hi))
 
 
 def is_paired_table(table: pd.DataFrame) -> bool:

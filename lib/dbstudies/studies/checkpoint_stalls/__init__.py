@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from ...results import Run
 
 WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index")
+# what governs checkpointing and flushing, shown in the report's settings table
+GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buffer_size", "innodb_io_capacity",
+             "innodb_io_capacity_max", "innodb_max_dirty_pages_pct", "innodb_max_dirty_pages_pct_lwm",
+             "innodb_adaptive_flushing", "innodb_adaptive_flushing_lwm", "innodb_flush_neighbors",
+             "innodb_lru_scan_depth", "innodb_page_cleaners")
 
 
 @dataclass(frozen=True, kw_only=True)

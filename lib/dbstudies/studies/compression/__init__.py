@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from ...results import Run
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
+# what governs compression and its cost, shown in the report's settings table
+GOVERNING = ("innodb_compression_algorithm", "innodb_compression_level", "innodb_compression_default",
+             "innodb_compression_failure_threshold_pct", "innodb_compression_pad_pct_max",
+             "innodb_file_per_table", "innodb_page_size")
 FLUSH_METHODS = ("O_DIRECT", "O_DIRECT_NO_FSYNC", "fsync", "O_DSYNC")
 LOAD_BYTES_PER_S = 20 * 2**20   # a compressed load's pace here (uncompressed ≈ 40 MB/s)
 DB = "sbtest"

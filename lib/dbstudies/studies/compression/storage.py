@@ -165,7 +165,7 @@ def _mib(x: float) -> str:
     >>> _mib(1234.5), _mib(0.2712)
     ('1,234', '0.27')
     """
-    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 or x == 0 else "< 0.01"
 
 
 def _cpu_line(g: pd.DataFrame, p: Any) -> list[str]:

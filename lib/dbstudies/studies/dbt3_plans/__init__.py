@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from ...hooks import Context
     from ...results import Run
 
+# what governs the optimizer's plans and the joins' cost, shown in the report's settings table
+GOVERNING = ("optimizer_use_condition_selectivity", "optimizer_switch", "optimizer_search_depth",
+             "optimizer_prune_level", "join_cache_level", "join_buffer_size", "histogram_size",
+             "use_stat_tables", "sort_buffer_size", "tmp_table_size", "max_heap_table_size")
 QUERIES = Table("queries", 3, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "query": "int64",
     "order_of": "str", "started_at": "float64", "seconds": "float64", "timed_out": "bool",

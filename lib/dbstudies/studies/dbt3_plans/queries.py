@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ... import stats
-from ...analysis import compare_arms, is_paired, signed, verdicts
+from ...analysis import adjusted, compare_arms, interval, is_paired, signed, verdicts
 from ...studykit import Arm
 from ...workloads import sql
 
@@ -160,12 +160,21 @@ def seconds_text(s: Any, timeout: float) -> str:
     return f"{s['geomean_s']:.3g}" + (f" ({int(s['timeouts'])} >{timeout:g})" if s["timeouts"] else "")
 
 
+def share_interval(r: Any) -> str:
+    """The Holm-adjusted interval (the raw CI where the table has none) as % of the
+    baseline's time, '[30, 41]', or '[unbounded: 2 repeats]'."""
+    lo, hi = adjusted(r)
+    said = interval(r, lo, hi)
+    return said if said.startswith("[unbounded") else f"[{r[lo] * 100:.0f}, {r[hi] * 100:.0f}]"
+
+
 def relative_text(r: Any) -> str:
-    """A comparison row as the tables show it: 35% [30, 41] better (% of the baseline's time)."""
+    """A comparison row as the tables show it: 35 % [30, 41] better (% of the baseline's
+    time, its Holm-adjusted interval)."""
     if pd.isna(r.get("ratio")):
         bound = r.get("bound")
         return f"{bound} {r['verdict']}" if isinstance(bound, str) and bound else str(r["verdict"])
-    return f"{r['ratio'] * 100:.0f}% [{r['ci_low'] * 100:.0f}, {r['ci_high'] * 100:.0f}] {r['verdict']}"
+    return f"{r['ratio'] * 100:.0f} % {share_interval(r)} {r['verdict']}"
 
 
 def share_text(r: dict[str, Any], whose: str) -> str:
@@ -174,8 +183,7 @@ def share_text(r: dict[str, Any], whose: str) -> str:
         return ""
     if pd.isna(r.get("ratio")):
         return f"vs {whose} time: {relative_text(r)}"
-    return (f"{r['ratio'] * 100:.0f} % of {whose} time [{r['ci_low'] * 100:.0f}, "
-            f"{r['ci_high'] * 100:.0f}] → **{r['verdict']}**")
+    return f"{r['ratio'] * 100:.0f} % of {whose} time {share_interval(r)} → **{r['verdict']}**"
 
 
 def query_table(summ: pd.DataFrame, rel: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
@@ -238,8 +246,8 @@ def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: l
     lines = []
     for r in geo.itertuples():
         lines.append(f"- Geometric mean over {len(p.queries)} queries: {r.candidate} "
-                     f"{signed(r.delta_pct)} vs {base} [{signed((r.ci_low - 1) * 100)}, "
-                     f"{signed((r.ci_high - 1) * 100)}] → **{r.verdict}** (lower time is better).")
+                     f"{signed(r.delta_pct)} vs {base} {interval(r, *adjusted(r))} → **{r.verdict}** "
+                     "(lower time is better).")
     if not rel.empty:
         lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")
         tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]

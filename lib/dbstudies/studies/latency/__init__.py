@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ...results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
+GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)

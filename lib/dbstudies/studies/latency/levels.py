@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import results
-from ...analysis import cell_text, compare_arms, is_paired, signed, with_unavailable
+from ...analysis import adjusted, cell_text, compare_arms, interval, is_paired, signed, with_unavailable
 from ...errors import StoreError
 from ...results import OL_SECONDS, OPEN_LOOP, Run
 from ...studykit import Arm
@@ -307,7 +307,7 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
     for r in rel.itertuples() if len(rel) else []:
         if r.delta_pct == r.delta_pct:
             lines.append(f"- **{r.candidate} vs {base}**: capacity {signed(r.delta_pct)} "
-                         f"[{signed((r.ci_low - 1) * 100)}, {signed((r.ci_high - 1) * 100)}]: {r.verdict}.")
+                         f"{interval(r, *adjusted(r))}: {r.verdict}.")
         else:
             lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
     for name in ("p99", "p50"):

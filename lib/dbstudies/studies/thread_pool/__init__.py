@@ -19,6 +19,7 @@ from ... import analysis
 from ... import schedulers as sch
 from ... import studykit as S
 from ...analysis import profiles
+from ...analysis.words import Claim
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = sch.PER_CONNECTION, sch.POOL, sch.SCHEDULERS
+GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +129,33 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         *analysis.host_lines(summ, p, host_cpus)])
 
 
+MARIADB_55 = "MariaDB 5.5 thread-pool post"
+TAF = "MariaDB-vs-MySQL thread-pool assessment"
+
+
+def claims(p: Params) -> list[Claim]:
+    """The sources' findings on the pool against one-thread-per-connection (on the baseline
+    server), as this study's tables can test them."""
+    pool = sch.scheduler_label(p, p.flavour, POOL)
+    if sch.lacks_pool(p.flavour):
+        return []
+    return [
+        Claim(MARIADB_55, "the pool keeps read-only throughput up with many connections, where "
+              "one-thread-per-connection falls off", "qps", pool, "better", "a plot up to 4,096 threads; "
+              "16 server cores, sysbench on 8 others", ("oltp_read_only",), 256,
+              note="“many”: 256 or more client threads here"),
+        Claim(TAF, "point select: the pool gains at high concurrency", "qps", pool, "better",
+              "a gain at 128 threads, shown as a plot; 6 cores shared with sysbench",
+              ("oltp_point_select",), 128),
+        Claim(TAF, "read/write OLTP: no significant difference in TPS", "qps", pool, "draw",
+              "no sizes given", ("oltp_read_write",)),
+        Claim(TAF, "TPC-C (10 warehouses): a clear gain with the pool", "qps", pool, "better",
+              "shown as a plot", ("tpcc",)),
+    ]
+
+
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: every server × scheduler against the baseline on QPS and p99, the A/A control
-    and its calibration, and the conclusion (`analysis.scaling_answer`)."""
-    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion)
+    and its calibration, the conclusion (`analysis.scaling_answer`) and the sources' `claims`."""
+    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion,
+                                   claims(p))

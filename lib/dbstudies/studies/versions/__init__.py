@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ... import analysis
 from ... import studykit as S
 from ...analysis import profiles
+from ...analysis.words import Claim
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,7 +119,33 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         *analysis.host_lines(summ, p, host_cpus)])
 
 
+SIMPLIFIED = "simplified OLTP version comparison"
+TAF = "MariaDB-vs-MySQL thread-pool assessment"
+
+
+def claims(p: Params) -> list[Claim]:
+    """The sources' findings between versions, where this run's baseline lets its tables
+    test them (the sources measured older versions: said beside each)."""
+    base = S.flavour_label(p.flavour)
+    labels = {S.flavour_label(f) for f in p.flavours}
+    out = []
+    if base.startswith("mariadb") and "mysql-9.7" in labels:
+        out += [Claim(SIMPLIFIED, "MySQL's newest GA is slower than MariaDB's on read-only OLTP from memory",
+                      "qps", "mysql-9.7", "worse", "MySQL 5.7.9 vs MariaDB 10.1.8: −3.8 … −11.5 % QPS at "
+                      "1–256 clients, 4 cores", ("oltp_read_only",),
+                      note=f"other versions here: MySQL 9.7 against {base}"),
+                Claim(TAF, "MariaDB far ahead of MySQL on read/write OLTP", "qps", "mysql-9.7", "worse",
+                      "MariaDB 13.0.1 +200 % TPS over MySQL 9.7.0, MariaDB without binlog",
+                      ("oltp_read_write",))]
+    if base == "mariadb-10.11" and "mariadb-11.8" in labels:
+        out.append(Claim(SIMPLIFIED, "MariaDB's newer release is faster than its predecessor", "qps",
+                         "mariadb-11.8", "better", "10.1.8 vs 10.0.21: +2.3 … +5.9 % QPS",
+                         ("oltp_read_only",), note="other versions here: 11.8 against 10.11"))
+    return out
+
+
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: every version against the baseline on QPS and p99, the A/A control
-    and its calibration, and the conclusion (`analysis.scaling_answer`)."""
-    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion)
+    and its calibration, the conclusion (`analysis.scaling_answer`) and the sources' `claims`."""
+    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion,
+                                   claims(p))

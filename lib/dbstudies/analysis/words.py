@@ -1,0 +1,203 @@
+"""The answer in words: what the verdict tables say, per metric and candidate, in sentences a
+reader can quote — where the candidate is better, worse or no different (which cells, how
+much), and, for a study modelled on a source, whether each of the source's claims was
+reproduced, contradicted or not tested here, sizes side by side (`Claim`, `claims_held`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .. import stats
+
+KEYS = ("workload", "threads", "offered", "query")   # what names a cell, in this order
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One finding of the source a study is modelled on, said so that a run can test it:
+    in verdict table `table`, `candidate` (an arm label) against the baseline comes out
+    `expected` ("better", "worse" or "draw") in the cells of `workloads` (None: all) with at
+    least `min_threads` client threads. `source` names the write-up, `says` the finding in
+    its words, `size` the sizes it reports ("" when it shows only a plot)."""
+    source: str
+    says: str
+    table: str
+    candidate: str
+    expected: str
+    size: str = ""
+    workloads: tuple[str, ...] | None = None
+    min_threads: int = 0
+    note: str = ""                                    # what differs from the source's set-up
+
+
+def percent(x: float) -> str:
+    """A size as the sentences say it: 2 significant digits below 10, whole numbers above.
+
+    >>> percent(7.04), percent(24.8), percent(0.42), percent(1234.5)
+    ('7.0', '25', '0.42', '1,234')
+    """
+    if abs(x) < 0.01:
+        return "< 0.01" if x else "0"
+    return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.2g}" if abs(x) < 1 else f"{x:.1f}"
+
+
+def span(values: list[float]) -> str:
+    """Sizes as a range, '7.0–25 %', or one '25 %'."""
+    lo, hi = percent(min(values)), percent(max(values))
+    return f"{lo} %" if lo == hi else f"{lo}–{hi} %"
+
+
+def listing(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def thread_words(chosen: list[int], every: list[int]) -> str:
+    """Which client thread counts, against all the table has.
+
+    >>> every = [1, 16, 64, 256]
+    >>> thread_words([16, 64, 256], every), thread_words([1], every), thread_words([1, 16], every)
+    ('from 16 client threads up', 'at 1 client thread', 'up to 16 client threads')
+    >>> thread_words(every, every), thread_words([1, 64], every)
+    ('at every client thread count', 'at 1 and 64 client threads')
+    """
+    chosen, every = sorted(chosen), sorted(every)
+    if chosen == every and len(every) > 1:
+        return "at every client thread count"
+    if len(chosen) > 1 and chosen == [t for t in every if t >= chosen[0]]:
+        return f"from {chosen[0]} client threads up"
+    if len(chosen) > 1 and chosen == [t for t in every if t <= chosen[-1]]:
+        return f"up to {chosen[-1]} client threads"
+    return f"at {listing([str(t) for t in chosen])} client thread" + ("" if chosen == [1] else "s")
+
+
+def _value(key: str, v: Any) -> str:
+    if key == "query":
+        return f"Q{int(v)}"
+    return str(v)
+
+
+def where(sub: pd.DataFrame, full: pd.DataFrame) -> str:
+    """The cells of `sub` in words, against the table `full` they come from: client thread
+    counts per workload (merged where the workloads agree), else the values of the keys that
+    vary (a key with one value in the whole table goes unsaid)."""
+    keys = [k for k in KEYS if k in full and full[k].nunique() > 1]
+    if not keys:
+        return ""
+    if "threads" in keys:
+        others = [k for k in keys if k != "threads"]
+        every = sorted(int(t) for t in full["threads"].dropna().unique())
+        if not others:
+            return thread_words(sorted(int(t) for t in sub["threads"].unique()), every)
+        groups = {name: sorted(int(t) for t in g["threads"].unique())
+                  for name, g in sub.groupby(others, sort=False)}
+        label = {n: " ".join(_value(k, v) for k, v in zip(others, n if isinstance(n, tuple) else (n,)))
+                 for n in groups}
+        if len(set(map(tuple, groups.values()))) == 1:
+            threads = thread_words(next(iter(groups.values())), every)
+            all_groups = full.groupby(others, sort=False).ngroups
+            if len(groups) == all_groups:
+                return threads + (" in both workloads" if all_groups == 2 else " in every workload")
+            return f"{threads} in {listing([label[n] for n in groups])}"
+        return listing([f"in {label[n]} {thread_words(t, every)}" for n, t in groups.items()])
+    if len(sub) == len(full):
+        return "in every cell"
+    said = [listing([_value(k, v) for v in dict.fromkeys(sub[k].dropna())]) for k in keys]
+    return ", ".join(f"at {t} offered" if k == "offered" else f"in {t}" for k, t in zip(keys, said))
+
+
+def _cells(n: int, of: int) -> str:
+    return f"{n} of {of} cells" if n != of else (f"all {of} cells" if of > 2 else
+                                                  "both cells" if of == 2 else "the only cell")
+
+
+def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None) -> str:
+    """One candidate's comparisons in a clause: where it is better, worse, no different
+    (its cells named against `full`, the table they come from; default `rel`)."""
+    full = rel if full is None else full
+    out = []
+    tested = rel[rel["verdict"].isin(stats.VERDICTS)]
+    total = len(tested)
+    for verdict in ("better", "worse"):
+        sub = tested[tested["verdict"] == verdict]
+        if sub.empty:
+            continue
+        ups, downs = sub[sub["delta_pct"] > 0], sub[sub["delta_pct"] < 0]
+        for part, word in ((ups, "higher"), (downs, "lower")):
+            if len(part):
+                out.append(" ".join(x for x in (span(part['delta_pct'].abs().tolist()), word, f"({verdict})",
+                                                 where(part, full), f"({_cells(len(part), total)})") if x))
+    same = tested[tested["verdict"] == "draw"]
+    if len(same):
+        mde = same["mde_pct"].dropna() if "mde_pct" in same else pd.Series(dtype=float)
+        seen = (f"; it could have seen {stats.mde_text(mde.median())} or more" if len(mde) and
+                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) else "")
+        out.append(" ".join(x for x in ("no detectable difference", where(same, full),
+                                         f"({_cells(len(same), total)}{seen})") if x))
+    missing = rel[~rel["verdict"].isin(stats.VERDICTS)]["verdict"].astype(str).unique()
+    out += list(missing)
+    return "; ".join(out)
+
+
+def paragraph(name: str, rel: pd.DataFrame | None) -> str:
+    """A verdict table (`name`: what it compares) in one Markdown paragraph."""
+    if rel is None or rel.empty:
+        return ""
+    base = f" against {rel['baseline'].iloc[0]}" if "baseline" in rel else ""
+    clauses = [f"{c} {candidate_clause(g)}" for c, g in rel.groupby("candidate", sort=False)]
+    text = f"**{name[0].upper() + name[1:]}**{base}: " + "; ".join(clauses) + "."
+    if name.startswith("A/A"):
+        judged = rel["verdict"].isin(("better", "worse")).sum()
+        text += (" As it should: the same configuration twice shows no difference." if not judged else
+                 f" **{judged} false difference{'s' if judged != 1 else ''}**: this run's noise made a "
+                 "difference out of nothing; treat verdicts of similar size with suspicion.")
+    return text
+
+
+def paragraphs(tables: dict[str, pd.DataFrame | None]) -> list[str]:
+    """Every verdict table (words → table) in its paragraph, in order."""
+    return [t for t in (paragraph(name, rel) for name, rel in tables.items()) if t]
+
+
+def held(claim: Claim, tables: dict[str, pd.DataFrame]) -> str:
+    """One source claim against this run: reproduced, contradicted, consistent (expected no
+    difference, none found), inconclusive or untested (what is missing), with sizes."""
+    rel = tables.get(claim.table)
+    said = f"*{claim.source}*: {claim.says}" + (f" ({claim.size})" if claim.size else "")
+    if rel is None or rel.empty:
+        return f"{said} — **untested** here: this run has no such comparison."
+    mine = rel[rel["candidate"] == claim.candidate]
+    if mine.empty:
+        return f"{said} — **untested** here: {claim.candidate} was not measured."
+    cells = mine
+    if claim.workloads is not None:
+        cells = cells[cells["workload"].isin(claim.workloads)]
+    if claim.min_threads:
+        cells = cells[cells["threads"] >= claim.min_threads]
+    if cells.empty:
+        what = " or ".join(claim.workloads) if claim.workloads else "any workload"
+        more = f" at {claim.min_threads} or more client threads" if claim.min_threads else ""
+        return f"{said} — **untested** here: no cell of {what}{more} in this run."
+    found = cells["verdict"].astype(str)
+    other = {"better": "worse", "worse": "better"}.get(claim.expected)
+    if claim.expected == "draw":
+        outcome = ("consistent (no difference detected, which is weak evidence of none)" if (found == "draw").all()
+                   else "contradicted")
+    elif (found == claim.expected).all():
+        outcome = "reproduced"
+    elif (found == other).any():
+        outcome = "contradicted"
+    elif (found == claim.expected).any():
+        outcome = "partly reproduced"
+    else:
+        outcome = "not reproduced"
+    here = candidate_clause(cells, mine)
+    return (f"{said} — **{outcome}** here: {claim.candidate} {here}."
+            + (f" ({claim.note})" if claim.note else ""))
+
+
+def claims_held(claims: list[Claim], tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Each claim of the study's source(s) as this run finds it."""
+    return [held(c, tables) for c in claims]

@@ -1,0 +1,149 @@
+"""The Answer in words (issue 34): the verdicts as sentences, the source's claims tested,
+the caveats the run's own data raise (CPU saturation with the client's share, ramp-up, a
+virtual machine, settings beyond what is varied) and the CPU budget behind each verdict."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbstudies import checks, stats
+from dbstudies.analysis import caveats, words
+from dbstudies.results import INTERVALS, STEPS, Run
+from dbstudies.study import load
+
+tp = load("thread_pool")
+PC, POOL = "one-thread-per-connection", "pool-of-threads"
+THREADS = (1, 16, 64, 256)
+
+
+def steps(gain: dict[int, float], rounds: int = 8, cpu: dict[str, tuple[float, float]] | None = None,
+          cv: float = 0.02, seed: int = 1) -> pd.DataFrame:
+    """Paired steps of two workloads: the pool `gain[threads]` × the baseline's QPS; `cpu`:
+    per arm (server, client) µs per transaction, at 195 % of the host's 200 % CPU."""
+    rng = np.random.default_rng(seed)
+    cpu = cpu or {PC: (10.0, 5.0), POOL: (10.0, 5.0)}
+    rows, step = [], 0
+    for r in range(1, rounds + 1):
+        for w in ("oltp_point_select", "oltp_read_only"):
+            for t in THREADS:
+                for pos, arm in enumerate((PC, POOL)):
+                    step += 1
+                    qps = 10_000 * (gain.get(t, 1.0) if arm == POOL else 1.0) * np.exp(rng.normal(0, cv))
+                    row = {c: 0 for c in STEPS.columns}
+                    row.update(step=step, phase="measure", repeat=r, arm=arm, workload=w, threads=t,
+                               qps=qps, tps=qps, latency_p99_ms=5.0, cpu_server_pct=130.0,
+                               cpu_client_pct=65.0, pair=step - pos, position=pos, seconds=3.0,
+                               cpu_server_us_per_txn=cpu[arm][0], cpu_client_us_per_txn=cpu[arm][1])
+                    rows.append(row)
+    return STEPS.conform(pd.DataFrame(rows))
+
+
+def qps_table(s: pd.DataFrame) -> pd.DataFrame:
+    return tp.relative(s, checks.resolve(tp, "quick"))
+
+
+def test_the_verdicts_in_words_name_sizes_directions_and_cells():
+    rel = qps_table(steps({64: 0.8, 256: 0.75}))
+    text = words.paragraph("throughput (QPS)", rel)
+    assert text.startswith("**Throughput (QPS)** against one-thread-per-connection: pool-of-threads ")
+    assert "lower (worse) from 64 client threads up in both workloads (4 of 8 cells)" in text
+    assert "no detectable difference up to 16 client threads in both workloads (4 of 8 cells; it could have seen" in text
+    assert "nan" not in text and "e-0" not in text
+    better = words.paragraph("p99", qps_table(steps({1: 1.3})))
+    assert "higher (better) at 1 client thread in both workloads" in better
+
+
+def test_cells_in_words():
+    every = [1, 16, 64, 256]
+    assert words.thread_words([64, 256], every) == "from 64 client threads up"
+    assert words.thread_words([16, 256], every) == "at 16 and 256 client threads"
+    full = pd.DataFrame({"workload": ["a"] * 4 + ["b"] * 4, "threads": every * 2})
+    sub = full.iloc[[2, 3, 5]]
+    assert words.where(sub, full) == "in a from 64 client threads up and in b at 16 client threads"
+    queries = pd.DataFrame({"query": [3, 5, 7]})
+    assert words.where(queries.iloc[[0, 2]], queries) == "in Q3 and Q7"
+
+
+def test_a_source_claim_is_reproduced_contradicted_or_untested():
+    rel = qps_table(steps({256: 1.3}))
+    claim = words.Claim("post", "the pool wins at many threads", "qps", POOL, "better", "+30 %",
+                        ("oltp_read_only",), 256)
+    said = words.held(claim, {"qps": rel})
+    assert "*post*: the pool wins at many threads (+30 %) — **reproduced** here: pool-of-threads 2" in said
+    assert "higher (better) at 256 client threads in oltp_read_only" in said
+    worse = words.held(claim, {"qps": qps_table(steps({256: 0.7}))})
+    assert "**contradicted**" in worse
+    assert "**untested** here: no cell of oltp_read_write" in words.held(
+        words.Claim("post", "rw", "qps", POOL, "draw", workloads=("oltp_read_write",)), {"qps": rel})
+    assert "**consistent" in words.held(words.Claim("post", "no change at 1", "qps", POOL, "draw",
+                                                    workloads=("oltp_read_only",)), {"qps": qps_table(steps({}))})
+    assert tp.claims(checks.resolve(tp, "quick"))[0].candidate == POOL
+
+
+def test_the_cpu_budget_predicts_the_change_and_names_the_clients_share():
+    """The pool costs the client 5 µs more per transaction, the server nothing: under a full
+    CPU that predicts −25 % (15 / 20 − 1), all of it the client's."""
+    s = steps({16: 0.75, 64: 0.75, 256: 0.75}, cpu={PC: (10.0, 5.0), POOL: (10.0, 10.0)})
+    rel = qps_table(s)
+    b = caveats.budget(s, rel, host_cpus=2)
+    assert len(b) == 6 and b["saturated"].all()
+    assert b["predicted_pct"].round(6).eq(-25.0).all() and b["client_share_pct"].round(6).eq(100.0).all()
+    shown = caveats.budget_table(b, 2).iloc[0]
+    assert shown["predicted"] == "−25.0 %" and shown["client µs per transaction"] == "5 → 10 (+100.0 %)"
+    text = caveats.saturation(s, b, 2, pinned=False)
+    assert "Server and sysbench together used 195 % of the host's 200 % at every client thread count" in text
+    assert "predicts the measured change within" in text and "client's share of the extra CPU per transaction is 100 %" in text
+    assert caveats.saturation(s, b, 2, pinned=True) == ""  # pinned apart: they do not share
+
+
+def test_ramp_up_a_virtual_machine_and_busy_steps_are_caveats(tmp_path):
+    s = steps({})
+    run = Run.create("thread_pool", {}, root=tmp_path)
+    seconds = [{**{c: 0 for c in INTERVALS.columns}, "step": st, "second": sec,
+                "tps": (700.0 if sec == 1 and t == 256 else 1000.0)}
+               for st, t in zip(s["step"], s["threads"]) for sec in (1, 2, 3)]
+    run.append(INTERVALS, pd.DataFrame(seconds))
+    ramp = caveats.ramp_up(run, s, mde_pct=10.0)
+    assert ramp.startswith("**Ramp-up inside the steps.** The first second of a step ran 30 % slower "
+                           "(oltp_point_select, 256 client threads) and 30 % slower (oltp_read_only, 256")
+    assert "with 3-s steps that second is 33 % of each" in ramp
+    assert caveats.ramp_up(run, s, mde_pct=40.0) == ""
+    assert "virtual machine (kvm)" in caveats.virtual_machine({"host": {"virtual_machine": "kvm"}})
+    assert caveats.virtual_machine({"host": {"virtual_machine": None}}) == ""
+    assert caveats.busy(s) == ""
+
+
+def test_settings_beyond_what_the_arms_vary_are_a_caveat():
+    from dbstudies.analysis import settings
+    meta = {"arms": [{"label": "A", "settings": {"x_size": "1"}}, {"label": "B", "settings": {"x_size": "2"}}],
+            "servers": [{"label": "A", "global_variables": {"x_size": "1", "sync_binlog": "0", "lock_wait_timeout": "10"}},
+                        {"label": "B", "global_variables": {"x_size": "2", "sync_binlog": "1", "lock_wait_timeout": "10.000000"}}]}
+    said = settings.beyond_varied(meta)
+    assert said.startswith("**Settings differ beyond what the study varies**: 1 between A and B — `sync_binlog` (0 vs 1)")
+    assert "x_size" not in said and "lock_wait_timeout" not in said  # varied on purpose; equal values
+    meta["servers"][1]["global_variables"]["sync_binlog"] = "0"
+    assert settings.beyond_varied(meta) == ""
+
+
+def test_holm_adjusted_intervals_agree_with_the_holm_verdicts():
+    """Beside a Holm verdict, the adjusted interval excludes no change where the cell is
+    better or worse, and the smallest p's interval is the widest widening (1 − α/m)."""
+    rel = qps_table(steps({16: 1.08, 64: 0.9, 256: 1.3}, cv=0.04, seed=3))
+    judged = rel[rel["verdict"].isin(["better", "worse"])]
+    assert len(judged) >= 3
+    assert ((judged["holm_ci_low"] > 1) | (judged["holm_ci_high"] < 1)).all()
+    assert (rel["holm_ci_low"] <= rel["ci_low"] + 1e-12).all() and (rel["holm_ci_high"] >= rel["ci_high"] - 1e-12).all()
+    blocks = stats.compare_table(steps({256: 1.3}).assign(repeat=lambda d: d["repeat"]), by=["workload", "threads"],
+                                 factor="arm", baseline=PC, candidates=[POOL], value="qps")
+    assert blocks[["holm_ci_low", "holm_ci_high"]].notna().all().all()
+
+
+@pytest.mark.parametrize("r, said", [
+    ({"ci_low": 1e-4, "ci_high": 4e8, "n_baseline": 2, "sd_diff": 0.5}, "[unbounded: 2 pairs]"),
+    ({"ci_low": 0.063, "ci_high": 49.4, "n_baseline": 2}, "[unbounded: 2 repeats]"),
+    ({"ci_low": 0.95, "ci_high": 1.2, "n_baseline": 9, "sd_diff": 0.1}, "[−5.0, +20.0]"),
+])
+def test_an_interval_too_wide_to_bound_anything_says_so(r, said):
+    from dbstudies.analysis import interval
+    assert interval(pd.Series(r)) == said
