@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import report_problems
 
 from dbstudies import paths
 from dbstudies.errors import ParamError
@@ -45,6 +46,7 @@ def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
     assert [a["label"] for a in meta["arms"]] == ["redo 1G", "redo 16M"] and meta["design"] == "paired"
     assert "redo 16M vs redo 1G" in out  # the conclusion, printed from the executed notebook
     assert (run / "report.html").stat().st_size > 0 and (run / "figures" / "qps_vs_threads.png").exists()
+    assert report_problems((run / "report.html").read_text()) == []  # a researcher's report is held to ours
 
 
 @pytest.mark.server

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from . import paths, results
+from . import css, paths, results
 from .analysis import settings
 from .errors import DbStudiesError
 from .results import Run
@@ -450,7 +450,7 @@ def render(run: Run) -> Path:
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
     body, _ = exporter.from_notebook_node(nb)
-    body = _offline(_alt_texts(body, nb))
+    body = css.prune_page(_offline(_alt_texts(body, nb)))
     body = body.replace("</head>", STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"

@@ -47,6 +47,18 @@ def number(v: Any) -> str:
     return text.replace("-", "−")
 
 
+def percent_cell(v: Any) -> str:
+    """A % column's cell: as `number`, but a size past ±10,000 % (an unbounded interval, a
+    design that cannot tell) as '> 10,000'.
+
+    >>> percent_cell(17039743.8), percent_cell(-12.34), percent_cell(float("nan"))
+    ('> 10,000', '−12.3', '–')
+    """
+    if isinstance(v, (int, float)) and v == v and abs(v) > 10_000:
+        return "> 10,000" if v > 0 else "< −10,000"
+    return number(v)
+
+
 # how a report names the columns of the library's tables (any other: underscores as spaces)
 LABELS = {
     "median_baseline": "median, baseline", "median_candidate": "median, candidate",
@@ -78,7 +90,9 @@ def table(df: "Any", columns: list[str] | None = None):
     view = df[[c for c in columns if c in df.columns]] if columns else df
     from pandas.api.types import is_numeric_dtype
     text = [c for c in view.columns if not is_numeric_dtype(view[c])]
+    pct = [c for c in view.columns if str(c).endswith("_pct") and c not in text]
     return (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
+            .format(percent_cell, subset=pct)
             .set_properties(subset=text, **{"text-align": "left"})
             .format_index(lambda c: _e(label(c)), axis="columns")
             .set_table_attributes("class='dbs-table'"))

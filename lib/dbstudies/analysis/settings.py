@@ -66,9 +66,16 @@ def share_of(part: float, whole: float, what: str) -> str:
 
 
 def shown(name: str, value: str | None) -> str:
-    """A recorded variable's value as a reader wants it: sizes in KiB/MiB/GiB, "—" for none."""
+    """A recorded variable's value as a reader wants it: sizes in KiB/MiB/GiB, a decimal
+    without its trailing zeros (MariaDB's "90.000000" is 90), "—" for none.
+
+    >>> shown("innodb_max_dirty_pages_pct", "90.000000"), shown("x", "0.500"), shown("innodb_log_file_size", "16777216")
+    ('90', '0.5', '16 MiB')
+    """
     if not value:
         return "—"
+    if re.fullmatch(r"-?\d+\.\d+", value):
+        return value.rstrip("0").rstrip(".")
     return size_text(value) if name.endswith(("_size", "_capacity")) else value
 
 

@@ -116,11 +116,17 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
                 facet: str = "workload", hue: str = "candidate", x: str = "threads",
                 xlabel: str = "", xtick: Callable[[Any], str] = str) -> plt.Figure:
     """What a paired verdict is computed from: per cell, every round's ratio candidate /
-    baseline (faint dots) and the ratio of geometric means with its 95 % CI (bold), on a log
+    baseline (faint dots) and the ratio of geometric means with its interval (bold: the
+    Holm-adjusted one where `rel` has it, as the tables show it, else the 95 % CI), on a log
     axis labelled as differences; the draw band ±`threshold` shaded. `pairs`: x, facet,
     hue and `ratio` per round; `rel`: the comparison table (ratio, ci_low, ci_high). x
     "threads" is a log2 axis; any other column is categorical (`xtick` names its values)."""
     facets = sorted(pairs[facet].unique())
+    if "holm_ci_low" in rel and rel["holm_ci_low"].notna().any():
+        rel = rel.assign(ci_low=rel["holm_ci_low"].fillna(rel["ci_low"]), ci_high=rel["holm_ci_high"].fillna(rel["ci_high"]))
+        said = "Holm-adjusted 95 % interval"
+    else:
+        said = "95 % CI"
     fig, axes = _panels(len(facets))
     if x == "threads":
         place = lambda v, i, n: dodged(v.astype(float), i, n)  # noqa: E731
@@ -142,7 +148,7 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
             xr = place(r[x], i, len(hues))
             ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]],
                         fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
-                        label=f"{h}: ratio of geometric means, 95 % CI")
+                        label=f"{h}: ratio of geometric means, {said}")
         if x == "threads":
             _log2_threads(ax, pairs["threads"])
         else:
@@ -163,6 +169,6 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
     _legend_below(fig, axes[0])
     fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against "
                          f"{xlabel or 'client threads'}, one panel per {facet}: each round's pair ratio as a faint dot, "
-                         "the ratio of geometric means with its 95 % CI in bold, the draw band "
+                         f"the ratio of geometric means with its {said} in bold, the draw band "
                          f"±{threshold:.0%} shaded, on a log axis labelled in %.")
     return fig

@@ -201,15 +201,31 @@ def verify(server: "Server", db: str, fmt: Format) -> list[dict[str, Any]]:
 
 def footprint(server: "Server", db: str) -> list[dict[str, Any]]:
     """Per table file of `db` (file-per-table .ibd): apparent bytes (st_size, what `ls`
-    shows) and allocated bytes (st_blocks × 512, what `du` shows: page compression punches
-    holes, so only this one shrinks)."""
+    shows), allocated bytes (st_blocks × 512, what `du` shows: page compression punches
+    holes, so only this one shrinks) and InnoDB's free space in it (`free_space`: extents
+    preallocated and never written, counted in both)."""
+    free = free_space(server, db)
     out = []
     for f in sorted((Path(server.datadir) / db).glob("*.ibd")):
         with contextlib.suppress(FileNotFoundError):
             st = os.stat(f)
             out.append({"table": f.stem, "apparent_bytes": st.st_size,
-                        "allocated_bytes": st.st_blocks * 512})
+                        "allocated_bytes": st.st_blocks * 512, "free_bytes": free.get(f.stem, 0)})
     return out
+
+
+def free_space(server: "Server", db: str) -> dict[str, int]:
+    """Per table of `db`: the free space InnoDB reports in its tablespace (DATA_FREE: whole
+    free extents), read fresh (MySQL caches information_schema statistics unless its
+    session says otherwise; nothing is read into the buffer pool)."""
+    with server.connect() as c:
+        cur = c.cursor()
+        with contextlib.suppress(Exception):  # MySQL only; MariaDB computes it on every read
+            cur.execute("SET SESSION information_schema_stats_expiry = 0")
+        cur.execute("SELECT table_name, data_free FROM information_schema.TABLES WHERE table_schema = %s", (db,))
+        rows = cur.fetchall()
+        cur.close()
+    return {str(t): int(f or 0) for t, f in rows}
 
 
 ROW_COUNTERS = ("Handler_write", "Handler_update", "Handler_delete")  # rows written, changed

@@ -52,11 +52,12 @@ LOADS = Table("loads", 1, {
     "rows_per_s": "float64"},
     "one row per measured step: its tables' load in the candidate's format (sysbench prepare, "
     "wall clock), rows = the server's Handler_write increase over it")
-FOOTPRINT = Table("footprint", 1, {
+FOOTPRINT = Table("footprint", 2, {
     "step": "int64", "stage": "str", "table": "str", "apparent_bytes": "int64",
-    "allocated_bytes": "int64"},
+    "allocated_bytes": "int64", "free_bytes": "int64"},
     "per step, table file and stage (load: after the load, run: after the run, both after a "
-    "clean restart): st_size and st_blocks × 512 of the table's .ibd")
+    "clean restart): st_size and st_blocks × 512 of the table's .ibd, and InnoDB's free space "
+    "in it (DATA_FREE: preallocated extents never written; v1 runs lack it)")
 FORMATS = Table("formats", 1, {
     "step": "int64", "table": "str", "row_format": "str", "zip_kib": "int64",
     "page_compressed": "bool", "algorithm": "str"},
