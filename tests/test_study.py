@@ -313,11 +313,15 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "paired rounds: 2 rounds × 3 cells, the 2 arms of a cell back to back" in html
     assert "peak median" in html  # the computed conclusion
     assert "Data against the buffer pool" in html and "--threads={1, 8, 64}" in html
-    assert "<td><code>thread_handling</code></td><td>one-thread-per-connection</td><td>pool-of-threads</td>" in html
+    assert ("<td><code>thread_handling</code> <small>governs what the study varies</small></td>"
+            "<td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
+    assert "<code>thread_pool_stall_limit</code> <small>governs what the study varies</small>" in html
+    assert "<a href='server/pool-of-threads/my.cnf'>pool-of-threads</a>" in html  # each arm's my.cnf
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
     assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
-    assert "\nConclusion\n- **oltp_point_select**: peak median" in p.stdout
+    assert "\nConclusion\n**Throughput (QPS)** against one-thread-per-connection: pool-of-threads " in p.stdout
+    assert "\n- **oltp_point_select**: peak median" in p.stdout  # the answer in words, then the conclusion
     assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
                              f"dbstudies: run complete: {run_dir}\n")
     # the progress bar: the 12 planned steps, then the profiled ones (cpu_profile) counted on

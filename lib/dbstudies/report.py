@@ -115,15 +115,43 @@ def _inline(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
 
 
+KEYS = ("cost", "candidate", "baseline", "arm", "workload", "threads", "query", "offered", "n")
+MAX_COLUMNS = 14  # a wider table is cut at 1,300 px: it is shown in parts, its key columns in each
+
+
+def parts(frame: Any, most: int = MAX_COLUMNS) -> list[Any]:
+    """A wide table as tables of at most `most` columns, each repeating its leading key
+    columns (`KEYS`: what names a row).
+
+    >>> import pandas as pd
+    >>> [list(p.columns) for p in parts(pd.DataFrame(columns=["workload", "arm", "a", "b", "c"]), 4)]
+    [['workload', 'arm', 'a', 'b'], ['workload', 'arm', 'c']]
+    """
+    columns = list(frame.columns)
+    if len(columns) <= most:
+        return [frame]
+    keys = []
+    for c in columns:
+        if c not in KEYS:
+            break
+        keys.append(c)
+    rest, step = columns[len(keys):], max(most - len(keys), 1)
+    return [frame[keys + rest[i:i + step]] for i in range(0, len(rest), step)]
+
+
 def details(title: str, shown: Any, caption: str = "") -> None:
     """A detailed table, collapsed under `title` (the reader opens it when needed):
-    `shown` a DataFrame or a `table(...)`; `caption` what its columns mean (inline Markdown)."""
+    `shown` a DataFrame or a `table(...)` (a wide one shown in `parts`); `caption` what its
+    columns mean (inline Markdown; a column named in code is written as its label)."""
     from IPython.display import HTML, display
     from pandas.io.formats.style import Styler
-    styler = shown if isinstance(shown, Styler) else table(shown)
+    frame = shown.data if isinstance(shown, Styler) else shown
+    pieces = [table(p) for p in parts(frame)] if len(frame.columns) > MAX_COLUMNS else [
+        shown if isinstance(shown, Styler) else table(shown)]
     caption = re.sub(r"`(\w+)`", lambda m: f"“{label(m.group(1))}”" if m.group(1) in LABELS else m.group(0), caption)
     display(HTML(f"<details class='dbs-details'><summary>{_e(title)}</summary>"
-                 + (f"<p>{_inline(caption)}</p>" if caption else "") + styler.to_html() + "</details>"))
+                 + (f"<p>{_inline(caption)}</p>" if caption else "")
+                 + "".join(s.to_html() for s in pieces) + "</details>"))
 
 
 COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",

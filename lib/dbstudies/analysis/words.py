@@ -30,6 +30,7 @@ class Claim:
     workloads: tuple[str, ...] | None = None
     min_threads: int = 0
     note: str = ""                                    # what differs from the source's set-up
+    sizes: tuple[float, float] | None = None          # the source's range of differences, in %
 
 
 def percent(x: float) -> str:
@@ -193,9 +194,31 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame]) -> str:
         outcome = "partly reproduced"
     else:
         outcome = "not reproduced"
+    if claim.sizes and outcome in ("reproduced", "partly reproduced"):
+        outcome += size_check(cells, *claim.sizes)
     here = candidate_clause(cells, mine)
     return (f"{said} — **{outcome}** here: {claim.candidate} {here}."
             + (f" ({claim.note})" if claim.note else ""))
+
+
+def size_check(cells: pd.DataFrame, lo: float, hi: float) -> str:
+    """'' when every cell judged better or worse has an interval (Holm-adjusted where the
+    table has one) that reaches the source's range of differences [lo, hi] (in %), else
+    ' in direction, not in size (…)'.
+
+    >>> t = pd.DataFrame({"verdict": ["worse", "worse"], "delta_pct": [-42.0, -44.0],
+    ...                   "holm_ci_low": [0.5, 0.5], "holm_ci_high": [0.65, 0.62]})
+    >>> size_check(t, -22, -22), size_check(t, -45, -40)
+    (' in direction, not in size (the source’s −22 % lies outside this run’s interval in 2 of 2 cells)', '')
+    """
+    judged = cells[cells["verdict"].isin(("better", "worse"))]
+    low, high = ("holm_ci_low", "holm_ci_high") if "holm_ci_low" in judged else ("ci_low", "ci_high")
+    apart = judged[((judged[high] - 1) * 100 < lo) | ((judged[low] - 1) * 100 > hi)]
+    if apart.empty:
+        return ""
+    theirs = f"{lo:+.3g} %" if lo == hi else f"{lo:+.3g} … {hi:+.3g} %"
+    return (f" in direction, not in size (the source’s {theirs.replace('-', '−')} lies outside this "
+            f"run’s interval in {len(apart)} of {len(judged)} cells)")
 
 
 def claims_held(claims: list[Claim], tables: dict[str, pd.DataFrame]) -> list[str]:

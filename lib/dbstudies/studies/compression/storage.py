@@ -22,6 +22,7 @@ import pandas as pd
 
 from ... import timeseries
 from ...analysis import aa_line, listed_comparisons, over_repeats, threads
+from ...analysis.words import size_check
 from ...results import Run
 from ...servers import size_bytes
 
@@ -239,8 +240,15 @@ def _source_checks(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], w: str, 
                    f"({_said({a: load[a] for a in rows if a in load})}; slowest median: {slowest}).")
     tps = _verdicts(tables.get("tps"), w, t, [*pages, *rows])
     if tps:
+        said = held("worse", [r.verdict for r in tps.values()])
+        if said == "reproduced":  # the direction; the sizes are checked against this run's intervals
+            apart = [size_check(pd.DataFrame([tps[a] for a in kind if a in tps]), source, source)
+                     .removeprefix(" in direction, ") for kind, source in ((pages, -22.0), (rows, -68.0))
+                     if any(a in tps for a in kind)]
+            if any(apart):
+                said = "reproduced in direction; " + "; ".join(a for a in apart if a)
         out.append("  - Source: once I/O-bound, uncompressed is fastest, page-compressed ≈ 22 % "
-                   f"and row-compressed ≈ 68 % below — {held('worse', [r.verdict for r in tps.values()])} "
+                   f"and row-compressed ≈ 68 % below — {said} "
                    f"here (throughput vs none: {_said(tps)}).")
     drift = g["drift_pct_median"]
     if "none" in drift and drift.notna().all():
