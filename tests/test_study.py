@@ -316,7 +316,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert ("<td><code>thread_handling</code> <small>governs what the study varies</small></td>"
             "<td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
     assert "<code>thread_pool_stall_limit</code> <small>governs what the study varies</small>" in html
-    assert "<a href='server/pool-of-threads/my.cnf'>pool-of-threads</a>" in html  # each arm's my.cnf
+    assert '<a href="server/pool-of-threads/my.cnf">pool-of-threads</a>' in html  # each arm's my.cnf
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
     assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
