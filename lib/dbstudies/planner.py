@@ -37,10 +37,10 @@ Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
 def sysbench_tables(run: Run) -> list[Observations]:
-    """The sysbench studies' paired tables: QPS and p99 per workload × threads."""
+    """The sysbench studies' paired tables: QPS, p95 and p99 per workload × threads."""
     steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
     return [(words, steps, analysis.BY, analysis.METRICS[metric][0])
-            for metric, words in (("qps", "throughput (QPS)"), ("p99", "p99 latency"))]
+            for metric, words in (("qps", "throughput (QPS)"), ("p95", "p95 latency"), ("p99", "p99 latency"))]
 
 
 def paired_tables(study: StudyModule, run: Run) -> list[Observations]:
@@ -64,7 +64,7 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
 
 
 def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFrame:
-    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p99, per workload
+    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
     baseline, every run) and its degrees of freedom."""
     parts, by = [], None

@@ -22,7 +22,8 @@ from ..studykit import Answer, Arm
 from ..workloads import TYPES as ORDER
 
 BY = ["workload", "threads"]                                      # one cell of a table
-METRICS = {"qps": ("qps", True), "p99": ("latency_p99_ms", False)}  # column, higher is better
+METRICS = {"qps": ("qps", True), "p95": ("latency_p95_ms", False),  # column, higher is better
+           "p99": ("latency_p99_ms", False)}
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
 
@@ -124,27 +125,30 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
 
 
 # the verdict tables of a sysbench scaling study (thread pool, versions): words → table key
-SCALING_VERDICTS = {"throughput (QPS)": "qps", "p99 latency": "p99", "A/A control (QPS)": "aa"}
+SCALING_VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
+                    "A/A control (QPS)": "aa"}
 
 
 def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, pd.DataFrame]:
     """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
-    every arm against the baseline on QPS (`qps`) and p99 (`p99`) by the study's `relative`,
+    every arm against the baseline on QPS (`qps`), p95 (`p95`: the body of the latency
+    distribution, steadier than its tail) and p99 (`p99`) by the study's `relative`,
     the A/A table (`aa`) and its `calibration` (`arms`: the A/A twin included)."""
     steps = results.measured(run)
     return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p),
-            "p99": relative(steps, p, "p99"), "aa": relative(steps, p, control=True),
+            "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
+            "aa": relative(steps, p, control=True),
             "calibration": calibration(steps, arms, p)}
 
 
 def scaling_answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
                    claims: list[Any] | None = None) -> Answer:
     """A sysbench scaling study's answer (thread pool, versions): `scaling_tables`, the
-    verdicts of `SCALING_VERDICTS`, the study's `conclusion(summary, {qps, p99, aa}, p,
+    verdicts of `SCALING_VERDICTS`, the study's `conclusion(summary, {qps, p95, p99, aa}, p,
     host_cpus=, calibration=)` (the host's CPU count from the run's metadata) and the
     source's `claims` it tests."""
     t = scaling_tables(run, p, arms, relative)
-    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p99", "aa")}, p,
+    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
                       host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
     return Answer(t, dict(SCALING_VERDICTS), said, list(claims or []))
 
@@ -332,7 +336,7 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
     """For the qps and p99 tables: verdict counts, the largest difference, what the table
     can detect. `versus`: how the comparison is named, e.g. 'pool vs per-connection'."""
     lines = []
-    for metric, what in (("qps", "throughput"), ("p99", "p99 latency")):
+    for metric, what in (("qps", "throughput"), ("p95", "p95 latency"), ("p99", "p99 latency")):
         rel = tables.get(metric)
         if rel is None or rel.empty:
             continue

@@ -8,7 +8,8 @@ the pool gets one group per server CPU), on each server of `flavours`
 (as in the MariaDB-vs-MySQL source: MariaDB with and without the pool, MySQL without — its
 pool is shown "not available"). Cells: every workload × client thread count. The baseline
 is one-thread-per-connection on `flavour`; throughput (QPS, higher is better) and run-level
-p99 latency (lower is better) of every other arm are compared with it, each in its own table.
+p95 and p99 latency (lower is better) of every other arm are compared with it, each in its own
+table.
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
                host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded).
-    `tables`: "qps", "p99" (pool vs per-connection) and, with the A/A control, "aa";
+    `tables`: "qps", "p95", "p99" (pool vs per-connection) and, with the A/A control, "aa";
     `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
     return "\n".join([
         *analysis.peak_lines(summ),
