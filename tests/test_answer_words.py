@@ -9,7 +9,7 @@ import pytest
 
 from dbstudies import checks, stats
 from dbstudies.analysis import caveats, words
-from dbstudies.results import INTERVALS, STEPS, Run
+from dbstudies.results import HISTOGRAMS, INTERVALS, STEPS, Run
 from dbstudies.study import load
 
 tp = load("thread_pool")
@@ -147,3 +147,24 @@ def test_holm_adjusted_intervals_agree_with_the_holm_verdicts():
 def test_an_interval_too_wide_to_bound_anything_says_so(r, said):
     from dbstudies.analysis import interval
     assert interval(pd.Series(r)) == said
+
+
+def test_the_stall_rate_is_a_paired_share_and_zero_stalls_compare_as_equal(tmp_path):
+    """The pool's steps at 256 threads have 2 % of their transactions past T, the baseline's
+    none: judged worse there; at the other thread counts neither arm stalls (shares of
+    zero, continuity-corrected): a draw, never an undefined ratio."""
+    from dbstudies.analysis import tails
+    s = steps({}).assign(latency_p50_ms=1.0)
+    hist = []
+    for st, arm, t in zip(s["step"], s["arm"], s["threads"]):
+        slow = 200 if (arm == POOL and t == 256) else 0
+        hist += [{"step": st, "value_ms": 1.0, "count": 10_000 - slow}, {"step": st, "value_ms": 50.0, "count": slow}]
+    run = Run.create("thread_pool", {}, root=tmp_path)
+    run.append(HISTOGRAMS, pd.DataFrame(hist))
+    marked = tails.with_stall_rate(run, s, PC)
+    assert set(marked["stall_ms"]) == {tails.STALL_FACTOR * 1.0}
+    assert marked.loc[marked["threads"] == 256, "stall_pct"].max() == pytest.approx(200.5 / 10_001 * 100)
+    assert marked.loc[marked["threads"] == 1, "stall_pct"].max() == pytest.approx(0.5 / 10_001 * 100)
+    rel = tp.relative(marked, checks.resolve(tp, "quick"), "stalls")
+    assert set(rel.loc[rel["threads"] == 256, "verdict"]) == {"worse"}
+    assert set(rel.loc[rel["threads"] != 256, "verdict"]) == {"draw"} and rel["delta_pct"].notna().all()

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import analysis, checks, experiment, ownership, paths, results, schedule, stats
+from .analysis import tails
 from .results import Run, list_runs
 from .study import load
 from .studykit import StudyModule, StudyParams, arms_of, cells_of, hook, study_name
@@ -37,10 +38,15 @@ Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
 def sysbench_tables(run: Run) -> list[Observations]:
-    """The sysbench studies' paired tables: QPS, p95 and p99 per workload × threads."""
+    """The sysbench studies' paired tables: QPS, p95, p99 and the stall rate per workload ×
+    threads (the stall rate where the run stored its histograms)."""
     steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
-    return [(words, steps, analysis.BY, analysis.METRICS[metric][0])
-            for metric, words in (("qps", "throughput (QPS)"), ("p95", "p95 latency"), ("p99", "p99 latency"))]
+    arms = run.metadata.get("arms") or []
+    if len(steps) and arms:
+        steps = tails.with_stall_rate(run, steps, arms[0]["label"])
+    tables = [("qps", "throughput (QPS)"), ("p95", "p95 latency"), ("p99", "p99 latency")]
+    tables += [("stalls", "stall rate")] if "stall_pct" in steps else []
+    return [(words, steps, analysis.BY, analysis.METRICS[metric][0]) for metric, words in tables]
 
 
 def paired_tables(study: StudyModule, run: Run) -> list[Observations]:
@@ -64,12 +70,15 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
 
 
 def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFrame:
-    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, per workload
+    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, 3 stall rate, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
     baseline, every run) and its degrees of freedom."""
     parts, by = [], None
     for run in runs:
-        _, frame, by, value = paired_tables(study, run)[table]
+        tables = paired_tables(study, run)
+        if table >= len(tables):  # a run without this table (the stall rate needs histograms)
+            continue
+        _, frame, by, value = tables[table]
         labels = [a["label"] for a in run.metadata.get("arms") or []]
         for cand in labels[1:]:
             d = stats.pair_up(frame, by=by, factor="arm", baseline=labels[0],

@@ -74,6 +74,7 @@ LABELS = {
     "busy_steps": "steps on a busy host", "remeasured": "attempts measured again",
     "shift_pct": "true difference %", "tables_any_verdict": "tables with a non-draw",
     "cells_better": "cells better", "cells_worse": "cells worse",
+    "stall_ms": "stall threshold T, ms", "stall_pct": "stall rate %",
 }
 
 

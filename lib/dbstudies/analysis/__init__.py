@@ -20,10 +20,11 @@ from .. import results, stats
 from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
 from ..studykit import Answer, Arm
 from ..workloads import TYPES as ORDER
+from . import tails
 
 BY = ["workload", "threads"]                                      # one cell of a table
 METRICS = {"qps": ("qps", True), "p95": ("latency_p95_ms", False),  # column, higher is better
-           "p99": ("latency_p99_ms", False)}
+           "p99": ("latency_p99_ms", False), "stalls": ("stall_pct", False)}  # stalls: `tails`
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
 
@@ -106,9 +107,10 @@ def aa_table(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,
 # ---------------------------------------------------------------- sysbench scaling studies
 
 def summary(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per workload × arm × threads: QPS and p99 (median, min, max, CV, CI), CPU, busy steps."""
+    """Per workload × arm × threads: QPS, p95, p99 and the stall rate where the steps have it
+    (median, min, max, CV, CI), CPU, busy steps."""
     return step_summary(steps, ["workload", "arm", "threads"],
-                        {k: col for k, (col, _) in METRICS.items()})
+                        {k: col for k, (col, _) in METRICS.items() if col in steps})
 
 
 def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
@@ -126,16 +128,22 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
 
 # the verdict tables of a sysbench scaling study (thread pool, versions): words → table key
 SCALING_VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
-                    "A/A control (QPS)": "aa"}
+                    "stall rate": "stalls", "A/A control (QPS)": "aa"}
 
 
 def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, pd.DataFrame]:
     """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
     every arm against the baseline on QPS (`qps`), p95 (`p95`: the body of the latency
-    distribution, steadier than its tail) and p99 (`p99`) by the study's `relative`,
+    distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
+    of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
+    by the study's `relative`,
     the A/A table (`aa`) and its `calibration` (`arms`: the A/A twin included)."""
-    steps = results.measured(run)
-    return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p),
+    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label)
+    limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
+              else pd.DataFrame(columns=[*BY, "stall_ms"]))
+    stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
+    return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p), "stalls": stalls,
+            "stall_limits": limits,
             "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
             "aa": relative(steps, p, control=True),
             "calibration": calibration(steps, arms, p)}

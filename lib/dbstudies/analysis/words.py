@@ -41,6 +41,8 @@ def percent(x: float) -> str:
     """
     if abs(x) < 0.01:
         return "< 0.01" if x else "0"
+    if 99.5 <= abs(x) < 100:  # not "100 % lower": that would be none at all
+        return f"{x:.1f}"
     return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.2g}" if abs(x) < 1 else f"{x:.1f}"
 
 
