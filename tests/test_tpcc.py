@@ -118,7 +118,7 @@ def test_lock_wait_timeouts_are_retried_and_counted(loaded):
 def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     """`workloads=["tpcc"]` in a study: TPC-C's tables are prepared (not sbtest's), the
     warm-up runs TPC-C, and the per-type tables and New-Order per minute come out."""
-    from dbstudies import analysis
+    from dbstudies.analysis import transactions
     from dbstudies.results import STEPS
     from dbstudies.study import load
     tp = load("thread_pool")
@@ -128,13 +128,13 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     steps = results.measured(run)
     assert set(steps["workload"]) == {"tpcc"} and len(steps) == 2
     assert set(run.table(STEPS).query("phase == 'warmup'")["workload"]) == {"tpcc"}
-    types = analysis.transaction_types(run, steps)
+    types = transactions.transaction_types(run, steps)
     assert len(types) == 2 * 5 and list(types["type"][:5]) == list(MIX)
     assert (types["per_s"] > 0).all() and types["share_pct"].between(0, 100).all()
-    nopm = analysis.new_orders_per_minute(run, steps)
+    nopm = transactions.new_orders_per_minute(run, steps)
     assert len(nopm) == 2 and (nopm[["nopm_median", "tps_median"]] > 0).all().all()
     assert (nopm["tps_min"] <= nopm["tps_median"]).all()
-    series, runs = analysis.tpcc_per_second(run, steps)  # the per-second chart's data
+    series, runs = transactions.tpcc_per_second(run, steps)  # the per-second chart's data
     assert set(series["step"]) == set(steps["step"]) == set(runs["step"])
     from dbstudies.results import TYPE_INTERVALS
     per_second = run.table(TYPE_INTERVALS).query("type == 'new_order'")
