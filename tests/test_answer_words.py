@@ -168,3 +168,21 @@ def test_the_stall_rate_is_a_paired_share_and_zero_stalls_compare_as_equal(tmp_p
     rel = tp.relative(marked, checks.resolve(tp, "quick"), "stalls")
     assert set(rel.loc[rel["threads"] == 256, "verdict"]) == {"worse"}
     assert set(rel.loc[rel["threads"] != 256, "verdict"]) == {"draw"} and rel["delta_pct"].notna().all()
+
+
+def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
+    """Percentiles cannot be averaged: the run's p99 comes from every step's histogram merged;
+    its CI from resampling whole rounds is wider where rounds disagree."""
+    from dbstudies.analysis import tails
+    rows, steps_ = [], []
+    for r in range(1, 9):
+        slow = 300 if r % 2 else 0  # half the rounds have a stall
+        for arm, extra in ((PC, 0), (POOL, slow)):
+            step = len(steps_) + 1
+            steps_.append({"step": step, "workload": "w", "threads": 8, "arm": arm, "repeat": r})
+            rows += [{"step": step, "value_ms": 1.0, "count": 10_000 - extra},
+                     {"step": step, "value_ms": 40.0, "count": extra}]
+    out = tails.merged_percentile(pd.DataFrame(rows), pd.DataFrame(steps_)).set_index("arm")
+    assert out.loc[PC, "run_p99_ms"] == 1.0 and out.loc[PC, "run_p99_low"] == out.loc[PC, "run_p99_high"] == 1.0
+    assert out.loc[POOL, "run_p99_ms"] == 40.0  # 1.5 % of all its transactions took 40 ms
+    assert out.loc[POOL, "run_p99_low"] <= 40.0 <= out.loc[POOL, "run_p99_high"]

@@ -75,6 +75,7 @@ LABELS = {
     "shift_pct": "true difference %", "tables_any_verdict": "tables with a non-draw",
     "cells_better": "cells better", "cells_worse": "cells worse",
     "stall_ms": "stall threshold T, ms", "stall_pct": "stall rate %",
+    "run_p99_ms": "p99 of all its transactions", "run_p99_low": "its 95 % CI from", "run_p99_high": "to",
 }
 
 

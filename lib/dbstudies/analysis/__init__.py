@@ -141,7 +141,8 @@ def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str
     limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
               else pd.DataFrame(columns=[*BY, "stall_ms"]))
     stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
-    return {"steps": steps, "summary": summary(steps), "qps": relative(steps, p), "stalls": stalls,
+    summ = tails.with_run_p99(run, steps, summary(steps))
+    return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
             "stall_limits": limits,
             "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
             "aa": relative(steps, p, control=True),
