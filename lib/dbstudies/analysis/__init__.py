@@ -221,6 +221,12 @@ def layout(rel: pd.DataFrame) -> pd.DataFrame:
     return wide(rel, cell, column)
 
 
+def field(r: Any, key: str) -> Any:
+    """A comparison row's value, whether the row is a Series or dict (`apply`) or a tuple
+    (`itertuples`); None where it has no such field."""
+    return r.get(key) if isinstance(r, (pd.Series, dict)) else getattr(r, key, None)
+
+
 def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     """A comparison's interval in %, '[−3.0, +9.2]'; '[unbounded: 2 pairs]' when its ends
     are more than `WIDE` times apart (too few pairs or repeats for this noise).
@@ -230,13 +236,10 @@ def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     >>> interval(pd.Series({"ci_low": 0.0001, "ci_high": 4e8, "n_baseline": 2, "sd_diff": 1.0}))
     '[unbounded: 2 pairs]'
     """
-    def get(key: str) -> Any:
-        return r.get(key) if isinstance(r, (pd.Series, dict)) else getattr(r, key, None)
-
-    lo, hi = get(low), get(high)
+    lo, hi = field(r, low), field(r, high)
     if not (lo > 0 and hi > 0) or hi / lo > WIDE:
-        n = get("n_baseline")
-        unit = "pair" if get("sd_diff") is not None else "repeat"
+        n = field(r, "n_baseline")
+        unit = "pair" if field(r, "sd_diff") is not None else "repeat"
         return f"[unbounded: {int(n)} {unit}{'s' if n != 1 else ''}]" if n == n and n is not None else "[unbounded]"
     return f"[{signed((lo - 1) * 100).removesuffix(' %')}, {signed((hi - 1) * 100).removesuffix(' %')}]"
 
@@ -244,7 +247,7 @@ def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
 def adjusted(r: Any) -> tuple[str, str]:
     """The interval columns to show beside a Holm verdict: the Holm-adjusted ones where the
     table has them (`stats.holm_intervals`), else the raw CI's."""
-    value = r.get("holm_ci_low") if isinstance(r, (pd.Series, dict)) else getattr(r, "holm_ci_low", None)
+    value = field(r, "holm_ci_low")
     return ("holm_ci_low", "holm_ci_high") if value is not None and value == value else ("ci_low", "ci_high")
 
 

@@ -143,7 +143,7 @@ def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
     if not diff:
         return ("**No server setting differs between the arms** (every recorded variable alike but "
                 "machine paths, ports and identities).")
-    asked = {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+    asked = varied(meta)
     named = [f"`{n}` ({' vs '.join(shown(n, v) for v in values)})" for n, values in diff[:listed]]
     more = [f"`{n}`" for n, _ in diff[listed:]]
     own = [n for n, _ in diff if n in asked]
@@ -154,10 +154,15 @@ def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
             + f"): {'; '.join(named)}" + (f"; and {', '.join(more)}" if more else "") + ".")
 
 
+def varied(meta: dict[str, Any]) -> set[str]:
+    """The settings the run's arms set on purpose (any arm's `settings`)."""
+    return {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+
+
 def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
     """The Answer's caveat on settings that differ between arms beyond those the arms set on
     purpose (Markdown; "" when none does): the verdicts include their effect."""
-    asked = {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+    asked = varied(meta)
     diff = [(n, v) for n, v in differences(meta) if n not in asked]
     if not diff:
         return ""
