@@ -199,7 +199,7 @@ def cpu_budget(said: Answer, run: Run) -> None:
     from .analysis import caveats
     key = caveats.throughput_key(said.verdicts)
     cpus = (run.metadata.get("host") or {}).get("cpus") or 0
-    b = caveats.budget(said.tables.get("steps"), said.tables.get(key) if key else None, cpus)
+    b = caveats.judged_budget(said.tables, key, cpus)
     if b.empty:
         skip("No cell was judged better or worse on throughput (or the run recorded no CPU per "
              "transaction): there is no verdict for a CPU budget to explain.")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import probes
 from ..results import INTERVALS, Run
-from . import BY, settings
+from . import BY, settings, signed
 from .words import listing, percent, span, thread_words
 
 SATURATED = 0.9      # server + client CPU ≥ 90 % of the host's: throughput is bounded by CPU
@@ -27,6 +27,16 @@ def _per_arm(steps: pd.DataFrame) -> pd.DataFrame:
     need = ["tps", "cpu_server_pct", "cpu_client_pct", "cpu_server_us_per_txn", "cpu_client_us_per_txn"]
     return (steps.groupby([*BY, "arm"], sort=False)[need].median()
             .assign(cpu_pct=lambda d: d["cpu_server_pct"] + d["cpu_client_pct"]))
+
+
+def predicted(baseline_us: float, candidate_us: float) -> float:
+    """The throughput change, in %, that CPU µs per transaction predict if the CPUs are the
+    limit: the same CPU-seconds spent at the candidate's cost, baseline / candidate − 1.
+
+    >>> round(predicted(100.0, 125.0), 1)
+    -20.0
+    """
+    return (baseline_us / candidate_us - 1) * 100
 
 
 def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int) -> pd.DataFrame:
@@ -57,7 +67,7 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
         full = host_cpus * 100 * SATURATED
         rows.append({"workload": r.workload, "threads": int(r.threads), "candidate": r.candidate,
                      "verdict": r.verdict, "measured_pct": r.delta_pct,
-                     "predicted_pct": ((sb + cb) / (sc + cc) - 1) * 100,
+                     "predicted_pct": predicted(sb + cb, sc + cc),
                      "cpu_baseline_pct": b.cpu_pct, "cpu_candidate_pct": c.cpu_pct,
                      "server_us": (sb, sc), "client_us": (cb, cc), "client_share_pct": share,
                      "saturated": bool(b.cpu_pct >= full and c.cpu_pct >= full)})
@@ -72,12 +82,12 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
     def arrow(pair: tuple[float, float]) -> str:
         def us(x: float) -> str:
             return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-        return f"{us(pair[0])} → {us(pair[1])} ({_signed((pair[1] / pair[0] - 1) * 100)})" if pair[0] > 0 else "–"
+        return f"{us(pair[0])} → {us(pair[1])} ({signed((pair[1] / pair[0] - 1) * 100)})" if pair[0] > 0 else "–"
 
     return pd.DataFrame({
         "workload": b["workload"], "threads": b["threads"], "candidate": b["candidate"],
-        "verdict": b["verdict"], "measured": b["measured_pct"].map(_signed),
-        "predicted": [(_signed(p) if s else f"({_signed(p)}: CPU not saturated)")
+        "verdict": b["verdict"], "measured": b["measured_pct"].map(signed),
+        "predicted": [(signed(p) if s else f"({signed(p)}: CPU not saturated)")
                       for p, s in zip(b["predicted_pct"], b["saturated"])],
         "CPU used (baseline → candidate)": [f"{x:.0f} → {y:.0f} % of {host_cpus * 100} %"
                                             for x, y in zip(b["cpu_baseline_pct"], b["cpu_candidate_pct"])],
@@ -85,10 +95,6 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
         "client µs per transaction": b["client_us"].map(arrow),
         "client's share of the extra CPU": b["client_share_pct"].map(
             lambda v: "–" if v != v else f"{v:.0f} %")})
-
-
-def _signed(pct: float) -> str:
-    return f"{pct:+.1f} %".replace("-", "−")
 
 
 def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinned: bool) -> str:
@@ -188,18 +194,30 @@ def throughput_key(verdicts: dict[str, str]) -> str | None:
     return next((k for k in verdicts.values() if k in THROUGHPUT), None)
 
 
+def judged_budget(tables: dict[str, Any], throughput: str | None, host_cpus: int) -> pd.DataFrame:
+    """`budget` of an answer's tables (its `steps`, its throughput table `throughput`),
+    computed once and kept in `tables["budget"]` for the caveat and the report's table."""
+    if "budget" not in tables:
+        tables["budget"] = budget(_steps(tables), tables.get(throughput) if throughput else None, host_cpus)
+    return tables["budget"]
+
+
+def _steps(tables: dict[str, Any]) -> pd.DataFrame | None:
+    steps = tables.get("steps")
+    return steps if isinstance(steps, pd.DataFrame) and {*BY, "arm"} <= set(steps) else None
+
+
 def caveats(run: Run, tables: dict[str, Any], throughput: str | None) -> list[str]:
     """Every caveat that applies to this run (Markdown, one item each). `tables`: the
     answer's tables (`steps` among them, where the study has one); `throughput`: the key of
     its throughput verdict table, whose judged cells get the CPU budget (None: no budget)."""
     meta = run.metadata
-    steps = tables.get("steps")
-    steps = steps if isinstance(steps, pd.DataFrame) and {*BY, "arm"} <= set(steps) else None
+    steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
     host = (meta.get("host") or {}).get("cpus") or 0
     params = meta.get("parameters") or {}
     pinned = bool(params.get("server_cpus") and params.get("client_cpus"))
-    b = budget(steps, rel, host)
+    b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
     out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta), busy(steps),
            settings.beyond_varied(meta)]

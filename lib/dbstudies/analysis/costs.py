@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..probes import COSTS
 from ..studykit import Arm
-from . import BY, adjusted, compare_arms, interval, signed
+from . import BY, adjusted, caveats, compare_arms, interval, signed
 
 JUDGED = ("better", "worse")
 
@@ -67,7 +67,7 @@ def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: s
     extra = cand - base
     if cand <= 0 or abs(extra) <= 1e-9:
         return {}
-    predicted = (base / cand - 1) * 100
+    predicted = caveats.predicted(base, cand)
     return {column: predicted * (c - b) / extra for column, (b, c) in medians.items()}
 
 
