@@ -90,7 +90,8 @@ def kill_leftovers():
 # here). The thread-pool one is the README's example.
 SMOKE = ["--profile", "smoke"]
 SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
-                                    "-p", "duration", "2", "-p", "cpu_profile", "true"]}
+                                    "-p", "duration", "2", "-p", "cpu_profile", "true",
+                                    "-p", "positive_control", '{"pause_ms": 200, "every_s": 1}']}
 
 
 NOTEBOOKS = sorted(p.name for p in paths.NOTEBOOKS_DIR.glob("*.ipynb"))  # every built-in study's

@@ -13,6 +13,7 @@ performance_schema is on, the waits of the step in `waits`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import paths, probes, profiler, servers, workloads
+from . import paths, pauses, probes, profiler, servers, workloads
 from .probes import BUSY_OTHER_PCT, BUSY_RETRIES, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import (
     CPU_PROFILES,
@@ -30,6 +31,7 @@ from .results import (
     OL_HISTOGRAMS,
     OL_SECONDS,
     OPEN_LOOP,
+    PAUSES,
     PROFILE_DIR,
     STATUS,
     STEPS,
@@ -163,6 +165,7 @@ class Attempt:
     streams: tuple[Any, ...]
     settle_s: float = np.nan
     recorder: profiler.Recorder | None = None  # the step's on-CPU profile (`cpu_profile` cells)
+    pauser: pauses.Pauser | None = None        # the positive control's pauses of its server
     waits: list[dict[str, Any]] = field(default_factory=list)  # performance_schema's, profiled cells
 
     @property
@@ -171,9 +174,10 @@ class Attempt:
 
 
 def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None = None,
-                     seed: int | None = None) -> Attempt:
+                     seed: int | None = None, measured: bool = True) -> Attempt:
     """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, its intervals
-    and samples streamed to the run as they come (a step that dies keeps them)."""
+    and samples streamed to the run as they come (a step that dies keeps them). A
+    `measured` step of the positive control's arm has its server paused (`pauses.Pauser`)."""
     p = ctx.params
     seed = p.seed * 100_000 + cell["step"] if seed is None else seed
     duration = duration or p.duration
@@ -190,13 +194,16 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
         waited = profiler.wait_totals(ctx.server)
         if ctx.server.pid is not None:
             recorder = profiler.Recorder(ctx.server.pid, ctx.run.folder(PROFILE_DIR) / f"step-{cell['step']}.folded")
+    pause = ctx.arm.pause if measured and ctx.arm is not None else None
+    pauser = pauses.Pauser(ctx.server.pid, pause) if pause is not None and ctx.server.pid else None
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
         if recorder is not None:
             recorder.arm()  # perf set up before the step starts; it records from the step's start
         rate = cell.get("rate")  # an offered load: open loop
+        watching = [o for o in (sampler, recorder, pauser) if o is not None]
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
-                               observer=sampler if recorder is None else _Both(sampler, recorder),
+                               observer=watching[0] if len(watching) == 1 else _Both(*watching),
                                on_interval=interval,
                                rate=None if rate is None or rate != rate else float(rate),
                                arrivals=getattr(p, "arrivals", "poisson"))
@@ -207,7 +214,8 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     finally:
         intervals.close(), samples.close()
     waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []
-    return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits)
+    return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits,
+                   pauser=pauser)
 
 
 def profiled_cell(cell: dict[str, Any]) -> bool:
@@ -217,7 +225,7 @@ def profiled_cell(cell: dict[str, Any]) -> bool:
 
 
 class _Both:
-    """Two observers of one sysbench run (the status sampler and a profiler)."""
+    """Several observers of one sysbench run (the status sampler, a profiler, a pauser)."""
 
     def __init__(self, *observers: Any):
         self.observers = observers
@@ -227,8 +235,10 @@ class _Both:
             o.start(t0, client_pid)
 
     def stop(self) -> None:
-        for o in self.observers:
-            o.stop()
+        """Stop every observer, even when one fails (a paused server must be let go)."""
+        with contextlib.ExitStack() as stack:
+            for o in self.observers:  # run last to first: the pauser lets go first
+                stack.callback(o.stop)
 
 
 def keep(ctx: Context, attempt: Attempt, step: int, phase: str) -> None:
@@ -249,7 +259,7 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
     times (a study whose step changes the state it measures passes 0); each discarded
     attempt is kept, with phase `busy`."""
     for attempt in range(retries + 1):
-        a = sysbench_attempt(ctx, cell, duration=duration, seed=seed)
+        a = sysbench_attempt(ctx, cell, duration=duration, seed=seed, measured=phase == "measure")
         busy = phase == "measure" and attempt < retries and a.busy
         if busy:
             ctx.warmups[0] -= 1  # not a measured step: numbered below zero, like warm-ups
@@ -296,6 +306,8 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append(OL_SECONDS, ol.seconds[[c for c in OL_SECONDS.columns if c != "step"]]
                        .assign(step=step))
         ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
+    if attempt.pauser is not None and attempt.pauser.pauses:
+        ctx.run.append_rows(PAUSES, [{**x, "step": step} for x in attempt.pauser.pauses])
     if attempt.recorder is not None and phase == "profile":
         r = attempt.recorder
         ctx.run.append_rows(CPU_PROFILES, [{"step": step, "samples": r.samples, "frequency_hz": r.frequency,

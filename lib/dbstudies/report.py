@@ -214,6 +214,35 @@ def cpu_budget(said: Answer, run: Run) -> None:
     display(table(caveats.budget_table(b, cpus)))
 
 
+def positive_control(said: Answer, arms: list[Any]) -> None:
+    """The positive control (`analysis.control`): what a pause of known size and timing must
+    do to each metric, and per cell × metric whether the run's tables found it."""
+    from IPython.display import Markdown, display
+
+    from .analysis import control
+    arm = control.control_arm(arms)
+    found = said.tables.get("control")
+    if arm is None or found is None or found.empty:
+        skip("The positive control was off (`positive_control = {\"pause_ms\": 20, \"every_s\": 2}` "
+             "turns it on).")
+        return
+    pause = arm.pause
+    display(Markdown(
+        f"*{arm.label} is the baseline's twin on a server of its own that the driver stopped "
+        f"(SIGSTOP) for {pause.text()} during each measured step, the moments and lengths of "
+        "the stops recorded (`pauses`). Nothing finishes while the server is stopped, so "
+        f"throughput must drop by the paused share ({pause.share * 100:.3g} %), to be found where "
+        "that is at least the cell's MDE. In sysbench's closed loop only the transactions in flight "
+        "when a pause begins wait through it — about one per client thread per pause, a share d of "
+        "the step's transactions (“delayed”) — so a percentile moves only where d exceeds its tail "
+        "(5 % for p95, 1 % for p99), to about the pause's length, and the stall rate rises by d where the pause is longer than the cell's "
+        "threshold T (to be found where d is at least 5 × the baseline's own stall share). "
+        "“Expected” says whether the pause must show (yes), must not (no: a difference there is "
+        "one the pause does not explain) or neither (borderline).*"))
+    display(Markdown("\n".join(control.lines(found, pause))))
+    display(table(found))
+
+
 def shows(profiled: float, verdict: float) -> bool:
     """Whether profiled steps differ the way the verdict does: same sign, at least half its size.
 

@@ -115,6 +115,9 @@ CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "f
 WAITS = Table("waits", 1, {"step": "int64", "event": "str", "count": "int64", "wait_ms": "float64"},
               "per profiled step on a server with performance_schema on: each wait event's count "
               "and time waited during the step (events_waits_summary_global_by_event_name)")
+PAUSES = Table("pauses", 1, {"step": "int64", "at_s": "float64", "paused_ms": "float64"},
+               "the positive control's pauses of its server in one step (`pauses`): when each "
+               "began, seconds after sysbench started, and how long the server was stopped")
 OL_HISTOGRAMS = Table("open_loop_histograms", 1, {"step": "int64", "value_ms": "float64", "count": "int64"},
                       "an open-loop step's latency histogram from the scheduled start (completed "
                       "transactions)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
-from . import errors, profiler, servers, workloads
+from . import errors, pauses, profiler, servers, workloads
 from . import params as P
 
 # settings the driver owns: no study parameter may override them
@@ -32,12 +32,19 @@ STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
 class Arm:
     """One configuration compared in a study: a label, what its server starts want — an
     `intent` (said in each flavour's dialect) and/or plain my.cnf `settings` —, and its
-    flavour (None: the study's). `twin_of` marks the A/A copy of an arm."""
+    flavour (None: the study's). `twin_of` marks a copy of an arm: the A/A twin, or with a
+    `pause` the positive control (its server paused during each measured step)."""
     label: str
     settings: Mapping[str, Any] = field(default_factory=dict)
     flavour: str | None = None
     twin_of: str | None = None
     intent: servers.Intent | None = None
+    pause: pauses.Pause | None = None
+
+    @property
+    def aa(self) -> bool:
+        """Whether this is the A/A twin (a copy, not paused)."""
+        return self.twin_of is not None and self.pause is None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,19 +408,27 @@ def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
             problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
                             f"{flavour.name} is a remote server dbstudies does not restart or "
                             "reconfigure; measure it as it is (no settings, no intents)")
+        if arm.pause is not None:
+            problems.append(f"positive_control: pausing {flavour.name}, a remote server, is not "
+                            "ours to do (its process is not on this machine)")
         if getattr(p, "cold", False):  # DBT3's cold executions restart the server
             problems.append(f"cold: cold executions restart {flavour.name}, a remote server "
                             "dbstudies does not restart")
     return list(dict.fromkeys(problems))
 
 
-def with_control(arms: list[Arm], aa_control: bool) -> list[Arm]:
-    """The arms to measure: the study's, plus (A/A control) a twin of the baseline."""
-    if not aa_control:
-        return list(arms)
+def with_control(arms: list[Arm], p: StudyParams) -> list[Arm]:
+    """The arms to measure: the study's, plus (`p.aa_control`) a twin of the baseline and
+    (`p.positive_control`) a twin whose server is paused (`pauses`), each after the baseline."""
     base = arms[0]
-    twin = dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label)
-    return [base, twin, *arms[1:]]
+    twins = []
+    if p.aa_control:
+        twins.append(dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label))
+    pause = pauses.parse(getattr(p, "positive_control", None))
+    if pause is not None:
+        twins.append(dataclasses.replace(base, label=base.label + pauses.SUFFIX, twin_of=base.label,
+                                         pause=pause))
+    return [base, *twins, *arms[1:]]
 
 
 def flavour_label(flavour: str) -> str:
@@ -487,8 +502,8 @@ def hook(study: StudyModule, what: str, default: Any = None) -> Any:
 
 
 def arms_of(study: StudyModule, p: StudyParams) -> list[Arm]:
-    """The arms measured: the study's, A/A twin included when `p.aa_control`."""
-    return with_control(study.arms(p), p.aa_control)
+    """The arms measured: the study's, with its controls (`with_control`)."""
+    return with_control(study.arms(p), p)
 
 
 def cells_of(study: StudyModule, p: StudyParams) -> list[dict[str, Any]]:

@@ -16,10 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from .. import results, stats
-from ..results import Run
-from ..studykit import Answer, Arm
-from . import tails
+from .. import stats
+from ..studykit import Arm
 
 BY = ["workload", "threads"]                                      # one cell of a table
 METRICS = {"qps": ("qps", True), "p95": ("latency_p95_ms", False),  # column, higher is better
@@ -96,7 +94,7 @@ def aa_table(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,
     """The A/A control: the baseline's twin against the baseline (its own Holm family).
     Empty when the run has no twin. Every verdict should be a draw; one that is not shows
     how often this design calls noise a difference."""
-    twins = [a.label for a in arms if a.twin_of is not None]
+    twins = [a.label for a in arms if a.aa]
     if not twins:
         return pd.DataFrame()
     return design_table(steps, by=by, factor="arm", baseline=arms[0].label, candidates=twins,
@@ -123,42 +121,6 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
            for a in arms[1:] if a.twin_of is None]
     out = pd.concat(out, ignore_index=True)
     return out.assign(ratio=out["b"] / out["a"])
-
-
-# the verdict tables of a sysbench scaling study (thread pool, versions): words → table key
-SCALING_VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
-                    "stall rate": "stalls", "A/A control (QPS)": "aa"}
-
-
-def scaling_tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, pd.DataFrame]:
-    """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
-    every arm against the baseline on QPS (`qps`), p95 (`p95`: the body of the latency
-    distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
-    of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
-    by the study's `relative`,
-    the A/A table (`aa`) and its `calibration` (`arms`: the A/A twin included)."""
-    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label)
-    limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
-              else pd.DataFrame(columns=[*BY, "stall_ms"]))
-    stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
-    summ = tails.with_run_p99(run, steps, summary(steps))
-    return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
-            "stall_limits": limits,
-            "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
-            "aa": relative(steps, p, control=True),
-            "calibration": calibration(steps, arms, p)}
-
-
-def scaling_answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
-                   claims: list[Any] | None = None) -> Answer:
-    """A sysbench scaling study's answer (thread pool, versions): `scaling_tables`, the
-    verdicts of `SCALING_VERDICTS`, the study's `conclusion(summary, {qps, p95, p99, aa}, p,
-    host_cpus=, calibration=)` (the host's CPU count from the run's metadata) and the
-    source's `claims` it tests."""
-    t = scaling_tables(run, p, arms, relative)
-    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
-                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
-    return Answer(t, dict(SCALING_VERDICTS), said, list(claims or []))
 
 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,
@@ -443,7 +405,7 @@ def aa_differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") ->
     """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
     the log ratio twin / baseline of that round (rounds missing a cell left out). Empty
     without a twin or pairs."""
-    twins = [a.label for a in arms if a.twin_of is not None]
+    twins = [a.label for a in arms if a.aa]
     if not twins or not is_paired(steps):
         return pd.DataFrame()
     column, higher = METRICS[metric]

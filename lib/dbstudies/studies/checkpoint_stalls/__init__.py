@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, results, timeseries
+from ... import analysis, pauses, results, timeseries
 from ... import studykit as S
 from ...analysis import profiles
 from ...analysis.words import Claim
@@ -40,7 +40,7 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, S.SysbenchParams):
+class Params(S.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks)",
@@ -95,7 +95,8 @@ _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
 _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False, design="paired",
                server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
                settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10, nodes=1_000_000,
-               budget=None, restart_every=1, cpu_profile=False, cpu_profile_cells=None)
+               budget=None, restart_every=1, cpu_profile=False, cpu_profile_cells=None,
+               positive_control=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=3, repeats=2),
@@ -120,7 +121,7 @@ def arms(p: Params) -> list[S.Arm]:
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p, value="tps")
+    return profiles.cells(run, S.with_control(arms(p), p), p, value="tps")
 
 
 # ---------------------------------------------------------------- analysis
@@ -177,7 +178,7 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     """Every configuration against the baseline per workload × threads (one Holm family);
     with `control`, the A/A table (the baseline against its twin)."""
     column, higher, _ = METRICS[metric]
-    return analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
+    return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
                                               column, higher, control=control)
 
 

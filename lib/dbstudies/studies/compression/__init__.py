@@ -277,7 +277,7 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     """Every candidate against `none` per workload × threads (one Holm family); with
     `control`, the A/A table (none against its twin)."""
     column, higher, _ = METRICS[metric]
-    return analysis.versus_baseline(run_table, S.with_control(arms(p), p.aa_control), p,
+    return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
                                               column, higher, control=control)
 
 

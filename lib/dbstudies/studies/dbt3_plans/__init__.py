@@ -301,7 +301,7 @@ def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: the measured executions (`ex`), their `summary`, every
     candidate against the baseline per query (`rel`) and over the queries (`geo`), the plans
     that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
-    measured = S.with_control(arms(p), p.aa_control)
+    measured = S.with_control(arms(p), p)
     ex = executions(run)
     t = {"ex": ex, "summary": qa.summary(ex), "rel": qa.relative(ex, measured, p),
          "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis
+from ... import analysis, pauses
 from ... import schedulers as sch
 from ... import studykit as S
-from ...analysis import profiles
+from ...analysis import profiles, scaling
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, S.MultiServerParams):
+class Params(S.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
@@ -53,7 +53,8 @@ class Params(S.CpuProfiled, S.MultiServerParams):
 _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1,
-               cpu_profile=False, cpu_profile_cells=None)
+               cpu_profile=False, cpu_profile_cells=None,
+               positive_control=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
@@ -88,7 +89,7 @@ def not_available(p: Params) -> list[tuple[str, str]]:
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p)
+    return profiles.cells(run, S.with_control(arms(p), p), p)
 
 
 # ---------------------------------------------------------------- analysis
@@ -103,7 +104,7 @@ def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
     """Every arm against the baseline per workload × threads (one Holm family), with a
     "not available on <flavour>" row per cell for a pool the flavour lacks; with `control`,
     the A/A table instead (the baseline against its twin)."""
-    rel = analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+    rel = analysis.relative(steps, S.with_control(arms(p), p), p, metric,
                                       control=control)
     if control or rel.empty:
         return rel
@@ -157,6 +158,6 @@ def claims(p: Params) -> list[Claim]:
 
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: every server × scheduler against the baseline on QPS and p99, the A/A control
-    and its calibration, the conclusion (`analysis.scaling_answer`) and the sources' `claims`."""
-    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion,
+    and its calibration, the conclusion (`analysis.scaling.answer`) and the sources' `claims`."""
+    return scaling.answer(run, p, S.with_control(arms(p), p), relative, conclusion,
                                    claims(p))

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis
+from ... import analysis, pauses
 from ... import studykit as S
-from ...analysis import profiles
+from ...analysis import profiles, scaling
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, S.MultiServerParams):
+class Params(S.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "flavour": "the baseline version, one of `flavours`",
@@ -52,7 +52,8 @@ class Params(S.CpuProfiled, S.MultiServerParams):
 _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False,
                server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
                budget=None, design="paired", restart_every=1,
-               cpu_profile=False, cpu_profile_cells=None)
+               cpu_profile=False, cpu_profile_cells=None,
+               positive_control=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
                   threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
@@ -76,7 +77,7 @@ def arms(p: Params) -> list[S.Arm]:
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return profiles.cells(run, S.with_control(arms(p), p.aa_control), p)
+    return profiles.cells(run, S.with_control(arms(p), p), p)
 
 
 # ---------------------------------------------------------------- analysis
@@ -90,7 +91,7 @@ def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
              control: bool = False) -> "pd.DataFrame":
     """Every version against the baseline per workload × threads, all in one Holm family;
     with `control`, the A/A table (the baseline against its twin)."""
-    return analysis.relative(steps, S.with_control(arms(p), p.aa_control), p, metric,
+    return analysis.relative(steps, S.with_control(arms(p), p), p, metric,
                                        control=control)
 
 
@@ -147,6 +148,6 @@ def claims(p: Params) -> list[Claim]:
 
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: every version against the baseline on QPS and p99, the A/A control
-    and its calibration, the conclusion (`analysis.scaling_answer`) and the sources' `claims`."""
-    return analysis.scaling_answer(run, p, S.with_control(arms(p), p.aa_control), relative, conclusion,
+    and its calibration, the conclusion (`analysis.scaling.answer`) and the sources' `claims`."""
+    return scaling.answer(run, p, S.with_control(arms(p), p), relative, conclusion,
                                    claims(p))

@@ -1,0 +1,198 @@
+"""The positive control (`pauses`): the paused twin of the baseline against the baseline,
+per metric in a Holm family of its own, and per cell whether each metric found the pause
+where its known size and timing say it must — the A/A twin shows the tables do not find
+what is not there; this shows they find what is.
+
+What a pause of `pause_ms` every `every_s` seconds must do, in the closed loop of sysbench
+(each client thread has one transaction in flight, none waiting to start):
+
+- **throughput** drops by the paused share s = pause_ms / (1000 × every_s): nothing finishes
+  while the server is stopped. It is to be found where s is at least the cell's MDE.
+- only the transactions in flight when a pause begins wait through it — about one per client
+  thread per pause, a share d = threads × pauses / transactions of the step, each slower by
+  about pause_ms. The rest are not delayed at all, so the **percentile** q moves only where d
+  exceeds its tail 1 − q, and then to about pause_ms: a pause hides from p99 where few
+  threads run many transactions (coordinated omission: the closed loop does not send what
+  would have arrived during the pause; the latency study's open loop does).
+- the **stall rate** (transactions slower than the cell's T, `tails`) rises by d where
+  pause_ms ≥ T: to be found where d is at least 5 × the baseline's own stall share.
+
+Each cell × metric is *expected* (the pause must show), *not expected* (it must not: a
+difference there is one the pause does not explain) or *borderline* (neither; not counted).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..pauses import Pause
+from ..results import PAUSES, Run
+from ..studykit import Arm
+from . import BY, METRICS, design_table, interval, signed
+from .words import listing, percent
+
+WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "stalls": "stall rate"}
+TAIL = {"p95": 0.05, "p99": 0.01}
+STALL_MARGIN = 5.0   # the stall rate is expected where d ≥ 5 × the baseline's stall share
+TAIL_MARGIN = 2.0    # a percentile is expected where d ≥ 2 × its tail, not where d ≤ tail / 2
+COLUMNS = ["workload", "threads", "metric", "expected", "expectation", "measured", "verdict", "outcome"]
+
+
+def control_arm(arms: list[Arm]) -> Arm | None:
+    """The paused twin among `arms`, if the run has one."""
+    return next((a for a in arms if a.pause is not None), None)
+
+
+def tables(steps: pd.DataFrame, arms: list[Arm], p: Any) -> dict[str, pd.DataFrame]:
+    """Per metric of `METRICS` the steps have: the paused twin against the baseline per cell,
+    one Holm family per metric (empty without a paused twin)."""
+    arm = control_arm(arms)
+    if arm is None or steps.empty:
+        return {}
+    out = {}
+    for metric, (column, higher) in METRICS.items():
+        if column in steps:
+            rel = design_table(steps, by=BY, factor="arm", baseline=arms[0].label, candidates=[arm.label],
+                               value=column, higher_is_better=higher, threshold=p.draw_threshold)
+            out[metric] = rel.assign(baseline=arms[0].label) if not rel.empty else rel
+    return out
+
+
+def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
+    """Per cell what the pause did and met: the paused share of the control's steps
+    (measured, `paused_pct`, median), pauses per step, the baseline's transactions per step,
+    `delayed_pct` (d: threads × pauses over the baseline's transactions), and the baseline's
+    median p95, p99 and stall share with the cell's T (`stall_ms`, when the steps have it)."""
+    arm = control_arm(arms)
+    if arm is None or steps.empty:
+        return pd.DataFrame()
+    mine = steps[steps["arm"] == arm.label]
+    if run.has_table(PAUSES):
+        per = run.table(PAUSES).groupby("step").agg(pauses=("at_s", "size"), paused_ms=("paused_ms", "sum"))
+        mine = mine.merge(per.reset_index(), on="step", how="left").fillna({"pauses": 0, "paused_ms": 0.0})
+    else:  # not recorded: what the parameter asked for
+        n = np.floor(mine["seconds"] / arm.pause.every_s + 0.5)
+        mine = mine.assign(pauses=n, paused_ms=n * arm.pause.pause_ms)
+    mine = mine.assign(paused_pct=mine["paused_ms"] / (mine["seconds"] * 1000) * 100)
+    got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"))
+    base = steps[steps["arm"] == arms[0].label]
+    have = {c: "median" for c in ("events", "latency_p95_ms", "latency_p99_ms", "stall_pct", "stall_ms") if c in base}
+    out = got.join(base.groupby(BY).agg(have), how="inner").reset_index()
+    return out.assign(delayed_pct=out["threads"] * out["pauses"] / out["events"] * 100)
+
+
+def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> pd.DataFrame:
+    """Per cell × metric: `expected` (yes, no, borderline) and the `expectation` in words, from
+    `exposure` rows, the pause and each metric's MDE per cell (`mde`: metric → Series by cell)."""
+    rows = []
+    for r in exp.itertuples():
+        cell = (r.workload, r.threads)
+        d = r.delayed_pct / 100
+        for metric in WORDS:
+            m = mde.get(metric)
+            if m is None or cell not in m.index:
+                continue
+            mde_pct = float(m.loc[cell])
+            if metric == "qps":
+                size = r.paused_pct
+                expected = _three(size >= mde_pct, size < mde_pct / 2)
+                said = f"{signed(-size)}, the paused share (MDE {percent(mde_pct)} %)"
+            elif metric in TAIL:
+                tail, base = TAIL[metric], getattr(r, f"latency_{metric}_ms", np.nan)
+                longer = pause.pause_ms >= 2 * base
+                expected = _three(longer and d >= TAIL_MARGIN * tail, not longer or d <= tail / TAIL_MARGIN)
+                said = (f"{_share(d)} delayed, tail {tail * 100:g} %: "
+                        + (f"≈ {pause.pause_ms:g} ms from {base:.3g} ms" if d > tail and longer else "unmoved"))
+            else:
+                limit, own = getattr(r, "stall_ms", np.nan), getattr(r, "stall_pct", np.nan) / 100
+                if not limit == limit:
+                    continue
+                over = pause.pause_ms >= limit
+                expected = _three(over and d >= STALL_MARGIN * own, pause.pause_ms < limit / 2 or d < own / 2)
+                said = (f"{_share(d)} delayed {'over' if over else 'under'} T = {limit:.3g} ms; "
+                        f"baseline {_share(own)}")
+            rows.append({"workload": r.workload, "threads": int(r.threads), "metric": metric,
+                         "expected": expected, "expectation": said})
+    return pd.DataFrame(rows)
+
+
+def found(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
+    """The positive control's table: per cell × metric what the pause must do (`expectations`),
+    what the metric's table measured and its verdict, and the `outcome` — found, missed, as
+    expected (a draw where nothing was expected), unexplained (a difference where none was
+    expected, or the wrong way), or borderline."""
+    arm = control_arm(arms)
+    if arm is None or not tabs:
+        return pd.DataFrame(columns=COLUMNS)
+    mde = {k: t.set_index(BY)["mde_pct"] for k, t in tabs.items() if not t.empty and "mde_pct" in t}
+    exp = expectations(exposure(run, steps, arms), arm.pause, mde)
+    if exp.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rows = []
+    for e in exp.itertuples():
+        t = tabs[e.metric]
+        r = t[(t["workload"] == e.workload) & (t["threads"] == e.threads)]
+        if r.empty:
+            continue
+        r = next(r.itertuples())
+        rows.append({"workload": e.workload, "threads": e.threads, "metric": WORDS[e.metric],
+                     "expected": e.expected, "expectation": e.expectation,
+                     "measured": f"{signed(r.delta_pct)} {interval(r)}", "verdict": r.verdict,
+                     "outcome": outcome(e.expected, r.verdict)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def outcome(expected: str, verdict: str) -> str:
+    """What a verdict on the paused twin (worse is the pause's direction) says of the metric.
+
+    >>> [outcome(e, v) for e, v in [("yes", "worse"), ("yes", "draw"), ("no", "draw"), ("no", "worse")]]
+    ['found', 'missed', 'as expected', 'unexplained']
+    """
+    if expected == "borderline":
+        return "borderline"
+    if verdict == "worse":
+        return "found" if expected == "yes" else "unexplained"
+    if verdict == "better":
+        return "unexplained"
+    return "missed" if expected == "yes" else "as expected"
+
+
+def lines(table: pd.DataFrame, pause: Pause | None) -> list[str]:
+    """The conclusion's account of the positive control: per metric, where it found the
+    pause against where it had to, and any difference the pause does not explain."""
+    if table.empty or pause is None:
+        return []
+    out = [f"- Positive control (the baseline paused {pause.text()}):"]
+    for metric, t in table.groupby("metric", sort=False):
+        should = t[t["expected"] == "yes"]
+        hit = should[should["outcome"] == "found"]
+        odd = t[t["outcome"] == "unexplained"]
+        text = (f"found by {metric} in {len(hit)} of the {len(should)} cell{'s' if len(should) != 1 else ''} "
+                "where it must show" if len(should) else f"{metric}: no cell where it must show")
+        missed = should[should["outcome"] != "found"]
+        if len(missed):
+            text += " — missed at " + listing([_cell(m) for m in missed.itertuples()])
+        if len(odd):
+            text += ("; a difference the pause does not explain at "
+                     + listing([f"{_cell(m)} ({m.verdict})" for m in odd.itertuples()]))
+        out.append(f"  - {text}.")
+    return out
+
+
+def _three(yes: bool, no: bool) -> str:
+    return "yes" if yes else "no" if no else "borderline"
+
+
+def _share(x: float) -> str:
+    """A share of transactions in words.
+
+    >>> _share(0.0123), _share(0.00004)
+    ('1.23 %', '0.004 %')
+    """
+    return f"{x * 100:.3g} %" if x * 100 >= 0.001 else "< 0.001 %"
+
+
+def _cell(r: Any) -> str:
+    return f"{r.workload} {int(r.threads)}"

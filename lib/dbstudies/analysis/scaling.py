@@ -1,0 +1,54 @@
+"""What a sysbench scaling study (thread pool, versions) answers from a run: its tables — the
+measured steps and their summary, each arm against the baseline on QPS, p95, p99 and the stall
+rate, the A/A table and its calibration, the positive control's (`control`) — and the answer
+built from them with the study's own conclusion."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .. import results
+from ..results import Run
+from ..studykit import Answer, Arm
+from . import BY, calibration, control, summary, tails
+
+# the verdict tables of a sysbench scaling study: words → table key
+VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
+            "stall rate": "stalls", "A/A control (QPS)": "aa"}
+
+
+def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
+    """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
+    every arm against the baseline on QPS (`qps`), p95 (`p95`: the body of the latency
+    distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
+    of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
+    by the study's `relative`, the A/A table (`aa`) and its `calibration` (`arms`: the A/A
+    twin included), and with a paused twin the positive control: its table per metric
+    (`control_tables`) and what each found against what the pause must do (`control`)."""
+    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label)
+    limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
+              else pd.DataFrame(columns=[*BY, "stall_ms"]))
+    stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
+    summ = tails.with_run_p99(run, steps, summary(steps))
+    paused = control.tables(steps, arms, p)
+    return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
+            "stall_limits": limits,
+            "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
+            "aa": relative(steps, p, control=True),
+            "calibration": calibration(steps, arms, p),
+            "control_tables": paused, "control": control.found(paused, run, steps, arms)}
+
+
+def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
+           claims: list[Any] | None = None) -> Answer:
+    """A sysbench scaling study's answer: `tables`, the verdicts of `VERDICTS`, the study's
+    `conclusion(summary, {qps, p95, p99, aa}, p, host_cpus=, calibration=)` (the host's CPU
+    count from the run's metadata) followed by the positive control's lines, and the
+    source's `claims` it tests."""
+    t = tables(run, p, arms, relative)
+    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
+                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
+    arm = control.control_arm(arms)
+    said = "\n".join([said, *control.lines(t["control"], arm.pause if arm else None)])
+    return Answer(t, dict(VERDICTS), said, list(claims or []))

@@ -1,0 +1,131 @@
+"""The positive control (issue 35): a twin of the baseline whose server the driver pauses —
+the parameter, the pauser on a real process, the arms it adds, what each metric must show
+and the outcome words, and the smoke thread-pool run measured with it."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import report_problems, wait_for
+
+from dbstudies import checks, errors, pauses
+from dbstudies.analysis import control
+from dbstudies.results import Run
+from dbstudies.study import load
+from dbstudies.studykit import Arm, with_control
+
+PAUSE = {"pause_ms": 20, "every_s": 2}
+
+
+def state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("bad", [{"pause_ms": 20}, {"pause_ms": -1, "every_s": 2}, {"pause_ms": "x", "every_s": 1},
+                                 {"pause_ms": 950, "every_s": 1}, [20, 2], {"pause_ms": 20, "every_s": 2, "x": 1}])
+def test_a_bad_positive_control_is_refused_before_anything_runs(bad):
+    with pytest.raises(errors.ParamError, match="positive_control"):
+        checks.resolve(load("thread_pool"), "smoke", positive_control=bad)
+
+
+def test_the_paused_twin_is_an_arm_after_the_baseline_and_not_the_aa_twin():
+    p = checks.resolve(load("thread_pool"), "smoke", positive_control=PAUSE, aa_control=True)
+    arms = with_control([Arm("base"), Arm("pool")], p)
+    assert [a.label for a in arms] == ["base", "base (A/A)", "base" + pauses.SUFFIX, "pool"]
+    assert [a.aa for a in arms] == [False, True, False, False]
+    assert arms[2].pause == pauses.Pause(20.0, 2.0) and arms[2].twin_of == "base"
+    assert control.control_arm(arms) is arms[2]
+    assert with_control([Arm("base")], dataclasses.replace(p, positive_control=None, aa_control=False)) == [Arm("base")]
+
+
+def test_the_pauser_stops_and_lets_go_of_a_real_process():
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        pauser = pauses.Pauser(child.pid, pauses.Pause(300, 0.6))  # first pause 0.3 s in
+        pauser.start(time.monotonic(), 0)
+        wait_for(lambda: state(child.pid) == "T", 10, "the process stopped")
+        wait_for(lambda: state(child.pid) != "T", 10, "the process let go")
+        wait_for(lambda: pauser.pauses, 10, "the pause recorded")
+        pauser.stop()
+        assert state(child.pid) != "T"
+        first = pauser.pauses[0]
+        assert first["paused_ms"] >= 300 and 0.3 <= first["at_s"] < 1.0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_pauser_stopped_mid_pause_lets_the_process_go():
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        pauser = pauses.Pauser(child.pid, pauses.Pause(60_000, 61))  # a minute-long pause at 30.5 s
+        pauser.start(time.monotonic() - 30.5, 0)
+        wait_for(lambda: state(child.pid) == "T", 10, "the process stopped")
+        pauser.stop()
+        assert state(child.pid) != "T"
+        assert len(pauser.pauses) == 1 and pauser.pauses[0]["paused_ms"] < 60_000
+    finally:
+        child.kill()
+        child.wait()
+
+
+def cell(threads: int, events: int, p95: float, p99: float, stall_pct: float, stall_ms: float) -> dict:
+    return {"workload": "w", "threads": threads, "paused_pct": 1.0, "pauses": 10.0, "events": events,
+            "latency_p95_ms": p95, "latency_p99_ms": p99, "stall_pct": stall_pct, "stall_ms": stall_ms}
+
+
+def test_what_a_pause_must_show_follows_from_its_size_and_the_transactions_it_delays():
+    pause = pauses.Pause(20, 2)
+    exp = pd.DataFrame([cell(1, 200_000, 0.1, 0.2, 0.0009, 0.5),        # d = 0.005 %: hides from p95/p99
+                        cell(64, 20_000, 5.0, 8.0, 0.01, 12.0),        # d = 3.2 %: p99 moves, p95 borderline
+                        cell(256, 10_000, 90.0, 150.0, 0.5, 400.0)])   # pause shorter than T and p99
+    exp = exp.assign(delayed_pct=exp["threads"] * exp["pauses"] / exp["events"] * 100)
+    by = pd.MultiIndex.from_tuples([("w", t) for t in (1, 64, 256)], names=["workload", "threads"])
+    mde = {m: pd.Series([0.5, 10.0, 10.0], index=by) for m in ("qps", "p95", "p99", "stalls")}
+    e = control.expectations(exp, pause, mde).set_index(["threads", "metric"])["expected"]
+    assert e[(1, "qps")] == "yes" and e[(64, "qps")] == "no"          # 1 % against MDEs 0.5 % and 10 %
+    assert e[(1, "p99")] == "no" and e[(64, "p99")] == "yes" and e[(64, "p95")] == "borderline"
+    assert e[(256, "p99")] == "no" and e[(256, "stalls")] == "no"     # 20 ms is no stall above T = 400 ms
+    assert e[(1, "stalls")] == "yes" and e[(64, "stalls")] == "yes"   # d ≥ 5 × the baseline's share
+
+
+def test_outcomes_count_misses_and_unexplained_differences():
+    found = pd.DataFrame([
+        {"workload": "w", "threads": 1, "metric": "stall rate", "expected": "yes", "verdict": "worse", "outcome": "found"},
+        {"workload": "w", "threads": 8, "metric": "stall rate", "expected": "yes", "verdict": "draw", "outcome": "missed"},
+        {"workload": "w", "threads": 1, "metric": "throughput (QPS)", "expected": "no", "verdict": "better",
+         "outcome": "unexplained"}])
+    text = "\n".join(control.lines(found, pauses.Pause(20, 2)))
+    assert "found by stall rate in 1 of the 2 cells where it must show — missed at w 8" in text
+    assert "throughput (QPS): no cell where it must show; a difference the pause does not explain at w 1 (better)" in text
+    assert control.outcome("yes", "better") == "unexplained" and control.outcome("borderline", "worse") == "borderline"
+
+
+@pytest.mark.server
+@pytest.mark.notebook
+def test_the_smoke_thread_pool_run_pauses_its_control_and_reports_it(smoke_run):
+    p, run_dir = smoke_run("thread_pool.ipynb")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    run = Run(run_dir)
+    every = run.table("steps")
+    mine = every[every["arm"].str.endswith(pauses.SUFFIX)]
+    steps = every[every["phase"] == "measure"]
+    paused = steps[steps["arm"].str.endswith(pauses.SUFFIX)]
+    assert len(paused) == len(steps[steps["arm"] == run.metadata["arms"][0]["label"]]) > 0
+    stops = run.table("pauses")
+    # the control's measured steps (and attempts discarded on a busy host), not its warm-ups
+    assert set(stops["step"]) == set(mine.loc[mine["phase"].isin(["measure", "busy"]), "step"])
+    assert (stops["paused_ms"] >= 200).all()
+    hist = run.table("histograms")
+    slow = hist[hist["value_ms"] >= 200].groupby("step")["count"].sum()
+    # a pause delays every transaction in flight when it begins (the first may come while
+    # sysbench still connects; the last is well inside the step)
+    assert (slow.reindex(paused["step"], fill_value=0) >= 1).all()
+    html = (run_dir / "report.html").read_text()
+    assert "Positive control (the baseline paused 200 ms every 1 s (20 % of the time))" in html
+    assert "the paused share (MDE" in html
+    assert report_problems(html) == []
