@@ -97,7 +97,7 @@ def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdict
     from dbstudies import planner
     noise = planner.cell_noise(study, [run], 0)
     assert noise[["workload", "threads", "level", "df"]].values.tolist() == [["oltp_point_select", 8, 0.3, 1]]
-    assert planner.predict(study, p, noise)["comparisons"] == 2  # two levels × one candidate
+    assert planner.predict(study, p, noise)["comparisons"] == 1  # one level up to 0.7 × one candidate
 
 
 def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
@@ -106,12 +106,12 @@ def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
     from dbstudies.studykit import Arm
     rows = []
     for repeat in (1, 2, 3):
-        for rate, level in ((100.0, 0.5), (300.0, 1.5)):
+        for rate, level in ((100.0, 0.5), (130.0, 0.65), (300.0, 1.5)):
             for arm, p99 in (("base", 10.0), ("pool", 5.0)):
-                rows.append({"step": len(rows) + 1, "repeat": repeat, "pair": repeat * 10 + int(level * 2),
+                rows.append({"step": len(rows) + 1, "repeat": repeat, "pair": repeat * 10 + int(level * 20),
                              "arm": arm, "workload": "w", "threads": 8, "rate": rate, "load": level,
                              "ol_latency_p99_ms": p99 * (1 + repeat / 100), "ol_latency_p50_ms": 1.0,
-                             "ol_sustained": not (arm == "pool" and level == 1.5)})
+                             "ol_sustained": not (arm == "pool" and level > 0.6)})
     loaded = pd.DataFrame(rows)
     p = SimpleNamespace(draw_threshold=0.05)
     rel = L.compare_levels(loaded, [Arm("base"), Arm("pool")], p, "p99",
@@ -119,9 +119,40 @@ def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
     mine = rel[rel["candidate"] == "pool"].set_index("offered")
     assert mine.loc["100/s (50 % of peak)", "verdict"] == "better"
     assert mine.loc["100/s (50 % of peak)", "delta_pct"] == pytest.approx(-50)
-    assert mine.loc["300/s (150 % of peak)", "verdict"] == "not compared: pool did not keep up in every round (lower bounds)"
+    assert mine.loc["130/s (65 % of peak)", "verdict"] == "not compared: pool did not keep up in every round (lower bounds)"
+    # above 0.7 of the peak the capacity judges, not p99 (shown as such, never dropped)
+    assert mine.loc["300/s (150 % of peak)", "verdict"] == L.ABOVE and L.ABOVE.startswith("not compared: above 70 %")
+    assert mine["delta_pct"].notna().sum() == 1
     gone = rel[rel["candidate"] == "mysql · pool"]
-    assert len(gone) == 2 and (gone["verdict"] == "not available on mysql-9.7").all()
+    assert len(gone) == 3 and (gone["verdict"] == "not available on mysql-9.7").all()
     table = L.layout(rel)
-    assert table["offered"].tolist() == ["100/s (50 % of peak)", "300/s (150 % of peak)"]
+    assert table["offered"].tolist() == ["100/s (50 % of peak)", "130/s (65 % of peak)", "300/s (150 % of peak)"]
     assert list(table.columns) == ["offered", "pool vs base", "mysql · pool vs base"]
+
+
+@pytest.mark.parametrize("peak, target", [(2400.0, 20.0), (30_000.0, 5.0), (500.0, 100.0)])
+@pytest.mark.parametrize("misfit", [0.5, 1.0, 2.0])
+def test_the_capacity_ladder_brackets_the_crossing_when_the_queue_model_is_off_by_up_to_2x(peak, target, misfit):
+    """p99 = misfit × ln 100 / (peak (1 − load)): a server twice as bursty as the model, or half."""
+    import math
+    loads = L.ladder(peak, target, 4)
+    p99 = [misfit * math.log(100) / (peak * (1 - x)) * 1000 for x in loads]
+    assert len(loads) == 4 and min(p99) < target < max(p99)
+
+
+def test_the_positive_control_in_an_open_loop_must_show_where_the_delayed_share_passes_the_tail():
+    from dbstudies import pauses
+    from dbstudies.analysis import control
+    from dbstudies.studykit import Arm
+    arms = [Arm("base"), Arm("base (paused)", twin_of="base", pause=pauses.Pause(20, 2))]
+    levels = pd.DataFrame({"workload": "w", "threads": 64, "arm": "base", "rate": [250.0, 500.0, 700.0],
+                           "p99_median": 2.0, "p50_median": 0.8})
+    by = pd.MultiIndex.from_tuples([("w", 64, r) for r in (250.0, 500.0, 700.0)], names=control.OPEN_BY)
+    tabs = {m: pd.DataFrame({"workload": "w", "threads": 64, "rate": [250.0, 500.0, 700.0], "mde_pct": 30.0})
+            for m in ("p99", "p50")}
+    exp = control.open_loop(tabs, levels, arms, pd.Series({("w", 64): 1000.0}))
+    e = exp.set_index(["rate", "metric"])["expected"]
+    # d = 1 % / (1 − load): 1.33 %, 2 %, 3.3 % against p99's 1 % tail (found from 2 × it)
+    assert [e[(r, "p99")] for r in (250.0, 500.0, 700.0)] == ["borderline", "yes", "yes"]
+    assert (exp[exp["metric"] == "p50"]["expected"] == "no").all()
+    assert len(by) == 3

@@ -205,3 +205,17 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
         assert scipy.stats.chi2.ppf(0.0005, 19) / 19 < s2[q] / (2 * sd ** 2) < scipy.stats.chi2.ppf(0.9995, 19) / 19
     r = planner.predict(d3, checks.resolve(d3, "smoke", queries=[3, 5]), noise)
     assert (r["rounds"], r["comparisons"]) == (2, 2) and r["min"] < r["max"]
+
+
+def test_the_planner_predicts_the_positive_control_and_never_pilots_beside_a_measuring_run(tmp_path):
+    fake_paired_run(tmp_path, sd_own=0.08, rounds=8)
+    lines = planner.plan("thread_pool", "smoke", {"positive_control": {"pause_ms": 20, "every_s": 2}},
+                         tmp_path, allow_pilot=False)
+    control = [x for x in lines if x.startswith("  positive control, throughput (QPS):")]
+    assert len(control) == 1 and control[0].endswith("; 2 comparisons)")  # two cells, the paused twin alone
+    # a run this process is measuring: the planner neither learns from it nor pilots beside it
+    from dbstudies import ownership
+    other = tmp_path / "elsewhere"
+    ownership.create_run("versions", checks.resolve(load("versions"), "smoke"), other, "notebook")
+    lines = planner.plan("versions", "smoke", {}, other, allow_pilot=True)
+    assert "is measuring on this host" in lines[-1] and len(list(other.glob("versions/*"))) == 1

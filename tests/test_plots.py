@@ -167,3 +167,26 @@ def test_whiskers_of_a_tight_spread_far_from_zero_are_not_cut_by_the_frame():
     fig = plots.whiskers(s, {"x": "median TPS", "y": "stall seconds"})
     assert plots.problems(plots.properties(fig)) == []
     assert fig.axes[1].get_ylim()[1] == 1  # nothing stalled: an axis up to 1
+
+
+def test_the_shift_function_finds_a_known_shift_and_draws_it_readably():
+    """A candidate whose every transaction takes 3× the baseline's in the tail only: the
+    ratio is 1 in the body and 3 at p99 and beyond, each inside its round-resampled band."""
+    from dbstudies.analysis import tails
+    rng = np.random.default_rng(3)
+    rows, steps = [], []
+    for r in range(1, 9):
+        for arm in ("base", "cand"):
+            step = len(steps) + 1
+            steps.append({"step": step, "workload": "w", "threads": 16, "arm": arm, "repeat": r})
+            body = rng.lognormal(0, 0.3, 990)
+            tail = rng.lognormal(np.log(8), 0.2, 10) * (3 if arm == "cand" else 1)
+            values, counts = np.unique(np.round(np.concatenate([body, tail]), 2), return_counts=True)
+            rows += [{"step": step, "value_ms": v, "count": c} for v, c in zip(values, counts)]
+    d = tails.shift(pd.DataFrame(rows), pd.DataFrame(steps), "base", ["cand"])
+    at = d.set_index("q")
+    assert at.loc[50.0, "ratio"] == pytest.approx(1, abs=0.1) and at.loc[50.0, "low"] <= 1 <= at.loc[50.0, "high"]
+    assert at.loc[99.9, "ratio"] == pytest.approx(3, rel=0.35) and at.loc[99.9, "low"] > 1.5
+    assert (d["low"] <= d["ratio"]).all() and (d["ratio"] <= d["high"]).all() and (d["rounds"] == 8).all()
+    fig = plots.shift(d, threshold=0.05)
+    assert plots.problems(plots.properties(fig)) == []

@@ -55,12 +55,15 @@ def paired_tables(study: StudyModule, run: Run) -> list[Observations]:
 
 
 def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
-    """This host's runs of `study` that hold paired observations, newest first (at most RECENT)."""
+    """This host's runs of `study` that hold paired observations, newest first (at most RECENT);
+    not one still being measured (its noise is not yet all there)."""
     host = host or platform.node()
     s, out = load(study), []
     for run in reversed(list_runs(study_name(s), root)):
         meta = run.metadata
         if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
+            continue
+        if run.status == "running" and ownership.owner_alive(run):
             continue
         if all(analysis.is_paired(frame) for _, frame, _, _ in paired_tables(s, run)):
             out.append(run)
@@ -99,14 +102,15 @@ def planned_rounds(study: StudyModule, p: StudyParams) -> int:
     return p.repeats
 
 
-def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame) -> dict[str, float]:
+def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame, *,
+            candidates: int | None = None) -> dict[str, float]:
     """The MDE (%) of the median cell, the smallest and the largest, of a table over the
-    study's cells × candidates at `p`'s rounds, from per-cell noise (its columns before
-    s2 and df name the cell)."""
+    study's cells × candidates (or `candidates`: the positive control's table has one) at
+    `p`'s rounds, from per-cell noise (its columns before s2 and df name the cell)."""
     by = [c for c in noise.columns if c not in ("s2", "df")]
     own = hook(study, "table_cells")  # the cells of its verdict tables, where not its plan's
     cells = pd.DataFrame(own(p) if own else cells_of(study, p))
-    cands = len([a for a in arms_of(study, p)[1:] if a.twin_of is None])
+    cands = candidates or len([a for a in arms_of(study, p)[1:] if a.twin_of is None])
     m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
     s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
     known = dict(zip(map(tuple, noise[by].to_numpy()), s2))
@@ -131,6 +135,11 @@ def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: 
     return run
 
 
+def measuring(root: Path) -> list[Run]:
+    """The runs under `root` that a live process of this host is measuring now."""
+    return [r for r in list_runs(root=root, status="running") if ownership.owner_alive(r)]
+
+
 def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = paths.RUNS_DIR, *,
          allow_pilot: bool = True, say: Callable[[str], None] = print) -> list[str]:
     """What `dbstudies plan` prints: the design, the expected wall time, and per table the
@@ -152,6 +161,12 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
         if not allow_pilot:
             return lines + ["No earlier paired run of this study on this host: no noise to predict "
                             "from (without --no-pilot, a two-round pilot measures it)."]
+        busy = measuring(root)
+        if busy:
+            return lines + [f"No earlier paired run of this study on this host, and no pilot now: run "
+                            f"{busy[0].path.parent.name}/{busy[0].path.name} is measuring on this host — a "
+                            "pilot beside it would disturb it and measure its noise, not the host's. "
+                            "Plan again when it has ended."]
         say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
         runs = [pilot(study, profile, overrides, root)]
         source = f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
@@ -164,4 +179,8 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
         lines.append(f"{words}: expected minimum detectable effect {r['median']:.0f} % in the median "
                      f"cell ({r['min']:.0f}–{r['max']:.0f} %; {r['rounds']} pairs per cell, "
                      f"{r['comparisons']} comparisons), from {source}")
+        if any(a.pause is not None for a in arms):  # the positive control: one candidate, its own family
+            c = predict(study, p, noise, candidates=1)
+            lines.append(f"  positive control, {words}: {c['median']:.0f} % in the median cell "
+                         f"({c['min']:.0f}–{c['max']:.0f} %; {c['comparisons']} comparisons)")
     return lines

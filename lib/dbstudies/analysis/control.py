@@ -33,8 +33,11 @@ from ..studykit import Arm
 from . import BY, METRICS, design_table, interval, signed
 from .words import listing, percent
 
-WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "stalls": "stall rate"}
+WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "stalls": "stall rate",
+         "p50": "p50 latency"}
 TAIL = {"p95": 0.05, "p99": 0.01}
+OPEN_TAIL = {"p99": 0.01, "p50": 0.5}   # the latency study's percentiles per offered level
+OPEN_BY = ["workload", "threads", "rate"]
 STALL_MARGIN = 5.0   # the stall rate is expected where d ≥ 5 × the baseline's stall share
 TAIL_MARGIN = 2.0    # a percentile is expected where d ≥ 2 × its tail, not where d ≤ tail / 2
 COLUMNS = ["workload", "threads", "metric", "expected", "expectation", "measured", "verdict", "outcome"]
@@ -86,11 +89,11 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
 def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> pd.DataFrame:
     """Per cell × metric: `expected` (yes, no, borderline) and the `expectation` in words, from
     `exposure` rows, the pause and each metric's MDE per cell (`mde`: metric → Series by cell)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in exp.itertuples():
         cell = (r.workload, r.threads)
         d = r.delayed_pct / 100
-        for metric in WORDS:
+        for metric in ("qps", "p95", "p99", "stalls"):
             m = mde.get(metric)
             if m is None or cell not in m.index:
                 continue
@@ -118,30 +121,74 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
     return pd.DataFrame(rows)
 
 
-def found(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
-    """The positive control's table: per cell × metric what the pause must do (`expectations`),
-    what the metric's table measured and its verdict, and the `outcome` — found, missed, as
-    expected (a draw where nothing was expected), unexplained (a difference where none was
-    expected, or the wrong way), or borderline."""
+def closed_loop(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
+    """What the pause must show per cell × metric in a closed-loop (sysbench scaling) run:
+    `expectations` of its `exposure`, with each metric's MDE from its table in `tabs`."""
     arm = control_arm(arms)
     if arm is None or not tabs:
-        return pd.DataFrame(columns=COLUMNS)
-    mde = {k: t.set_index(BY)["mde_pct"] for k, t in tabs.items() if not t.empty and "mde_pct" in t}
-    exp = expectations(exposure(run, steps, arms), arm.pause, mde)
+        return pd.DataFrame()
+    return expectations(exposure(run, steps, arms), arm.pause, mdes(tabs, BY))
+
+
+def open_loop(tabs: dict[str, pd.DataFrame], levels: pd.DataFrame, arms: list[Arm], peak: pd.Series) -> pd.DataFrame:
+    """What the pause must show per offered level × percentile in an open loop (the latency
+    study): every arrival due while the server is stopped waits, and so do those that queue
+    behind them while the backlog drains — a share d ≈ s / (1 − ρ) of the transactions at
+    load ρ (s: the paused share) — so a percentile q moves where d exceeds its tail, whatever
+    the connections. `levels`: the study's per-level table (rate, each arm's median
+    percentiles); `peak`: the baseline's calibrated peak per (workload, threads)."""
+    arm = control_arm(arms)
+    if arm is None or not tabs or levels.empty:
+        return pd.DataFrame()
+    pause, mde = arm.pause, mdes(tabs, OPEN_BY)
+    base = levels[levels["arm"] == arms[0].label]
+    rows = []
+    for r in base.itertuples():
+        top = peak.get((r.workload, r.threads), np.nan)
+        rho = r.rate / top if top == top and top > 0 else np.nan
+        if not 0 < rho < 1:
+            continue
+        d = min(pause.share / (1 - rho), 1.0)
+        for metric, tail in OPEN_TAIL.items():
+            m = mde.get(metric)
+            if m is None or (r.workload, r.threads, r.rate) not in m.index:
+                continue
+            own = getattr(r, f"{metric}_median")
+            longer = pause.pause_ms >= 2 * own
+            expected = _three(longer and d >= TAIL_MARGIN * tail, not longer or d <= tail / TAIL_MARGIN)
+            rows.append({"workload": r.workload, "threads": int(r.threads), "rate": r.rate, "metric": metric,
+                         "expected": expected,
+                         "expectation": f"{_share(d)} delayed at {rho * 100:.0f} % of the peak, tail {tail * 100:g} %: "
+                                        + (f"up to {pause.pause_ms:g} ms from {own:.3g} ms" if d > tail and longer
+                                           else "unmoved")})
+    return pd.DataFrame(rows)
+
+
+def mdes(tabs: dict[str, pd.DataFrame], by: list[str]) -> dict[str, pd.Series]:
+    """Each metric's MDE per cell (`by`) from its control table."""
+    return {k: t.set_index(by)["mde_pct"] for k, t in tabs.items() if not t.empty and "mde_pct" in t}
+
+
+def found(tabs: dict[str, pd.DataFrame], exp: pd.DataFrame, by: list[str] = BY) -> pd.DataFrame:
+    """The positive control's table: per cell (`by`) × metric what the pause must do
+    (`exp`: `closed_loop` or `open_loop`), what the metric's table measured and its verdict,
+    and the `outcome` — found, missed, as expected (a draw where nothing was expected),
+    unexplained (a difference where none was expected, or the wrong way), or borderline."""
+    columns = [*by, *COLUMNS[2:]]
     if exp.empty:
-        return pd.DataFrame(columns=COLUMNS)
+        return pd.DataFrame(columns=columns)
     rows = []
     for e in exp.itertuples():
         t = tabs[e.metric]
-        r = t[(t["workload"] == e.workload) & (t["threads"] == e.threads)]
-        if r.empty:
+        r = t[np.logical_and.reduce([t[k] == getattr(e, k) for k in by])]
+        if r.empty or not r["delta_pct"].notna().any():
             continue
         r = next(r.itertuples())
-        rows.append({"workload": e.workload, "threads": e.threads, "metric": WORDS[e.metric],
+        rows.append({**{k: getattr(e, k) for k in by}, "metric": WORDS[e.metric],
                      "expected": e.expected, "expectation": e.expectation,
                      "measured": f"{signed(r.delta_pct)} {interval(r)}", "verdict": r.verdict,
                      "outcome": outcome(e.expected, r.verdict)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def outcome(expected: str, verdict: str) -> str:
@@ -195,4 +242,5 @@ def _share(x: float) -> str:
 
 
 def _cell(r: Any) -> str:
-    return f"{r.workload} {int(r.threads)}"
+    rate = getattr(r, "rate", None)
+    return f"{r.workload} {int(r.threads)}" + (f" at {rate:,.0f}/s" if rate is not None else "")

@@ -24,20 +24,24 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
     of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
     by the study's `relative`, the A/A table (`aa`) and its `calibration` (`arms`: the A/A
-    twin included), and with a paused twin the positive control: its table per metric
-    (`control_tables`) and what each found against what the pause must do (`control`)."""
+    twin included), the shift function of every candidate (the paused twin included, not
+    the A/A twin) against the baseline (`shift`: `tails.shift`, for the distribution figure),
+    and with a paused twin the positive control: its table per metric (`control_tables`) and
+    what each found against what the pause must do (`control`)."""
     steps = tails.with_stall_rate(run, results.measured(run), arms[0].label)
     limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
               else pd.DataFrame(columns=[*BY, "stall_ms"]))
     stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
     summ = tails.with_run_p99(run, steps, summary(steps))
     paused = control.tables(steps, arms, p)
+    shifted = (tails.shift(run.table(results.HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
+               if run.has_table(results.HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
     return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
             "stall_limits": limits,
             "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
             "aa": relative(steps, p, control=True),
-            "calibration": calibration(steps, arms, p),
-            "control_tables": paused, "control": control.found(paused, run, steps, arms)}
+            "calibration": calibration(steps, arms, p), "shift": shifted,
+            "control_tables": paused, "control": control.found(paused, control.closed_loop(paused, run, steps, arms))}
 
 
 def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,

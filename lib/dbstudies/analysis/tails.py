@@ -14,6 +14,7 @@ thousands of transactions and no stall at a small positive share, so that two st
 steps compare as equal, not as undefined."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..results import HISTOGRAMS, Run
@@ -72,7 +73,6 @@ def merged_percentile(histograms: pd.DataFrame, steps: pd.DataFrame, q: float = 
     >>> merged_percentile(h, s)[["arm", "run_p99_ms"]].to_dict("records")
     [{'arm': 'a', 'run_p99_ms': 10.0}]
     """
-    import numpy as np
     name = f"run_p{q:g}"
     cols = [*BY, "arm", f"{name}_ms", f"{name}_low", f"{name}_high"]
     h = histograms.merge(steps[["step", *BY, "arm", "repeat"]], on="step")
@@ -103,3 +103,66 @@ def with_run_p99(run: Run, steps: pd.DataFrame, summ: pd.DataFrame) -> pd.DataFr
     if steps.empty or not run.has_table(HISTOGRAMS) or "repeat" not in steps:
         return summ
     return summ.merge(merged_percentile(run.table(HISTOGRAMS), steps), on=[*BY, "arm"], how="left")
+
+
+QUANTILES = (10, 25, 50, 75, 90, 95, 99, 99.9)  # the distribution figure's percentiles
+
+
+def _percentiles(counts: np.ndarray, values: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Percentiles `qs` (in %) of histograms: `counts` rows (draws) × buckets `values`."""
+    cum = np.cumsum(counts, axis=-1)
+    total = cum[..., -1:]
+    idx = np.stack([np.minimum((cum < q / 100 * total).sum(axis=-1), len(values) - 1) for q in qs], axis=-1)
+    out = values[idx].astype(float)
+    return np.where(total > 0, out, np.nan)
+
+
+def shift(histograms: pd.DataFrame, steps: pd.DataFrame, baseline: str, candidates: list[str],
+          quantiles: tuple[float, ...] = QUANTILES, resamples: int = 400, seed: int = 1,
+          level: float = 0.95) -> pd.DataFrame:
+    """The shift function of each candidate against the baseline, per cell: at each
+    percentile q of `quantiles`, the ratio candidate / baseline of that percentile of all the
+    cell's transactions (each arm's histograms merged over the rounds both measured), with a
+    band from resampling whole rounds — a drawn round brings both arms' steps of that round,
+    so the pairs stay together; never single transactions, which are not independent.
+    Columns: workload, threads, candidate, q, ratio, low, high, rounds.
+
+    >>> h = pd.DataFrame({"step": [1, 1, 2, 2], "value_ms": [1.0, 10.0, 2.0, 10.0], "count": [90, 10, 90, 10]})
+    >>> s = pd.DataFrame({"step": [1, 2], "workload": ["w"] * 2, "threads": [8] * 2, "arm": ["a", "b"], "repeat": [1, 1]})
+    >>> shift(h, s, "a", ["b"], quantiles=(50, 99))[["q", "ratio"]].to_dict("records")
+    [{'q': 50.0, 'ratio': 2.0}, {'q': 99.0, 'ratio': 1.0}]
+    """
+    cols = [*BY, "candidate", "q", "ratio", "low", "high", "rounds"]
+    h = histograms.merge(steps[["step", *BY, "arm", "repeat"]], on="step")
+    h = h[h["arm"].isin([baseline, *candidates])]
+    if h.empty:
+        return pd.DataFrame(columns=cols)
+    qs = np.asarray(quantiles, float)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cell, g in h.groupby(BY, sort=False):
+        m = g.pivot_table(index=["arm", "repeat"], columns="value_ms", values="count", aggfunc="sum", fill_value=0)
+        values = m.columns.to_numpy(float)
+        if baseline not in m.index.get_level_values("arm"):
+            continue
+        base = m.loc[baseline]
+        for cand in candidates:
+            if cand not in m.index.get_level_values("arm"):
+                continue
+            c = m.loc[cand]
+            both = base.index.intersection(c.index)
+            if len(both) == 0:
+                continue
+            b, k = base.loc[both].to_numpy(float), c.loc[both].to_numpy(float)
+            point = _percentiles(k.sum(axis=0), values, qs) / _percentiles(b.sum(axis=0), values, qs)
+            n = len(both)
+            if n > 1:
+                w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(resamples)]).astype(float)
+                draws = _percentiles(w @ k, values, qs) / _percentiles(w @ b, values, qs)
+                lo, hi = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+            else:
+                lo = hi = np.full(len(qs), np.nan)
+            for i, q in enumerate(qs):
+                rows.append({**dict(zip(BY, cell)), "candidate": cand, "q": float(q), "ratio": point[i],
+                             "low": lo[i], "high": hi[i], "rounds": n})
+    return pd.DataFrame(rows, columns=cols)

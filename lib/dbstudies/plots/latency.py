@@ -1,14 +1,20 @@
-"""Figures of latency against offered load, and of the load achieved."""
+"""Figures of latency: against offered load, the load achieved, and the shift function (a
+candidate's latency distribution against the baseline's, percentile by percentile)."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from .axes import (
+    CLIPPED,
     DODGE,
+    MAX_W,
     PANEL_H,
     PANEL_W,
     _legend_below,
@@ -17,6 +23,8 @@ from .axes import (
     _panels,
     in_colour_order,
     palette,
+    signed_pct,
+    spaced_ratio_ticks,
 )
 
 
@@ -77,4 +85,86 @@ def achieved(levels: pd.DataFrame, *, hue: str = "arm") -> plt.Figure:
     ax.set_title("achieved against offered load", fontsize="medium")
     _legend_below(fig, ax)
     fig.dbstudies_alt = "Achieved against offered transactions per second, log axes, one line per configuration."
+    return fig
+
+
+SHIFT_CLIP = 4.0  # the shift figure's axis ends at ×4 and ÷4; a point beyond is a triangle at the edge
+
+
+def _tail_x(q: float) -> float:
+    """Where percentile q sits on the shift figure's x axis: −log10(1 − q), so that p90, p99
+    and p99.9 are evenly spaced (the tail gets the room).
+
+    >>> [round(_tail_x(q), 2) for q in (50, 90, 99, 99.9)]
+    [0.3, 1.0, 2.0, 3.0]
+    """
+    return -math.log10(1 - q / 100)
+
+
+def shift(d: pd.DataFrame, *, marked: Sequence[float] = (95, 99), threshold: float = 0.0,
+          hue: str = "candidate") -> plt.Figure:
+    """The shift function per cell (a panel per workload × client threads): each
+    candidate's ratio to the baseline at each percentile (`analysis.tails.shift`: ratio,
+    low, high), its round-resampled band shaded, on a log axis labelled as differences; the
+    x axis spaces the tail (p90, p99, p99.9 evenly); the percentiles with a verdict table
+    (`marked`) drawn larger; the draw band ±`threshold` in grey."""
+    workloads = list(dict.fromkeys(d["workload"]))
+    threads = sorted(d["threads"].unique())
+    rows, cols = len(workloads), len(threads)
+    fig, axes = plt.subplots(rows, cols, figsize=(min(MAX_W, 3.3 * cols), 2.9 * rows + 0.6),
+                             squeeze=False, sharey=True)
+    hues = list(dict.fromkeys(d[hue]))
+    colours = palette(hues)
+    qs = sorted(d["q"].unique())
+    finite = pd.concat([d["ratio"], d["low"], d["high"]]).replace([np.inf, -np.inf], np.nan).dropna()
+    finite = finite[finite > 0]
+    low = max(min(finite.min(), 1 - threshold) / 1.1, 1 / SHIFT_CLIP) if len(finite) else 0.5
+    high = min(max(finite.max(), 1 + threshold) * 1.1, SHIFT_CLIP) if len(finite) else 2.0
+    for r, w in enumerate(workloads):
+        for c, t in enumerate(threads):
+            ax = axes[r][c]
+            if threshold:
+                ax.axhspan(1 - threshold, 1 + threshold, color="0.88", zorder=0, lw=0,
+                           label=f"draw band (±{threshold:.0%})")
+            ax.axhline(1, color="0.3", lw=1, zorder=1)
+            for h in hues:
+                g = d[(d["workload"] == w) & (d["threads"] == t) & (d[hue] == h)].sort_values("q")
+                if g.empty:
+                    continue
+                x = g["q"].map(_tail_x)
+                ax.fill_between(x, g["low"].clip(low, high), g["high"].clip(low, high), color=colours[h],
+                                alpha=0.18, lw=0, zorder=2)
+                ax.plot(x, g["ratio"].clip(low, high), lw=1.4, color=colours[h], zorder=3,
+                        label=f"{h} / baseline (band: 95 % over resampled rounds)")
+                inside = g[(g["ratio"] >= low) & (g["ratio"] <= high)]
+                ax.plot(inside["q"].map(_tail_x), inside["ratio"], "o", ms=3, color=colours[h], zorder=3)
+                big = inside[inside["q"].isin(marked)]
+                ax.plot(big["q"].map(_tail_x), big["ratio"], "o", ms=7, mfc="white",
+                        mec=colours[h], mew=1.6, zorder=4)
+                out = g[(g["ratio"] > high) | (g["ratio"] < low)]
+                for above, o in ((True, out[out["ratio"] > high]), (False, out[out["ratio"] < low])):
+                    if len(o):
+                        ax.plot(o["q"].map(_tail_x), [high if above else low] * len(o), ls="none", ms=7,
+                                color="0.15", marker="^" if above else "v", clip_on=False, gid=CLIPPED,
+                                zorder=5)
+            ax.set_yscale("log")
+            ax.set_ylim(low, high)
+            ax.yaxis.set_major_locator(FixedLocator(spaced_ratio_ticks(low, high, most=8)))
+            ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            shown = [q for q in qs if q in (50, 90, 99, 99.9)] or qs
+            ax.set_xticks([_tail_x(q) for q in shown], [f"p{q:g}" for q in shown], fontsize="small")
+            ax.set_xlim(_tail_x(qs[0]) - 0.15, _tail_x(qs[-1]) + 0.15)
+            ax.set_title(f"{w}, {t} thread{'s' if t != 1 else ''}", fontsize="small")
+            if c == 0:
+                ax.set_ylabel("latency vs baseline")
+    fig.suptitle("Where the latency distributions differ: each percentile's ratio to the baseline\n"
+                 f"(hollow: {', '.join(f'p{q:g}' for q in marked)}, the verdicts' percentiles; "
+                 f"a triangle: beyond the axis, ×{SHIFT_CLIP:g} or more)", y=1.02, fontsize="medium")
+    _legend_below(fig, axes[0][0])
+    fig.dbstudies_alt = (f"Shift function, one panel per workload and client thread count: for "
+                         f"{', '.join(hues)}, the ratio of each latency percentile (p{qs[0]:g} to "
+                         f"p{qs[-1]:g}) to the baseline's, with a band from resampling whole rounds, "
+                         "on a log axis labelled in %.")
     return fig

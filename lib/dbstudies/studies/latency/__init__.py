@@ -11,15 +11,18 @@ servers up, the arms of a cell back to back):
 1. **Calibration**: every arm closed-loop at `threads` connections for `duration` seconds per
    workload — its peak transactions/s (recorded, compared like the thread-pool study's).
 2. **Offered load**: each level of `loads` (fractions of the *baseline's* calibrated peak, so
-   every arm gets the same absolute rate) or of `rates` (transactions/s), open-loop: Poisson
+   every arm gets the same absolute rate) or of `rates` (transactions/s), and
+   `capacity_levels` more placed from the calibration around where the baseline's p99 is
+   expected to cross the target (`levels.ladder`), open-loop: Poisson
    (or constant, `arrivals`) arrivals served by `threads` connections, every transaction timed
    from its scheduled start (`dbs_openloop.lua`). A level an arm could not keep up with is
    marked not sustained: its latency is a lower bound and is never compared as a number.
 
-Per level, p99 and p50 of every arm are compared with the baseline (one Holm family per
-metric). The capacity at `p99_target_ms` is, per round, the highest offered rate whose p99
-stays under the target (log-interpolated between the two levels around the crossing); arms
-are compared on it by their per-round ratios.
+The headline is the capacity at `p99_target_ms`: per round, the highest offered rate whose
+p99 stays under the target (log-interpolated between the two levels around the crossing);
+arms are compared on it by their per-round ratios. Per level up to 0.7 of the peak, p99 and
+p50 of every arm are compared with the baseline (one Holm family per metric); above it a
+small difference in capacity is amplified in p99 by 1/(1 − load) and the capacity answers.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import params as P
+from ... import pauses
 from ... import schedulers as sch
 from ... import studykit as S
 from ...workloads import sysbench
@@ -42,7 +46,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.MultiServerParams):
+class Params(pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (README "Latency study parameters"). `threads`: the
     connections serving the offered load (and the calibration's closed-loop threads)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
@@ -72,6 +76,10 @@ class Params(S.MultiServerParams):
         "rates": "offered levels in transactions/s instead (then `loads` is ignored)",
         "arrivals": "`poisson` (exponential gaps) or `constant` (evenly spaced)",
         "p99_target_ms": "the capacity is the highest offered rate whose p99 stays under this",
+        "capacity_levels": (
+            "this many levels more, placed from the calibration around where the baseline's p99 "
+            "is expected to cross `p99_target_ms` (a ladder ×2 apart in headroom below the peak), so "
+            "that every round brackets the target; 0: `loads` (or `rates`) alone"),
         "configs": (
             "named configurations as the arms instead of the schedulers, as in the checkpoint-stall"
             " study: `{\"base\": {}, \"bp 1G\": {\"buffer_pool\": \"1G\"}}` (intents or server variables, "
@@ -83,6 +91,7 @@ class Params(S.MultiServerParams):
     rates: list[float] | None = None
     arrivals: str = "poisson"
     p99_target_ms: float = 10.0
+    capacity_levels: int = 0
     configs: dict | None = None  # named configurations as the arms, instead of the schedulers
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
@@ -108,6 +117,9 @@ class Params(S.MultiServerParams):
         problems += P.check_choices("arrivals", [self.arrivals], sysbench.ARRIVALS)
         if not self.p99_target_ms > 0:
             problems.append(f"p99_target_ms: must be > 0, got {self.p99_target_ms}")
+        if not (isinstance(self.capacity_levels, int) and 0 <= self.capacity_levels <= L.MAX_LADDER):
+            problems.append(f"capacity_levels: 0 … {L.MAX_LADDER} levels placed around the expected "
+                            f"capacity, got {self.capacity_levels!r}")
         if self.budget is not None:
             problems.append("budget: the latency study measures `repeats` rounds of each phase; "
                             "leave budget unset")
@@ -120,25 +132,28 @@ class Params(S.MultiServerParams):
         return S.config_servers(self.configs, self.flavour)
 
     def levels(self) -> list[float]:
-        """The offered-load levels in order: transactions/s, or fractions of the peak."""
+        """The offered-load levels given, in order: transactions/s, or fractions of the peak
+        (the `capacity_levels` placed from the calibration come on top)."""
         return sorted(self.rates or self.loads)
 
 
 _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(sch.SCHEDULERS),
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
-               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None)
+               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None,
+               capacity_levels=0, positive_control=None)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[8], tables=1, table_size=1000,
                   warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2, loads=[0.3, 1.5],
                   p99_target_ms=50.0, restart_every=2),
-    # ≈ 12 min here: 64 connections, 4 levels up to the baseline's peak, 5 rounds
+    # ≈ 17 min here: 64 connections, 3 levels for the latency verdicts and 4 placed around
+    # the expected capacity, 5 rounds
     "quick": dict(_COMMON, workloads=["oltp_read_only"], threads=[64], tables=4, table_size=100_000,
-                  warmup=5, duration=10, repeats=5, loads=[0.25, 0.5, 0.75, 1.0],
+                  warmup=5, duration=10, repeats=5, loads=[0.25, 0.5, 0.7], capacity_levels=4,
                   p99_target_ms=20.0),
     "full": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"], threads=[256], tables=16,
                  table_size=1_000_000, warmup=30, duration=30, repeats=10,
-                 loads=[0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1],
+                 loads=[0.2, 0.4, 0.6, 0.7], capacity_levels=6,
                  settings={"innodb_buffer_pool_size": "5G"}),
 }
 
@@ -165,15 +180,16 @@ def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
 def block_seconds(p: Params) -> float:
     """One round per arm: the calibration cells now, the offered-load cells after (the
     follow-up); both are counted so the estimate covers the whole run."""
-    cells = len(p.workloads) * (1 + len(p.levels()))
+    cells = len(p.workloads) * (1 + len(p.levels()) + p.capacity_levels)
     return p.warmup + cells * (p.duration + S.STEP_OVERHEAD)
 
 
 def table_cells(p: Params) -> list[dict[str, Any]]:
     """The cells of the per-level verdict tables (what `dbstudies plan` predicts): workload ×
-    connections × level (a fraction of the peak, or transactions/s with `rates`)."""
+    connections × level (a fraction of the peak up to `levels.VERDICT_LOAD`, or
+    transactions/s with `rates`)."""
     return [{"workload": w, "threads": t, "level": x} for w in p.workloads for t in p.threads
-            for x in p.levels()]
+            for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
 
 
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
@@ -181,6 +197,7 @@ def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]
     fraction of the peak stays comparable between runs whose peaks differ)."""
     _, loaded = L.split(run)
     loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
+    loaded = loaded[~(loaded["load"] > L.VERDICT_LOAD)]   # no latency verdict above 0.7 of the peak
     loaded = loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
     return [(f"{name} per offered level", loaded, ["workload", "threads", "level"], f"ol_{col}")
             for name, col in (("p99", L.PERCENTILES["p99"]), ("p50", L.PERCENTILES["p50"]))]
@@ -206,12 +223,12 @@ def sweep_steps(run: "Run") -> "pd.DataFrame":
 def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
     """The study's tables from the run: calibration (peak per arm), per level, the
     comparisons per level on p99 and p50, and the capacity at the target."""
-    return L.tables(run, p, arms(p), not_available(p))
+    return L.tables(run, p, S.with_control(arms(p), p), not_available(p))
 
 
 def conclusion(t: dict[str, "pd.DataFrame"], p: Params) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
-    return L.conclusion(t, p, arms(p))
+    return L.conclusion(t, p, S.with_control(arms(p), p))
 
 
 VERDICTS = {"capacity at the p99 target": "capacity_rel", "p99 per offered level": "p99",

@@ -10,12 +10,27 @@ import numpy as np
 import pandas as pd
 
 from ... import results
-from ...analysis import adjusted, cell_text, compare_arms, interval, is_paired, signed, with_unavailable
+from ...analysis import (
+    adjusted,
+    cell_text,
+    compare_arms,
+    control,
+    design_table,
+    interval,
+    is_paired,
+    signed,
+    with_unavailable,
+)
 from ...errors import StoreError
 from ...results import OL_SECONDS, OPEN_LOOP, Run
 from ...studykit import Arm
 
 CELL = ["workload", "threads", "rate"]
+VERDICT_LOAD = 0.7   # latency verdicts per level up to this fraction of the baseline's peak
+MAX_LADDER = 8       # capacity_levels at most
+ABOVE = (f"not compared: above {VERDICT_LOAD * 100:.0f} % of the peak, where p99 amplifies a small capacity "
+         "difference by 1/(1 − load); the capacity verdict judges it")
+LADDER_STEP = 2.0    # the ladder's levels are this factor apart in headroom (1 − load)
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
                "p99.9": "latency_p99_9_ms"}
 
@@ -47,25 +62,47 @@ def peaks(calibration: pd.DataFrame) -> pd.DataFrame:
                  tps_max=("tps", "max"), closed_p99_ms_median=("latency_p99_ms", "median")).reset_index()
 
 
+def ladder(peak: float, target_ms: float, n: int) -> list[float]:
+    """`n` offered loads (fractions of `peak`) around where p99 is expected to cross
+    `target_ms`. The expectation is a single queue's: with Poisson arrivals at load ρ, a
+    server of `peak` transactions/s keeps a transaction for an exponential time of mean
+    1 / (peak (1 − ρ)), so p99 = ln 100 / (peak (1 − ρ)) and the target is crossed at the
+    headroom h = 1 − ρ = ln 100 / (peak × target). The ladder spaces the headroom
+    `LADDER_STEP` apart around h (h × 2^1.5, 2^0.5, 2^−0.5, 2^−1.5 for four), so a model off by
+    up to that factor still brackets the crossing; loads kept within 0.05 … 1.05.
+
+    >>> ladder(4000.0, 20.0, 4)
+    [0.837, 0.919, 0.959, 0.98]
+    >>> ladder(4000.0, 20.0, 0), ladder(100.0, 1.0, 2)
+    ([], [0.05])
+    """
+    if n <= 0 or not peak > 0 or not target_ms > 0:
+        return []
+    h = math.log(100) / (peak * target_ms / 1000)
+    loads = [1 - h * LADDER_STEP ** ((n - 1) / 2 - i) for i in range(n)]
+    return sorted({round(min(max(x, 0.05), 1.05), 3) for x in loads})
+
+
 def load_cells(run: Run, p: Any, baseline: str) -> list[dict[str, Any]]:
     """The offered-load cells: per workload, each level as transactions/s — `rates` as
     given, else each of `loads` × the baseline's median calibrated peak (so every arm is
-    offered the same rate)."""
+    offered the same rate) — and the `capacity_levels` of the `ladder` around the expected
+    crossing of `p99_target_ms`, from that peak."""
     cal, _ = split(run)
     cells = []
     for w in p.workloads:
         for t in p.threads:
-            if p.rates:
-                cells += [{"workload": w, "threads": t, "load": math.nan, "rate": float(r)}
-                          for r in sorted(p.rates)]
-                continue
             mine = cal[(cal["workload"] == w) & (cal["threads"] == t) & (cal["arm"] == baseline)]
-            if mine.empty:
+            if mine.empty and (not p.rates or p.capacity_levels):
                 raise StoreError(f"no calibration step of {baseline} ({w}, {t} connections): "
-                                 "the offered loads are fractions of its peak")
-            peak = float(mine["tps"].median())
-            cells += [{"workload": w, "threads": t, "load": float(f), "rate": round(f * peak, 1)}
-                      for f in sorted(p.loads)]
+                                 "the offered loads are placed from its peak")
+            peak = float(mine["tps"].median()) if len(mine) else math.nan
+            given = ([(math.nan, float(r)) for r in sorted(p.rates)] if p.rates
+                     else [(float(f), round(f * peak, 1)) for f in sorted(p.loads)])
+            placed = [(f, round(f * peak, 1)) for f in ladder(peak, p.p99_target_ms, p.capacity_levels)]
+            rates = {r for _, r in given}
+            cells += [{"workload": w, "threads": t, "load": f, "rate": r}
+                      for f, r in sorted(given + [x for x in placed if x[1] not in rates], key=lambda x: x[1])]
     return cells
 
 
@@ -101,15 +138,26 @@ def levels(loaded: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: str,
-                   missing: list[tuple[str, str]] = ()) -> pd.DataFrame:
+                   missing: list[tuple[str, str]] = (), candidates: list[str] | None = None) -> pd.DataFrame:
     """Every arm against the baseline per level on one percentile (lower is better), one
-    Holm family. A level some round of either arm did not sustain is not compared: its
-    latencies are lower bounds; the row says who did not keep up."""
+    Holm family — or, with `candidates`, those arms (the positive control). A level some
+    round of either arm did not sustain is not compared: its latencies are lower bounds; the
+    row says who did not keep up. Nor is a level above `VERDICT_LOAD` of the baseline's peak
+    (`load`): near saturation p99 amplifies a small capacity difference by 1 / (1 − load),
+    and the capacity verdict answers there."""
     if loaded.empty:
         return pd.DataFrame()
     column = f"ol_{PERCENTILES[percentile]}"
-    rel = compare_arms(loaded, arms, by=CELL, value=column, higher_is_better=False,
-                       threshold=p.draw_threshold)
+    high = loaded["load"] > VERDICT_LOAD
+    judged = loaded[~high]
+    if judged.empty:
+        return pd.DataFrame()
+    if candidates is None:
+        rel = compare_arms(judged, arms, by=CELL, value=column, higher_is_better=False,
+                           threshold=p.draw_threshold)
+    else:
+        rel = design_table(judged, by=CELL, factor="arm", baseline=arms[0].label, candidates=candidates,
+                           value=column, higher_is_better=False, threshold=p.draw_threshold)
     if rel.empty:
         return rel
     behind = (loaded.groupby([*CELL, "arm"])["ol_sustained"].all().rename("kept_up").reset_index())
@@ -122,6 +170,10 @@ def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: st
 
     out = _not_compared(rel, lambda r: (" and ".join(who(r)) + " did not keep up in every round "
                                         "(lower bounds)") if who(r) else None).assign(baseline=base)
+    above = loaded.loc[high, CELL].drop_duplicates()
+    if len(above):  # shown, not hidden: the reader sees which levels the capacity judges instead
+        out = pd.concat([out, *[above.assign(candidate=c, baseline=base, verdict=ABOVE)
+                                for c in out["candidate"].unique()]], ignore_index=True)
     load = loaded.groupby(CELL)["load"].first()
     out["offered"] = [offered(r, load.get((w, t, r), math.nan))
                       for w, t, r in zip(out["workload"], out["threads"], out["rate"])]
@@ -275,27 +327,53 @@ def capacity_view(per_arm: pd.DataFrame) -> pd.DataFrame:
 def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = ()) -> dict[str, pd.DataFrame]:
     """Everything the report shows: `peaks` (calibration), `peak` (closed-loop tps
     comparison), `levels`, `p99` and `p50` (per level), `capacity` (per arm) and
-    `capacity_rel` (the comparison)."""
+    `capacity_rel` (the comparison); with a paused twin, the positive control's tables per
+    percentile (`control_tables`) and what each found against what the pause must do
+    (`control`)."""
     cal, loaded = split(run)
+    peak = baseline_peak(cal, arms[0].label)
+    if len(loaded):  # levels given as rates: their fraction of the baseline's peak too
+        top = pd.Series([peak.get((w, t), math.nan) for w, t in zip(loaded["workload"], loaded["threads"])],
+                        index=loaded.index)
+        loaded = loaded.assign(load=loaded["load"].fillna(loaded["rate"] / top))
     peak_rel = compare_arms(cal, arms, by=["workload", "threads"], value="tps",
                             higher_is_better=True, threshold=p.draw_threshold) if len(cal) else pd.DataFrame()
     per_arm, cap_rel = compare_capacity(loaded, arms, p) if len(loaded) else (pd.DataFrame(), pd.DataFrame())
+    lv = levels(loaded)
+    paused = control.control_arm(arms)
+    ctl = ({m: compare_levels(loaded, arms, p, m, candidates=[paused.label]) for m in control.OPEN_TAIL}
+           if paused is not None and len(loaded) else {})
     return {"peaks": peaks(cal), "peak": peak_rel.assign(baseline=arms[0].label) if len(peak_rel) else peak_rel,
-            "levels": levels(loaded),
+            "levels": lv,
             "p99": compare_levels(loaded, arms, p, "p99", missing),
             "p50": compare_levels(loaded, arms, p, "p50", missing),
-            "capacity": per_arm, "capacity_rel": cap_rel, "loaded": loaded}
+            "capacity": per_arm, "capacity_rel": cap_rel, "loaded": loaded,
+            "control_tables": ctl,
+            "control": control.found(ctl, control.open_loop(ctl, lv, arms, peak), by=control.OPEN_BY)}
+
+
+def baseline_peak(calibration: pd.DataFrame, baseline: str) -> pd.Series:
+    """The baseline's median calibrated transactions/s per (workload, threads)."""
+    mine = calibration[calibration["arm"] == baseline]
+    return mine.groupby(["workload", "threads"])["tps"].median() if len(mine) else pd.Series(dtype=float)
 
 
 def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded): the
+    capacity verdicts first (the headline, with what they could detect), then each arm's
+    capacity and calibrated peak, the per-level verdicts, the levels not sustained and the
+    positive control."""
     base = arms[0].label
     lines = []
-    for r in t["peaks"].itertuples():
-        lines.append(f"- Closed loop at {r.threads} connections ({r.workload}): {r.arm} peaks at "
-                     f"{r.tps_median:,.0f} transactions/s (median of {r.n}), closed-loop p99 "
-                     f"{r.closed_p99_ms_median:.3g} ms.")
     cap, rel = t["capacity"], t["capacity_rel"]
+    for r in rel.itertuples() if len(rel) else []:
+        if r.delta_pct == r.delta_pct:
+            mde = getattr(r, "mde_pct", math.nan)
+            lines.append(f"- **{r.candidate} vs {base}**: capacity at p99 ≤ {p.p99_target_ms:g} ms "
+                         f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}: {r.verdict}"
+                         + (f" (detectable: {mde:.0f} %)" if mde == mde else "") + ".")
+        else:
+            lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
     for r in cap.itertuples():
         bound = ("≥ " if r.at_least == r.n else "< " if r.below == r.n else "")
         partly = r.at_least + r.below
@@ -304,12 +382,10 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
         lines.append(f"- Capacity at p99 ≤ {p.p99_target_ms:g} ms ({r.workload}): {r.arm} "
                      f"{bound}{r.capacity_median:,.0f}/s (median of {r.n} rounds, {spread}"
                      + (f"; in {partly} of them only a bound" if 0 < partly < r.n else "") + ").")
-    for r in rel.itertuples() if len(rel) else []:
-        if r.delta_pct == r.delta_pct:
-            lines.append(f"- **{r.candidate} vs {base}**: capacity {signed(r.delta_pct)} "
-                         f"{interval(r, *adjusted(r))}: {r.verdict}.")
-        else:
-            lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
+    for r in t["peaks"].itertuples():
+        lines.append(f"- Closed loop at {r.threads} connections ({r.workload}): {r.arm} peaks at "
+                     f"{r.tps_median:,.0f} transactions/s (median of {r.n}), closed-loop p99 "
+                     f"{r.closed_p99_ms_median:.3g} ms.")
     for name in ("p99", "p50"):
         rel = t[name]
         if rel.empty:
@@ -317,7 +393,7 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
         tested = rel[rel["delta_pct"].notna()]
         counts = rel["verdict"].astype(str).str.split(":").str[0].value_counts()
         parts = [f"{n} {v}" for v, n in counts.items()]
-        line = f"- {name} per offered level: {', '.join(parts)}"
+        line = f"- {name} per offered level (up to {VERDICT_LOAD * 100:.0f} % of the peak): {', '.join(parts)}"
         if len(tested):
             big = tested.loc[tested["delta_pct"].abs().idxmax()]
             line += (f"; the largest difference {signed(big.delta_pct)} at {big.offered} "
@@ -328,4 +404,6 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
         behind = lv[lv["lower_bound"]]
         lines.append("- Not sustained (latency a lower bound): " + "; ".join(
             f"{r.arm} at {r.offered}" for r in behind.itertuples()) + ".")
+    paused = control.control_arm(arms)
+    lines += control.lines(t.get("control", pd.DataFrame()), paused.pause if paused else None)
     return "\n".join(lines)
