@@ -186,3 +186,13 @@ def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
     assert out.loc[PC, "run_p99_ms"] == 1.0 and out.loc[PC, "run_p99_low"] == out.loc[PC, "run_p99_high"] == 1.0
     assert out.loc[POOL, "run_p99_ms"] == 40.0  # 1.5 % of all its transactions took 40 ms
     assert out.loc[POOL, "run_p99_low"] <= 40.0 <= out.loc[POOL, "run_p99_high"]
+
+
+def test_the_latency_tables_are_calibrated_on_the_aa_noise_in_one_line():
+    from dbstudies.analysis import scaling
+    cal = pd.DataFrame({"shift_pct": [0.0, 10.0, 20.0], "tables_any_verdict": [0.06, 0.5, 0.9],
+                        "cells_better": [0.0, 0.2, 0.43]})
+    line = scaling.calibration_lines({"p95": cal, "stalls": pd.DataFrame()})
+    assert line == ["- The latency tables judged on the same A/A noise: p95 latency 6 % of tables with a "
+                    "non-draw, a 20 % difference found in 43 % of cells."]
+    assert scaling.calibration_lines({"p99": pd.DataFrame()}) == []

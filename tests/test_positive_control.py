@@ -101,8 +101,9 @@ def test_outcomes_count_misses_and_unexplained_differences():
          "outcome": "unexplained"}])
     text = "\n".join(control.lines(found, pauses.Pause(20, 2)))
     assert "found by stall rate in 1 of the 2 cells where it must show — missed at w 8" in text
-    assert "throughput (QPS): no cell where it must show; a difference the pause does not explain at w 1 (better)" in text
+    assert "throughput (QPS): no cell where it must show; better, which no pause explains, at w 1" in text
     assert control.outcome("yes", "better") == "unexplained" and control.outcome("borderline", "worse") == "borderline"
+    assert control.outcome("no", "worse") == "beyond the model"
 
 
 @pytest.mark.server

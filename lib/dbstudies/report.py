@@ -237,10 +237,16 @@ def positive_control(said: Answer, arms: list[Any]) -> None:
         "the step's transactions (“delayed”) — so a percentile moves only where d exceeds its tail "
         "(5 % for p95, 1 % for p99), to about the pause's length, and the stall rate rises by d where the pause is longer than the cell's "
         "threshold T (to be found where d is at least 5 × the baseline's own stall share). "
-        "“Expected” says whether the pause must show (yes), must not (no: a difference there is "
-        "one the pause does not explain) or neither (borderline).*"))
+        "“Expected” says whether the pause must show (yes), must not (no: a difference there "
+        "goes beyond this model — the server's own after-effects of a pause, such as hundreds of "
+        "threads woken at once, or noise) or neither (borderline).*"))
     display(Markdown("\n".join(control.lines(found, pause))))
-    display(table(found))
+    display(table(control.layout(found)))
+    details("The positive control: what the pause must do and what each table found, per cell",
+            table(found), "`expectation`: the pause's size against what the metric can see "
+            "(the paused share against the cell's MDE; the share of transactions delayed against "
+            "the percentile's tail or the baseline's own stall share); `measured`: the paused twin "
+            "against the baseline with its 95 % CI.")
 
 
 def shows(profiled: float, verdict: float) -> bool:

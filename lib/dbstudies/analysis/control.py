@@ -191,16 +191,35 @@ def found(tabs: dict[str, pd.DataFrame], exp: pd.DataFrame, by: list[str] = BY) 
     return pd.DataFrame(rows, columns=columns)
 
 
-def outcome(expected: str, verdict: str) -> str:
-    """What a verdict on the paused twin (worse is the pause's direction) says of the metric.
+def layout(table: pd.DataFrame) -> pd.DataFrame:
+    """The positive control's table at a glance: a row per cell, a column per metric, each
+    `found: −21.9 %` — the outcome and the measured difference.
 
-    >>> [outcome(e, v) for e, v in [("yes", "worse"), ("yes", "draw"), ("no", "draw"), ("no", "worse")]]
-    ['found', 'missed', 'as expected', 'unexplained']
+    >>> t = pd.DataFrame({"workload": ["w", "w"], "threads": [8, 8], "metric": ["p99 latency", "stall rate"],
+    ...                   "measured": ["+3.0 % [−1, +7]", "+50.0 % [+20, +90]"], "outcome": ["as expected", "found"]})
+    >>> layout(t).to_dict("records")
+    [{'workload': 'w', 'threads': 8, 'p99 latency': 'as expected: +3.0 %', 'stall rate': 'found: +50.0 %'}]
+    """
+    by = [c for c in ("workload", "threads", "rate") if c in table]
+    cell = table["outcome"] + ": " + table["measured"].str.split(" [", regex=False).str[0]
+    order = list(dict.fromkeys(table["metric"]))
+    out = table.assign(cell=cell).pivot_table(index=by, columns="metric", values="cell", aggfunc="first")
+    return out[[m for m in order if m in out]].reset_index().rename_axis(columns=None)
+
+
+def outcome(expected: str, verdict: str) -> str:
+    """What a verdict on the paused twin (worse is the pause's direction) says of the metric:
+    found, missed, as expected (a draw where nothing was expected), beyond the model (worse
+    where the pause's direct effect is too small to show: its after-effects on the server, or
+    noise) or unexplained (better: the wrong way); borderline cells are not judged.
+
+    >>> [outcome(e, v) for e, v in [("yes", "worse"), ("yes", "draw"), ("no", "draw"), ("no", "worse"), ("yes", "better")]]
+    ['found', 'missed', 'as expected', 'beyond the model', 'unexplained']
     """
     if expected == "borderline":
         return "borderline"
     if verdict == "worse":
-        return "found" if expected == "yes" else "unexplained"
+        return "found" if expected == "yes" else "beyond the model"
     if verdict == "better":
         return "unexplained"
     return "missed" if expected == "yes" else "as expected"
@@ -216,14 +235,18 @@ def lines(table: pd.DataFrame, pause: Pause | None) -> list[str]:
         should = t[t["expected"] == "yes"]
         hit = should[should["outcome"] == "found"]
         odd = t[t["outcome"] == "unexplained"]
+        beyond = t[t["outcome"] == "beyond the model"]
         text = (f"found by {metric} in {len(hit)} of the {len(should)} cell{'s' if len(should) != 1 else ''} "
                 "where it must show" if len(should) else f"{metric}: no cell where it must show")
         missed = should[should["outcome"] != "found"]
         if len(missed):
             text += " — missed at " + listing([_cell(m) for m in missed.itertuples()])
+        if len(beyond):
+            text += ("; worse beyond the model (the pause delays too few transactions directly: its "
+                     "after-effects on the server, or noise) at " + listing([_cell(m) for m in beyond.itertuples()]))
         if len(odd):
-            text += ("; a difference the pause does not explain at "
-                     + listing([f"{_cell(m)} ({m.verdict})" for m in odd.itertuples()]))
+            text += ("; better, which no pause explains, at "
+                     + listing([_cell(m) for m in odd.itertuples()]))
         out.append(f"  - {text}.")
     return out
 

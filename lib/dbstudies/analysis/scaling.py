@@ -11,7 +11,7 @@ import pandas as pd
 from .. import results
 from ..results import Run
 from ..studykit import Answer, Arm
-from . import BY, calibration, control, summary, tails
+from . import BY, METRICS, calibration, control, summary, tails
 
 # the verdict tables of a sysbench scaling study: words → table key
 VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
@@ -24,7 +24,8 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
     of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
     by the study's `relative`, the A/A table (`aa`) and its `calibration` (`arms`: the A/A
-    twin included), the shift function of every candidate (the paused twin included, not
+    twin included) — and the same calibration of the latency tables (`calibrations`: p95,
+    p99, stall rate) —, the shift function of every candidate (the paused twin included, not
     the A/A twin) against the baseline (`shift`: `tails.shift`, for the distribution figure),
     and with a paused twin the positive control: its table per metric (`control_tables`) and
     what each found against what the pause must do (`control`)."""
@@ -41,6 +42,8 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
             "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
             "aa": relative(steps, p, control=True),
             "calibration": calibration(steps, arms, p), "shift": shifted,
+            "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "stalls")
+                             if METRICS[m][0] in steps},
             "control_tables": paused, "control": control.found(paused, control.closed_loop(paused, run, steps, arms))}
 
 
@@ -51,8 +54,24 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     count from the run's metadata) followed by the positive control's lines, and the
     source's `claims` it tests."""
     t = tables(run, p, arms, relative)
-    said = conclusion(t["summary"], {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
+    summ = t["summary"]  # the configurations compared: the twins have tables of their own
+    summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
+    said = conclusion(summ, {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
                       host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
     arm = control.control_arm(arms)
-    said = "\n".join([said, *control.lines(t["control"], arm.pause if arm else None)])
+    said = "\n".join([said, *calibration_lines(t["calibrations"]),
+                      *control.lines(t["control"], arm.pause if arm else None)])
     return Answer(t, dict(VERDICTS), said, list(claims or []))
+
+
+def calibration_lines(cals: dict[str, pd.DataFrame]) -> list[str]:
+    """The A/A calibration of the latency tables in one line: per table, the share of A/A
+    tables with a non-draw and the share of cells where a true +20 % is found."""
+    parts = []
+    for metric, cal in cals.items():
+        if cal is None or cal.empty:
+            continue
+        r = cal.set_index("shift_pct")
+        parts.append(f"{control.WORDS[metric]} {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % of tables with a "
+                     f"non-draw, a 20 % difference found in {r.loc[20.0, 'cells_better'] * 100:.0f} % of cells")
+    return [f"- The latency tables judged on the same A/A noise: {'; '.join(parts)}."] if parts else []

@@ -144,7 +144,7 @@ def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
         return ("**No server setting differs between the arms** (every recorded variable alike but "
                 "machine paths, ports and identities).")
     asked = varied(meta)
-    named = [f"`{n}` ({' vs '.join(shown(n, v) for v in values)})" for n, values in diff[:listed]]
+    named = [f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff[:listed]]
     more = [f"`{n}`" for n, _ in diff[listed:]]
     own = [n for n, _ in diff if n in asked]
     return (f"**Settings that still differ between {' and '.join(arms) if len(arms) < 4 else 'the arms'}** "
@@ -167,7 +167,7 @@ def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
     if not diff:
         return ""
     arms = list(arm_variables(meta))
-    named = [f"`{n}` ({' vs '.join(shown(n, v) for v in values)})" for n, values in diff[:listed]]
+    named = [f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff[:listed]]
     more = len(diff) - listed
     return (f"**Settings differ beyond what the study varies**: {len(diff)} between "
             f"{' and '.join(arms) if len(arms) < 4 else 'the arms'} — {'; '.join(named)}"
