@@ -11,7 +11,7 @@ import time
 import pytest
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 
-from dbstudies import checks, errors, experiment, hooks, ownership, results, servers
+from dbstudies import checks, errors, experiment, hooks, ownership, pauses, results, servers
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -253,7 +253,8 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
 def test_cli_runs_the_study_end_to_end(smoke_run):
     """The README/issue example: a smoke run with three thread counts, report rendered
     (the suite's one execution of the notebook, shared with test_notebooks.py)."""
-    cmd = "dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2 -p cpu_profile true"
+    cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2 -p cpu_profile true "
+           """-p positive_control '{"pause_ms": 200, "every_s": 1}'""")
     assert cmd in (REPO / "README.md").read_text()
     assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool.ipynb"]]
     p, run_dir = smoke_run("thread_pool.ipynb")
@@ -264,9 +265,10 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert meta["parameters"]["duration"] == 2 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
-    assert {s["label"] for s in meta["servers"]} == {*(f"prepare {a}" for a in tp.SCHEDULERS), *tp.SCHEDULERS}
+    arms = [*tp.SCHEDULERS, tp.PER_CONNECTION + pauses.SUFFIX]  # the positive control's paused twin too
+    assert {s["label"] for s in meta["servers"]} == {*(f"prepare {a}" for a in arms), *arms}
     assert meta["design"] == "paired" and meta["rounds_done"] == 2
-    assert {(d["server"], d["schema"]) for d in meta["data"]} == {(a, "sbtest") for a in tp.SCHEDULERS}
+    assert {(d["server"], d["schema"]) for d in meta["data"]} == {(a, "sbtest") for a in arms}
     assert all(d["bytes"] > 0 and d["rows"] > 0 for d in meta["data"])  # measured after the load
     assert meta["owner"]["kind"] == "cli" and meta["owner"]["pid"] != os.getpid()
     pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
@@ -274,17 +276,19 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert int(pool["global_variables"]["max_connections"]) >= 64
     assert meta["sysbench"]["version"] == "1.0.20"
     raw = run.table("steps")  # every sysbench run is a row: warm-ups and busy retries too
-    # two rounds, then the profiled cells (cpu_profile: a round of their own, after a restart)
-    assert (raw["phase"] == "warmup").sum() == 4 + 2 and (raw["phase"] == "measure").sum() == 2 * 2 * 3
-    # paired: each cell's two arms back to back, each arm first in one of the two rounds
+    # two rounds, then the profiled cells (cpu_profile: a round of their own after every
+    # server's restart; the twin is restarted too, but not profiled)
+    assert (raw["phase"] == "warmup").sum() == 3 * 3 and (raw["phase"] == "measure").sum() == 2 * 3 * 3
+    # paired: each cell's three arms back to back, no arm in the same place in both rounds
     m = raw[raw["phase"] == "measure"].sort_values("step")
-    assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(tp.SCHEDULERS))).all()
+    assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(arms))).all()
     assert (m.groupby(["threads", "position"])["arm"].nunique() == 2).all()
     assert m["settle_s"].isna().all()  # point selects write nothing: no server to wait for
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
     steps = results.measured(run)
-    assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 12
+    assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 18
     assert (steps["seconds"].round() == 2).all()
+    steps = steps[steps["arm"].isin(tp.SCHEDULERS)]  # the costs of normal steps: not of a paused server
     # per-transaction costs: a point select reads one row; its client blocks on each answer
     # (≈ 1 voluntary switch: with one connection always; with 64 on 2 CPUs an answer is
     # sometimes there before the client asks — 0.79 seen), the server's threads switch too
@@ -310,11 +314,11 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
         assert (run_dir / name).exists(), name
     html = (run_dir / "report.html").read_text()
     assert "Relative results" in html and "study.measure" not in html  # code hidden
-    assert "paired rounds: 2 rounds × 3 cells, the 2 arms of a cell back to back" in html
+    assert "paired rounds: 2 rounds × 3 cells, the 3 arms of a cell back to back" in html
     assert "peak median" in html  # the computed conclusion
     assert "Data against the buffer pool" in html and "--threads={1, 8, 64}" in html
     assert ("<td><code>thread_handling</code> <small>governs what the study varies</small></td>"
-            "<td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
+            "<td>one-thread-per-connection</td><td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
     assert "<code>thread_pool_stall_limit</code> <small>governs what the study varies</small>" in html
     assert '<a href="server/pool-of-threads/my.cnf">pool-of-threads</a>' in html  # each arm's my.cnf
     assert processes_mentioning(str(run_dir)) == []
@@ -324,9 +328,9 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "\n- **oltp_point_select**: peak median" in p.stdout  # the answer in words, then the conclusion
     assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
                              f"dbstudies: run complete: {run_dir}\n")
-    # the progress bar: the 12 planned steps, then the profiled ones (cpu_profile) counted on
+    # the progress bar: the 18 planned steps, then the profiled ones (cpu_profile) counted on
     profiled = len(meta["cpu_profile_plan"])
-    assert re.findall(r"(\d+)/(\d+) \[", p.stderr)[-1] == (str(12 + profiled),) * 2 and "step" in p.stderr
+    assert re.findall(r"(\d+)/(\d+) \[", p.stderr)[-1] == (str(18 + profiled),) * 2 and "step" in p.stderr
     for noise in ("<IPython", "<Figure", "Executing", "WARNING", "run directory: "):
         assert noise not in p.stdout + p.stderr, noise
     # the other subcommands: list the studies, re-render a report from the run's notebook

@@ -19,6 +19,7 @@ sns.set_theme(style="whitegrid", context="notebook")
 PANEL_W, PANEL_H, MAX_W = 6.4, 4.2, 13.5   # inches; a report page is about 13.5 in wide
 DODGE = 0.07                                 # log2 units between series sharing an x
 PROCESS_STYLE = {"server": "-", "client": "--"}
+DRAW_BAND = "0.85"                           # the draw band's grey, the same in every figure
 
 
 _COLOURS: dict[str, tuple] = {}  # label → colour, for every figure this process draws

@@ -14,6 +14,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 from .axes import (
     CLIPPED,
     DODGE,
+    DRAW_BAND,
     MAX_W,
     PANEL_H,
     PANEL_W,
@@ -124,7 +125,7 @@ def shift(d: pd.DataFrame, *, marked: Sequence[float] = (95, 99), threshold: flo
         for c, t in enumerate(threads):
             ax = axes[r][c]
             if threshold:
-                ax.axhspan(1 - threshold, 1 + threshold, color="0.88", zorder=0, lw=0,
+                ax.axhspan(1 - threshold, 1 + threshold, color=DRAW_BAND, zorder=0, lw=0,
                            label=f"draw band (±{threshold:.0%})")
             ax.axhline(1, color="0.3", lw=1, zorder=1)
             for h in hues:

@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from .axes import (
+    DRAW_BAND,
     MAX_W,
     PANEL_H,
     PROCESS_STYLE,
@@ -137,7 +138,7 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
     colours = palette(rel[hue].unique())
     hues = list(dict.fromkeys(rel[hue]))
     for ax, f in zip(axes, facets):
-        ax.axhspan(1 - threshold, 1 + threshold, color="0.85", zorder=0, lw=0,
+        ax.axhspan(1 - threshold, 1 + threshold, color=DRAW_BAND, zorder=0, lw=0,
                    label=f"draw band (±{threshold:.0%})")
         ax.axhline(1, color="0.3", lw=1, zorder=1)
         for i, h in enumerate(hues):
