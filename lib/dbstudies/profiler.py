@@ -37,8 +37,9 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from . import proc
 
@@ -259,3 +260,46 @@ def wait_deltas(before: Mapping[str, tuple[int, float]] | None,
         if n > n0:
             out.append({"event": event, "count": n - n0, "wait_ms": (t - t0) * 1e3})
     return out
+
+
+def parse_cell(text: str) -> dict[str, Any] | None:
+    """A cell named as `workload@threads` (None where the text is not of that form).
+
+    >>> parse_cell("oltp_read_only@64"), parse_cell("oltp_read_only@x")
+    ({'workload': 'oltp_read_only', 'threads': 64}, None)
+    """
+    workload, _, threads = str(text).rpartition("@")
+    return {"workload": workload, "threads": int(threads)} if workload and threads.isdigit() else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuProfiled:
+    """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
+    `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
+    its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
+    verdicts choosing them. Mixed in before a `SysbenchParams`."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "cpu_profile": (
+            "after the plan, measure the cells a QPS verdict judged better or worse (the 4 largest "
+            "differences; else the largest difference) once more on every arm with `perf` sampling "
+            "the server; the report shows each arm's flame graph and what moved (see \"On-CPU "
+            "profiles\"); a missing `perf` or a kernel that refuses it is a parameter error"),
+        "cpu_profile_cells": (
+            "with `cpu_profile`: profile these cells instead, e.g. `-p cpu_profile_cells "
+            "'[\"oltp_read_only@64\"]'` (`workload@threads`)"),
+    }
+    cpu_profile: bool = False
+    cpu_profile_cells: list[str] | None = None
+
+    def shared_problems(self) -> list[str]:
+        out = super().shared_problems()  # type: ignore[misc]
+        for text in self.cpu_profile_cells or []:
+            cell = parse_cell(text)
+            if cell is None or cell["workload"] not in self.workloads or cell["threads"] not in self.threads:
+                out.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
+                                f"with a workload of {self.workloads} and threads of {self.threads})")
+        if self.cpu_profile_cells and not self.cpu_profile:
+            out.append("cpu_profile_cells: names cells to profile, but cpu_profile is false")
+        if self.cpu_profile:
+            out += problems("cpu_profile")
+        return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
-from . import errors, pauses, profiler, servers, workloads
+from . import errors, pauses, servers, workloads
 from . import params as P
 
 # settings the driver owns: no study parameter may override them
@@ -247,49 +247,6 @@ class MultiServerParams(SysbenchParams):
         if self.flavour not in self.flavours:
             problems.append(f"flavour: the baseline {self.flavour} must be one of flavours "
                             f"{self.flavours}")
-        return problems
-
-
-def parse_cell(text: str) -> dict[str, Any] | None:
-    """A cell named as `workload@threads` (None where the text is not of that form).
-
-    >>> parse_cell("oltp_read_only@64"), parse_cell("oltp_read_only@x")
-    ({'workload': 'oltp_read_only', 'threads': 64}, None)
-    """
-    workload, _, threads = str(text).rpartition("@")
-    return {"workload": workload, "threads": int(threads)} if workload and threads.isdigit() else None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CpuProfiled:
-    """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
-    `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
-    its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
-    verdicts choosing them. Mixed in before a `SysbenchParams`."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
-        "cpu_profile": (
-            "after the plan, measure the cells a QPS verdict judged better or worse (the 4 largest "
-            "differences; else the largest difference) once more on every arm with `perf` sampling "
-            "the server; the report shows each arm's flame graph and what moved (see \"On-CPU "
-            "profiles\"); a missing `perf` or a kernel that refuses it is a parameter error"),
-        "cpu_profile_cells": (
-            "with `cpu_profile`: profile these cells instead, e.g. `-p cpu_profile_cells "
-            "'[\"oltp_read_only@64\"]'` (`workload@threads`)"),
-    }
-    cpu_profile: bool = False
-    cpu_profile_cells: list[str] | None = None
-
-    def shared_problems(self) -> list[str]:
-        problems = super().shared_problems()  # type: ignore[misc]
-        for text in self.cpu_profile_cells or []:
-            cell = parse_cell(text)
-            if cell is None or cell["workload"] not in self.workloads or cell["threads"] not in self.threads:
-                problems.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
-                                f"with a workload of {self.workloads} and threads of {self.threads})")
-        if self.cpu_profile_cells and not self.cpu_profile:
-            problems.append("cpu_profile_cells: names cells to profile, but cpu_profile is false")
-        if self.cpu_profile:
-            problems += profiler.problems("cpu_profile")
         return problems
 
 

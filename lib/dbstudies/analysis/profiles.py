@@ -11,8 +11,9 @@ from typing import Any
 import pandas as pd
 
 from .. import flamegraph, profiler, results
+from ..profiler import parse_cell
 from ..results import CPU_PROFILES, STEPS, WAITS, Run
-from ..studykit import Arm, parse_cell
+from ..studykit import Arm
 from . import BY, compare_arms
 
 JUDGED = ("better", "worse")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, pauses, results, timeseries
+from ... import analysis, pauses, profiler, results, timeseries
 from ... import studykit as S
 from ...analysis import profiles
 from ...analysis.words import Claim
@@ -40,7 +40,7 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
+class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks)",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, pauses
+from ... import analysis, pauses, profiler
 from ... import schedulers as sch
 from ... import studykit as S
 from ...analysis import profiles, scaling
@@ -33,7 +33,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
+class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`

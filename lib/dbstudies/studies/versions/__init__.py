@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, pauses
+from ... import analysis, pauses, profiler
 from ... import studykit as S
 from ...analysis import profiles, scaling
 from ...analysis.words import Claim
@@ -28,7 +28,7 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(S.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
+class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "flavour": "the baseline version, one of `flavours`",
