@@ -89,6 +89,7 @@ def achieved(levels: pd.DataFrame, *, hue: str = "arm") -> plt.Figure:
     return fig
 
 
+EDGE = 1.06      # the shift figure's frame lies this factor beyond its clip
 SHIFT_CLIP = 4.0  # the shift figure's axis ends at ×4 and ÷4; a point beyond is a triangle at the edge
 
 
@@ -149,7 +150,7 @@ def shift(d: pd.DataFrame, *, marked: Sequence[float] = (95, 99), threshold: flo
                                 color="0.15", marker="^" if above else "v", clip_on=False, gid=CLIPPED,
                                 zorder=5)
             ax.set_yscale("log")
-            ax.set_ylim(low, high)
+            ax.set_ylim(low / EDGE, high * EDGE)  # a point at the clip (or a triangle) stays inside the frame
             ax.yaxis.set_major_locator(FixedLocator(spaced_ratio_ticks(low, high, most=8)))
             ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
             ax.yaxis.set_minor_locator(NullLocator())
