@@ -17,8 +17,8 @@ What a pause of `pause_ms` every `every_s` seconds must do, in the closed loop o
 - the **stall rate** (transactions slower than the cell's T, `tails`) rises by d where
   pause_ms ≥ T: to be found where d is at least 5 × the baseline's own stall share.
 
-Each cell × metric is *expected* (the pause must show), *not expected* (it must not: a
-difference there is one the pause does not explain) or *borderline* (neither; not counted).
+Each cell × metric is *expected* (the pause must show), *not expected* (its direct effect is
+too small to show: a difference there goes beyond this model) or *borderline* (not counted).
 """
 from __future__ import annotations
 
@@ -104,10 +104,8 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
                 said = f"{signed(-size)}, the paused share (MDE {percent(mde_pct)} %)"
             elif metric in TAIL:
                 tail, base = TAIL[metric], getattr(r, f"latency_{metric}_ms", np.nan)
-                longer = pause.pause_ms >= 2 * base
-                expected = _three(longer and d >= TAIL_MARGIN * tail, not longer or d <= tail / TAIL_MARGIN)
-                said = (f"{_share(d)} delayed, tail {tail * 100:g} %: "
-                        + (f"≈ {pause.pause_ms:g} ms from {base:.3g} ms" if d > tail and longer else "unmoved"))
+                expected, moves = _percentile(d, tail, base, pause)
+                said = f"{_share(d)} delayed, tail {tail * 100:g} %: {moves}"
             else:
                 limit, own = getattr(r, "stall_ms", np.nan), getattr(r, "stall_pct", np.nan) / 100
                 if not limit == limit:
@@ -153,14 +151,10 @@ def open_loop(tabs: dict[str, pd.DataFrame], levels: pd.DataFrame, arms: list[Ar
             m = mde.get(metric)
             if m is None or (r.workload, r.threads, r.rate) not in m.index:
                 continue
-            own = getattr(r, f"{metric}_median")
-            longer = pause.pause_ms >= 2 * own
-            expected = _three(longer and d >= TAIL_MARGIN * tail, not longer or d <= tail / TAIL_MARGIN)
+            expected, moves = _percentile(d, tail, getattr(r, f"{metric}_median"), pause)
             rows.append({"workload": r.workload, "threads": int(r.threads), "rate": r.rate, "metric": metric,
                          "expected": expected,
-                         "expectation": f"{_share(d)} delayed at {rho * 100:.0f} % of the peak, tail {tail * 100:g} %: "
-                                        + (f"up to {pause.pause_ms:g} ms from {own:.3g} ms" if d > tail and longer
-                                           else "unmoved")})
+                         "expectation": f"{_share(d)} delayed at {rho * 100:.0f} % of the peak, tail {tail * 100:g} %: {moves}"})
     return pd.DataFrame(rows)
 
 
@@ -249,6 +243,15 @@ def lines(table: pd.DataFrame, pause: Pause | None) -> list[str]:
                      + listing([_cell(m) for m in odd.itertuples()]))
         out.append(f"  - {text}.")
     return out
+
+
+def _percentile(d: float, tail: float, base_ms: float, pause: Pause) -> tuple[str, str]:
+    """Whether a percentile with `tail` (1 − q) must move when a share `d` of the transactions
+    is delayed by the pause, its baseline at `base_ms`: (expected, how it moves in words). It
+    moves only where d passes the tail and the pause is well above the baseline's value."""
+    longer = pause.pause_ms >= 2 * base_ms
+    expected = _three(longer and d >= TAIL_MARGIN * tail, not longer or d <= tail / TAIL_MARGIN)
+    return expected, (f"≈ {pause.pause_ms:g} ms from {base_ms:.3g} ms" if d > tail and longer else "unmoved")
 
 
 def _three(yes: bool, no: bool) -> str:
