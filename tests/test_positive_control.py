@@ -91,6 +91,10 @@ def test_what_a_pause_must_show_follows_from_its_size_and_the_transactions_it_de
     assert e[(1, "p99")] == "no" and e[(64, "p99")] == "yes" and e[(64, "p95")] == "borderline"
     assert e[(256, "p99")] == "no" and e[(256, "stalls")] == "no"     # 20 ms is no stall above T = 400 ms
     assert e[(1, "stalls")] == "yes" and e[(64, "stalls")] == "yes"   # d ≥ 5 × the baseline's share
+    # the report states the model the expectations come from, the open loop's for the latency study
+    closed, opened = control.model(pause, open_loop=False), control.model(pause, open_loop=True)
+    assert "closed loop" in closed and "one per client thread" in closed and "1 %" in closed
+    assert "open loop" in opened and "s / (1 − ρ)" in opened and "closed loop" not in opened
 
 
 def test_outcomes_count_misses_and_unexplained_differences():

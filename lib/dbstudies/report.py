@@ -227,19 +227,8 @@ def positive_control(said: Answer, arms: list[Any]) -> None:
              "turns it on).")
         return
     pause = arm.pause
-    display(Markdown(
-        f"*{arm.label} is the baseline's twin on a server of its own that the driver stopped "
-        f"(SIGSTOP) for {pause.text()} during each measured step, the moments and lengths of "
-        "the stops recorded (`pauses`). Nothing finishes while the server is stopped, so "
-        f"throughput must drop by the paused share ({pause.share * 100:.3g} %), to be found where "
-        "that is at least the cell's MDE. In sysbench's closed loop only the transactions in flight "
-        "when a pause begins wait through it — about one per client thread per pause, a share d of "
-        "the step's transactions (“delayed”) — so a percentile moves only where d exceeds its tail "
-        "(5 % for p95, 1 % for p99), to about the pause's length, and the stall rate rises by d where the pause is longer than the cell's "
-        "threshold T (to be found where d is at least 5 × the baseline's own stall share). "
-        "“Expected” says whether the pause must show (yes), must not (no: a difference there "
-        "goes beyond this model — the server's own after-effects of a pause, such as hundreds of "
-        "threads woken at once, or noise) or neither (borderline).*"))
+    display(Markdown(f"*{arm.label} is the baseline's twin on a server of its own that "
+                     f"{control.model(pause, open_loop='rate' in found)}*"))
     display(Markdown("\n".join(control.lines(found, pause))))
     display(table(control.layout(found)))
     details("The positive control: what the pause must do and what each table found, per cell",

@@ -437,6 +437,6 @@ def calibration_line(cal: pd.DataFrame | None) -> list[str]:
     r = cal.set_index("shift_pct")
     return [f"- Judged on this run's own A/A noise ({int(cal['rounds'].iloc[0])} rounds resampled, "
             f"{int(cal['cells'].iloc[0])} cells, Holm over {int(cal['comparisons'].iloc[0])}): a "
-            f"table with no true difference shows a non-draw in {r.loc[0.0, 'tables_any_verdict']:.0%} "
-            f"of tables; a true +10 % is found in {r.loc[10.0, 'cells_better']:.0%} of cells, "
-            f"+20 % in {r.loc[20.0, 'cells_better']:.0%}."]
+            f"table with no true difference shows a non-draw in {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % "
+            f"of tables; a true +10 % is found in {r.loc[10.0, 'cells_better'] * 100:.0f} % of cells, "
+            f"+20 % in {r.loc[20.0, 'cells_better'] * 100:.0f} %."]

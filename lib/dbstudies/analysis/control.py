@@ -201,6 +201,31 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
     return out[[m for m in order if m in out]].reset_index().rename_axis(columns=None)
 
 
+def model(pause: Pause, open_loop: bool) -> str:
+    """The expectation's model in words, for the report: what a pause of `pause` must do to
+    each metric in a closed loop (sysbench's scaling steps) or an open loop (offered load)."""
+    stop = (f"the driver stopped (SIGSTOP) for {pause.text()} during each measured step, the "
+            "moments and lengths of the stops recorded (`pauses`). ")
+    if open_loop:
+        how = ("In the open loop every arrival due while the server is stopped waits, and so do "
+               "those queued behind them while the backlog drains: at load ρ a share d ≈ s / (1 − ρ) "
+               f"of the transactions is delayed (s: the paused share, {pause.share * 100:.3g} %), "
+               "whatever the connections, so a percentile moves where d exceeds its tail (1 % for "
+               "p99, 50 % for p50), to about the pause's length. ")
+    else:
+        how = ("Nothing finishes while the server is stopped, so throughput must drop by the paused "
+               f"share ({pause.share * 100:.3g} %), to be found where that is at least the cell's MDE. "
+               "In sysbench's closed loop only the transactions in flight when a pause begins wait "
+               "through it — about one per client thread per pause, a share d of the step's "
+               "transactions (“delayed”) — so a percentile moves only where d exceeds its tail (5 % "
+               "for p95, 1 % for p99), to about the pause's length, and the stall rate rises by d "
+               "where the pause is longer than the cell's threshold T (to be found where d is at "
+               "least 5 × the baseline's own stall share). ")
+    return (stop + how + "“Expected” says whether the pause must show (yes), must not (no: a "
+            "difference there goes beyond this model — the server's own after-effects of a pause, "
+            "such as hundreds of threads woken at once, or noise) or neither (borderline).")
+
+
 def outcome(expected: str, verdict: str) -> str:
     """What a verdict on the paused twin (worse is the pause's direction) says of the metric:
     found, missed, as expected (a draw where nothing was expected), beyond the model (worse

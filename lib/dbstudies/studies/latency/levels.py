@@ -30,6 +30,7 @@ VERDICT_LOAD = 0.7   # latency verdicts per level up to this fraction of the bas
 MAX_LADDER = 8       # capacity_levels at most
 ABOVE = (f"not compared: above {VERDICT_LOAD * 100:.0f} % of the peak, where p99 amplifies a small capacity "
          "difference by 1/(1 − load); the capacity verdict judges it")
+BRACKET = 0.02       # a not-sustained level still places the capacity when it brackets it this tightly
 LADDER_STEP = 2.0    # the ladder's levels are this factor apart in headroom (1 − load)
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
                "p99.9": "latency_p99_9_ms"}
@@ -230,9 +231,11 @@ def capacity_of(curve: pd.DataFrame, target: float) -> tuple[float, str]:
     """The highest offered rate whose p99 stays under `target` on one round's curve (rate,
     p99, sustained), log-interpolated between the last level under the target and the first
     over it; ("≥", highest rate) when every level stayed under, ("<", lowest) when none did.
-    A level that was not sustained counts as over the target and is not interpolated to
-    (its p99 is a lower bound): the capacity then lies between the last level under the
-    target and it, and only the bound ("≥", that last level) is known.
+    A level that was not sustained counts as over the target; its p99 is a lower bound. When
+    that bound is itself over the target, the crossing lies between the last level under the
+    target and the interpolation to the bound (a higher true p99 only moves it down): when
+    that bracket is at most `BRACKET` wide its geometric middle is the capacity (off by at
+    most half the bracket), else only the bound ("≥", the last level under) is known.
 
     >>> c = pd.DataFrame({"rate": [100, 200, 400], "p99": [2.0, 8.0, 32.0], "sustained": [True] * 3})
     >>> round(capacity_of(c, 16.0)[0], 1), capacity_of(c, 16.0)[1]
@@ -241,6 +244,9 @@ def capacity_of(curve: pd.DataFrame, target: float) -> tuple[float, str]:
     ((400.0, '≥'), (100.0, '<'))
     >>> capacity_of(c.assign(sustained=[True, True, False]), 16.0)
     (200.0, '≥')
+    >>> b = c.assign(p99=[2.0, 15.0, 900.0], sustained=[True, True, False])
+    >>> round(capacity_of(b, 16.0)[0], 1), capacity_of(b, 16.0)[1]
+    (201.1, '=')
     """
     c = curve.sort_values("rate")
     over = (c["p99"] > target) | ~c["sustained"].astype(bool)
@@ -250,12 +256,14 @@ def capacity_of(curve: pd.DataFrame, target: float) -> tuple[float, str]:
     if first == 0:
         return float(c["rate"].iloc[0]), "<"
     lo, hi = c.iloc[first - 1], c.iloc[first]
-    if not hi["sustained"]:
-        return float(lo["rate"]), "≥"
     if not hi["p99"] > lo["p99"]:
-        return float(lo["rate"]), "="
+        return float(lo["rate"]), ("=" if hi["sustained"] else "≥")
     f = (math.log(target) - math.log(lo["p99"])) / (math.log(hi["p99"]) - math.log(lo["p99"]))
-    return float(math.exp(math.log(lo["rate"]) + f * (math.log(hi["rate"]) - math.log(lo["rate"])))), "="
+    if hi["sustained"]:
+        return float(math.exp(math.log(lo["rate"]) + f * (math.log(hi["rate"]) - math.log(lo["rate"])))), "="
+    if hi["p99"] > target and f * math.log(hi["rate"] / lo["rate"]) <= math.log(1 + BRACKET):
+        return float(lo["rate"] * (hi["rate"] / lo["rate"]) ** (f / 2)), "="
+    return float(lo["rate"]), "≥"
 
 
 def capacities(loaded: pd.DataFrame, target: float) -> pd.DataFrame:
