@@ -228,7 +228,7 @@ def positive_control(said: Answer, arms: list[Any]) -> None:
         return
     pause = arm.pause
     display(Markdown(f"*{arm.label} is the baseline's twin on a server of its own that "
-                     f"{control.model(pause, open_loop='rate' in found)}*"))
+                     f"{control.model(pause, found)}*"))
     display(Markdown("\n".join(control.lines(found, pause))))
     display(table(control.layout(found)))
     details("The positive control: what the pause must do and what each table found, per cell",

@@ -18,7 +18,8 @@ What a pause of `pause_ms` every `every_s` seconds must do, in the closed loop o
   pause_ms ≥ T: to be found where d is at least 5 × the baseline's own stall share.
 
 Each cell × metric is *expected* (the pause must show), *not expected* (its direct effect is
-too small to show: a difference there goes beyond this model) or *borderline* (not counted).
+too small to show: a difference there goes beyond this model), *under the MDE* (throughput:
+the pause must lower it, by less than the table can detect) or *borderline* (not counted).
 """
 from __future__ import annotations
 
@@ -34,11 +35,14 @@ from . import BY, METRICS, design_table, interval, signed
 from .words import listing, percent
 
 WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "stalls": "stall rate",
-         "p50": "p50 latency"}
+         "p50": "p50 latency", "tps": "median per-second TPS", "stall_seconds": "stall seconds"}
+SECOND_METRICS = {"tps": ("median_tps", True), "p99": ("latency_p99_ms", False),  # the checkpoint study's
+                  "stall_seconds": ("stall_seconds_1", False)}
 TAIL = {"p95": 0.05, "p99": 0.01}
 OPEN_TAIL = {"p99": 0.01, "p50": 0.5}   # the latency study's percentiles per offered level
 OPEN_BY = ["workload", "threads", "rate"]
 STALL_MARGIN = 5.0   # the stall rate is expected where d ≥ 5 × the baseline's stall share
+UNDER = "under the MDE"   # the pause must move the metric, by less than the table can detect
 TAIL_MARGIN = 2.0    # a percentile is expected where d ≥ 2 × its tail, not where d ≤ tail / 2
 COLUMNS = ["workload", "threads", "metric", "expected", "expectation", "measured", "verdict", "outcome"]
 
@@ -48,14 +52,15 @@ def control_arm(arms: list[Arm]) -> Arm | None:
     return next((a for a in arms if a.pause is not None), None)
 
 
-def tables(steps: pd.DataFrame, arms: list[Arm], p: Any) -> dict[str, pd.DataFrame]:
-    """Per metric of `METRICS` the steps have: the paused twin against the baseline per cell,
-    one Holm family per metric (empty without a paused twin)."""
+def tables(steps: pd.DataFrame, arms: list[Arm], p: Any,
+           metrics: dict[str, tuple[str, bool]] = METRICS) -> dict[str, pd.DataFrame]:
+    """Per metric of `metrics` (name → column, higher is better) the steps have: the paused
+    twin against the baseline per cell, one Holm family per metric (empty without a paused twin)."""
     arm = control_arm(arms)
     if arm is None or steps.empty:
         return {}
     out = {}
-    for metric, (column, higher) in METRICS.items():
+    for metric, (column, higher) in metrics.items():
         if column in steps:
             rel = design_table(steps, by=BY, factor="arm", baseline=arms[0].label, candidates=[arm.label],
                                value=column, higher_is_better=higher, threshold=p.draw_threshold)
@@ -100,7 +105,7 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
             mde_pct = float(m.loc[cell])
             if metric == "qps":
                 size = r.paused_pct
-                expected = _three(size >= mde_pct, size < mde_pct / 2)
+                expected = "yes" if size >= mde_pct else UNDER
                 said = f"{signed(-size)}, the paused share (MDE {percent(mde_pct)} %)"
             elif metric in TAIL:
                 tail, base = TAIL[metric], getattr(r, f"latency_{metric}_ms", np.nan)
@@ -126,6 +131,55 @@ def closed_loop(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, ar
     if arm is None or not tabs:
         return pd.DataFrame()
     return expectations(exposure(run, steps, arms), arm.pause, mdes(tabs, BY))
+
+
+def per_second(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, runs: pd.DataFrame,
+               arms: list[Arm], fraction: float) -> pd.DataFrame:
+    """What the pause must show per cell × metric in the checkpoint study, whose tables judge
+    each step by its seconds (`SECOND_METRICS`). A second holds at most max(pause_ms, s × 1000)
+    ms of pause; a pause may straddle two seconds, so it touches at most 2 / every_s of them.
+    - **median per-second TPS** drops by the paused share s where every second holds a pause
+      (every_s ≤ 1), and cannot move where fewer than half the seconds are touched (every_s > 4);
+    - **p99** as in the closed loop (`expectations`);
+    - **stall seconds** (a second under `fraction` of the step's steady median): a second
+      stalls where it holds (1 − fraction) s of pause more than the median second; a pause at
+      least twice that always stalls one second, one shorter than it never does, and where
+      every second holds a pause (every_s ≤ 1) the median drops with them and none stalls.
+      Expected where the median second holds none (every_s > 4) and the pauses per step, over
+      1 + the baseline's stall seconds (the table compares 1 + seconds), reach the cell's MDE."""
+    arm = control_arm(arms)
+    if arm is None or not tabs:
+        return pd.DataFrame()
+    own = runs[runs["arm"] == arms[0].label].groupby(BY)["stall_seconds"].median()
+    return second_expectations(exposure(run, steps, arms), own, arm.pause, mdes(tabs, BY), fraction)
+
+
+def second_expectations(exp: pd.DataFrame, own: pd.Series, pause: Pause, mde: dict[str, pd.Series],
+                        fraction: float) -> pd.DataFrame:
+    """`per_second`'s rules on `exposure` rows, the baseline's median stall seconds per cell
+    (`own`), the pause, each metric's MDE per cell and the stall fraction."""
+    rows = expectations(exp, pause, {"p99": mde["p99"]} if "p99" in mde else {}).to_dict("records")
+    worst = max(pause.pause_ms, pause.share * 1000)   # ms of pause one second can hold
+    need = (1 - fraction) * 1000
+    for r in exp.itertuples():
+        cell = (r.workload, r.threads)
+        if "tps" in mde and cell in mde["tps"].index:
+            m, size = float(mde["tps"].loc[cell]), r.paused_pct
+            rows.append({"workload": r.workload, "threads": int(r.threads), "metric": "tps",
+                         "expected": ("no" if pause.every_s > 4 else "borderline" if pause.every_s > 1
+                                      else "yes" if size >= m else UNDER),
+                         "expectation": f"{signed(-size)}, the paused share, in "
+                                        f"{min(2 / pause.every_s, 1) * 100:.0f} % of the seconds at most (MDE {percent(m)} %)"})
+        if "stall_seconds" in mde and cell in mde["stall_seconds"].index and cell in own.index:
+            m = float(mde["stall_seconds"].loc[cell])
+            rise = r.pauses / (1 + own.loc[cell]) * 100
+            rows.append({"workload": r.workload, "threads": int(r.threads), "metric": "stall_seconds",
+                         "expected": _three(worst >= 2 * need and pause.every_s > 4 and rise >= m,
+                                            worst < need or pause.every_s <= 1 or rise < m / 2),
+                         "expectation": f"{worst:.0f} ms of pause in a second against {need:.0f} ms to stall it; "
+                                        f"{r.pauses:.0f} pauses a step over 1 + {own.loc[cell]:.0f} stall s: "
+                                        f"+{rise:.0f} % at one stall second a pause (MDE {percent(m)} %)"})
+    return pd.DataFrame(rows)
 
 
 def open_loop(tabs: dict[str, pd.DataFrame], levels: pd.DataFrame, arms: list[Arm], peak: pd.Series) -> pd.DataFrame:
@@ -201,12 +255,25 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
     return out[[m for m in order if m in out]].reset_index().rename_axis(columns=None)
 
 
-def model(pause: Pause, open_loop: bool) -> str:
+def model(pause: Pause, table: pd.DataFrame) -> str:
     """The expectation's model in words, for the report: what a pause of `pause` must do to
-    each metric in a closed loop (sysbench's scaling steps) or an open loop (offered load)."""
+    each metric of the positive control's `table` (`found`) — in a closed loop (sysbench's
+    scaling steps), an open loop (offered load: the table has rates) or per second (the
+    checkpoint study's metrics)."""
     stop = (f"the driver stopped (SIGSTOP) for {pause.text()} during each measured step, the "
             "moments and lengths of the stops recorded (`pauses`). ")
-    if open_loop:
+    if WORDS["tps"] in set(table["metric"]):
+        how = ("The checkpoint study judges a step by its seconds: a second holds at most "
+               "max(pause, s × 1 s) of pause (s: the paused share, "
+               f"{pause.share * 100:.3g} %) and a pause touches at most two seconds, so the median "
+               "second's throughput drops by s only where every second holds a pause (every_s ≤ 1); "
+               "a second stalls (under `stall_fraction` of the step's steady median) where it holds "
+               "(1 − stall_fraction) s of pause more than the median second, so where most seconds hold "
+               "none (every_s > 4) stall seconds rise by about one per pause of at least twice that, "
+               "never by a shorter one, and where every second holds a pause none stalls; p99 moves as in the "
+               "closed loop, where the share of transactions in flight at a pause (about one per "
+               "client thread per pause) exceeds 1 %. ")
+    elif "rate" in table:
         how = ("In the open loop every arrival due while the server is stopped waits, and so do "
                "those queued behind them while the backlog drains: at load ρ a share d ≈ s / (1 − ρ) "
                f"of the transactions is delayed (s: the paused share, {pause.share * 100:.3g} %), "
@@ -223,22 +290,27 @@ def model(pause: Pause, open_loop: bool) -> str:
                "least 5 × the baseline's own stall share). ")
     return (stop + how + "“Expected” says whether the pause must show (yes), must not (no: a "
             "difference there goes beyond this model — the server's own after-effects of a pause, "
-            "such as hundreds of threads woken at once, or noise) or neither (borderline).")
+            "such as hundreds of threads woken at once, or noise), must by less than the table can "
+            "detect (under the MDE: a draw is as expected) or neither (borderline).")
 
 
 def outcome(expected: str, verdict: str) -> str:
     """What a verdict on the paused twin (worse is the pause's direction) says of the metric:
     found, missed, as expected (a draw where nothing was expected), beyond the model (worse
     where the pause's direct effect is too small to show: its after-effects on the server, or
-    noise) or unexplained (better: the wrong way); borderline cells are not judged.
+    noise) or unexplained (better: the wrong way); borderline cells are not judged. Where the
+    pause must move the metric by less than the table's MDE (`UNDER`), a draw is as expected
+    and worse is found, though the design did not promise it.
 
     >>> [outcome(e, v) for e, v in [("yes", "worse"), ("yes", "draw"), ("no", "draw"), ("no", "worse"), ("yes", "better")]]
     ['found', 'missed', 'as expected', 'beyond the model', 'unexplained']
+    >>> outcome(UNDER, "worse"), outcome(UNDER, "draw")
+    ('found under the MDE', 'as expected')
     """
     if expected == "borderline":
         return "borderline"
     if verdict == "worse":
-        return "found" if expected == "yes" else "beyond the model"
+        return {"yes": "found", UNDER: "found under the MDE"}.get(expected, "beyond the model")
     if verdict == "better":
         return "unexplained"
     return "missed" if expected == "yes" else "as expected"
@@ -260,6 +332,9 @@ def lines(table: pd.DataFrame, pause: Pause | None) -> list[str]:
         missed = should[should["outcome"] != "found"]
         if len(missed):
             text += " — missed at " + listing([_cell(m) for m in missed.itertuples()])
+        lucky = t[t["outcome"] == "found under the MDE"]
+        if len(lucky):
+            text += "; found, though smaller than the MDE promises, at " + listing([_cell(m) for m in lucky.itertuples()])
         if len(beyond):
             text += ("; worse beyond the model (the pause delays too few transactions directly: its "
                      "after-effects on the server, or noise) at " + listing([_cell(m) for m in beyond.itertuples()]))

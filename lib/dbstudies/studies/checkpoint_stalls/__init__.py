@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, pauses, profiler, results, timeseries
 from ... import studykit as S
-from ...analysis import profiles
+from ...analysis import control, profiles
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -224,6 +224,9 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     lines += analysis.listed_comparisons(
         tables, {metric: words for metric, (_, _, words) in METRICS.items()}, base)
     lines += analysis.aa_line(tables.get("aa"), base)
+    arm, found = control.control_arm(S.with_control(arms(p), p)), tables.get("control")
+    if arm is not None and found is not None:
+        lines += control.lines(found, arm.pause)
     return "\n".join(lines)
 
 
@@ -249,13 +252,18 @@ def claims(p: Params) -> list[Claim]:
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: per step its per-second `series`, one row per measured run
     (`runs`: steady-state throughput, stalls, p99 …), their `summary`, every configuration
-    against the baseline on median TPS, p99 and stall seconds, the A/A control, the
-    conclusion and the source's `claims`."""
+    against the baseline on median TPS, p99 and stall seconds, the A/A control, with a
+    paused twin the positive control (`control_tables` per metric and `control`: what each
+    found against what the pause must do), the conclusion and the source's `claims`."""
     steps = results.measured(run)
     series_ = series(run, steps)
     runs_ = runs(series_, steps, p)
+    both = S.with_control(arms(p), p)
+    paused = control.tables(runs_, both, p, control.SECOND_METRICS)
     t = {"steps": steps, "series": series_, "runs": runs_, "stalled": stall_flags(series_, p),
          "summary": summary(runs_), "tps": relative(runs_, p, "tps"), "p99": relative(runs_, p, "p99"),
-         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", control=True)}
-    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa")}, p)
+         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", control=True),
+         "control_tables": paused,
+         "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
+    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)
     return S.Answer(t, dict(VERDICTS), said, claims(p))
