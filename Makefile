@@ -14,8 +14,8 @@ study: setup  ## the thread-pool study on a private MariaDB (PROFILE=smoke|quick
 test: setup  ## the whole test suite
 	$(VENV)/bin/python -m pytest
 
-lab: setup  ## JupyterLab on notebooks/ with the dbstudies kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --allow-root --no-browser --ip=127.0.0.1
+lab: setup  ## JupyterLab on notebooks/ with the dbstudies kernel; study notebooks saved to data/lab/
+	$(VENV)/bin/dbstudies lab
 
 bench: setup  ## driver overhead benchmark (prints a ratio; not a test)
 	$(VENV)/bin/python tests/benchmarks/driver_overhead.py

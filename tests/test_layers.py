@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
 
 # bottom first; the README's "Layout" says the same in words
 LAYERS = [
-    ("ground", ["errors", "paths", "schema", "proc", "css"]),
+    ("ground", ["errors", "paths", "schema", "proc", "css", "live"]),
     ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour",
                  "servers.instance", "servers.remote", "servers.compression", "servers.factory",
                  "servers"]),
@@ -33,7 +33,7 @@ LAYERS = [
     ("studies", ["studies", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "report"]),
     ("runner", ["runner"]),
-    ("tools", ["planner", "sweep"]),
+    ("tools", ["planner", "sweep", "lab"]),
     ("command line", ["cli", "__main__"]),
 ]
 

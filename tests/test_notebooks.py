@@ -32,6 +32,15 @@ def test_every_notebook_is_covered():
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
+def test_a_tracked_notebook_holds_no_outputs(name):
+    """What a run shows belongs to its run directory (and JupyterLab saves into working
+    copies: `dbstudies.lab`), never to the study notebook in git."""
+    held = [(i, c.execution_count, len(c.outputs)) for i, c in enumerate(code_cells(name))
+            if c.outputs or c.execution_count is not None]
+    assert not held, f"{name}: code cells (index, execution count, outputs) that hold a run's output: {held}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
     cells = code_cells(name)
     for c in cells:

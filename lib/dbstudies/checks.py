@@ -5,10 +5,14 @@ servers that would not fit this machine's memory. Every problem is a line of one
 """
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any, Mapping
 
+from . import live, servers
 from . import params as P
-from . import servers
+from .errors import DbStudiesError
+from .results import Run, find_run
 from .schedule import design, round_seconds, server_key, servers_needed
 from .studykit import Arm, StudyModule, StudyParams, arms_of, remote_problems
 
@@ -41,14 +45,58 @@ def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParam
     """`resolve` with a notebook's parameters cell: `profile` and every parameter of the
     study found in `namespace` (the notebook's `globals()`: its cell, and whatever papermill
     injected), None meaning the profile's value. The cell is the only list of parameters a
-    notebook writes; nothing names them a second time.
+    notebook writes; nothing names them a second time. With `run_dir` naming a run that has
+    ended, the notebook re-analyses it (`reanalysis`). In a live kernel a problem we
+    diagnosed shows as one line (`live.one_line_errors`).
 
     >>> from dbstudies.study import load
     >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
     [1, 8]
     """
+    run_dir = namespace.get("run_dir")
+    measuring = False  # for the CLI, whose notebook keeps its whole tracebacks (notebook-failed.ipynb)
+    with contextlib.suppress(DbStudiesError):
+        measuring = bool(run_dir) and Run.open(find_run(run_dir)).status == "running"
+    if not measuring:
+        live.one_line_errors()
     given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
+    if run_dir:
+        run = Run.open(find_run(run_dir))
+        if run.status != "running":
+            return reanalysis(study, run, namespace.get("profile"), given)
     return resolve(study, namespace.get("profile") or "quick", **given)
+
+
+def reanalysis(study: StudyModule, run: Run, profile: str | None, given: Mapping[str, Any],
+               say: Any = print) -> StudyParams:
+    """The parameters of a re-analysis of the ended `run`: what it measured with — every
+    parameter as the run recorded it — but the study's analysis parameters (`ANALYSIS`: the
+    draw threshold, …) as `given` (None: the run's). A measurement parameter `given` that
+    differs from the run's is named (`say`) and ignored: nothing is measured again."""
+    recorded = dict(run.metadata["parameters"])
+    ran = recorded.pop("profile", "quick")
+    analysis = study.Params.ANALYSIS
+    differs = [f"{k} = {v!r} (the run's: {recorded.get(k)!r})" for k, v in given.items()
+               if v is not None and k not in analysis and _text(v) != _text(recorded.get(k))]
+    if profile and profile != ran:
+        differs.insert(0, f"profile = {profile!r} (the run's: {ran!r})")
+    changed = {k: given[k] for k in sorted(analysis) if given.get(k) is not None
+               and _text(given[k]) != _text(recorded.get(k))}
+    if changed:
+        say(f"Re-analysing run {run.path.name} at {', '.join(f'{k} = {v!r}' for k, v in changed.items())} "
+            f"(the run's: {', '.join(repr(recorded.get(k)) for k in changed)}): a variant of its own, "
+            "beside what the run wrote.")
+    if differs:
+        say("The cell's " + "; ".join(differs) + " — ignored: a re-analysis keeps the run's "
+            f"measurement parameters (of the cell only {', '.join(sorted(analysis))} apply).")
+    known = P.fields(study.Params)
+    return P.from_profile(study.Params, study.PROFILES, ran,
+                          {**{k: v for k, v in recorded.items() if k in known}, **changed})
+
+
+def _text(value: Any) -> str:
+    """A parameter's value as comparable text (a tuple and a list alike)."""
+    return json.dumps(value, default=str, sort_keys=True)
 
 
 def memory_needed(arms: list[Arm], p: StudyParams) -> list[tuple[str, int]]:

@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dir", type=Path)
     rep.add_argument("--analyse", action="store_true",
                      help="execute the notebook on the run's steps again, even if it has one")
+    rep.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                     help="re-analyse at another analysis parameter (e.g. -p draw_threshold 0.02): a "
+                          "variant of its own in the run, its report beside the run's")
     for p in (run, rep):
         p.add_argument("--kernel", default=None,
                        help="Jupyter kernel (default: dbstudies, else python3)")
@@ -108,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     wrk.add_argument("scheduler", help="tcp://HOST:8786")
     wrk.add_argument("--local-directory", type=Path, default=paths.DATA_DIR / "worker",
                      help="the worker's own directory; its runs stay under runs/ there")
+    lab = sub.add_parser("lab", help="JupyterLab on notebooks/: what you save of a study notebook goes "
+                         "to a working copy under data/lab/, never into the tracked notebook")
+    lab.add_argument("--port", type=int, default=None)
     exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
     exp.add_argument("run_dir", type=Path)
     exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -132,12 +138,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _servers(args)
     if args.command == "plan":
         return _plan(args)
+    if args.command == "lab":
+        from . import lab
+        return lab.main(args.port)
     if args.command in ("sweep", "scheduler", "worker"):
         return _sweep_commands(args)
     from . import results, runner
     if args.command == "report":
         from .render import render
-        run = results.Run.open(args.run_dir)
+        run = runner.variant_of(results.Run.open(args.run_dir), args.parameter)
         if args.analyse or not run.notebook.exists():
             print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
                   f"{run.status} steps", file=sys.stderr, flush=True)
@@ -181,6 +190,9 @@ def _runs(which: str | None, runs_dir: Path) -> int:
         meta, status = run.metadata, ownership.check_abandoned(run)
         print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
               f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
+        for name, changed in run.variants():  # its re-analyses at other analysis parameters
+            what = ", ".join(f"{k} {c.get('variant')} (run: {c.get('run')})" for k, c in changed.items())
+            print(f"  └ re-analysis {name}: {what}; {results.VARIANTS}/{name}/report.html")
     return 0
 
 

@@ -40,10 +40,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, servers
+from . import errors, live, servers
 from .checks import max_clients
 from .hooks import DEFAULT_HOOKS, Context, keep_scripts
-from .ownership import guard
+from .ownership import guard, owns
 from .results import SYSTEM_SCHEMAS, Run, how_far
 from .schedule import (
     PLAN_COLUMNS,
@@ -86,6 +86,24 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
                arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
                arm_servers={a.label: server_key(a, p) for a in arms},
                workload_scripts=keep_scripts(run, p))
+    # measured by hand in a notebook: the progress in the cell and at the window's bottom
+    # (`live`), not tqdm's stderr; the CLI's notebook keeps tqdm (its terminal has the bar)
+    shown = (live.Progress(run, estimated_seconds(study, p)) if progress and owns(run)
+             and (run.metadata.get("owner") or {}).get("kind") == "notebook" and live.shell() else None)
+    if shown:
+        run.watch_progress(shown.update)
+        progress = False
+    try:
+        _measure(study, p, run, arms, steps, progress)
+    finally:
+        if shown:
+            run.watch_progress(None)
+            shown.close()
+
+
+def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], steps: pd.DataFrame,
+             progress: bool) -> None:
+    """`measure`'s loop: the plan, the follow-up, the profiled round."""
     with guard(run), _Loop(study, p, run) as loop:
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         paired, by_label = design(p) == "paired", {a.label: a for a in arms}
@@ -100,13 +118,14 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
             steps = follow
         chosen = hook(study, "profile_cells", lambda p, run: [])(p, run) if getattr(
             p, "cpu_profile", False) else []
-        if chosen:  # one round more: each chosen cell on every arm, its server sampled by perf
-            profiled = next_phase([a for a in arms if a.twin_of is None],
-                                  [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
+        if chosen:  # one round more: each chosen cell on every compared arm (no twin), its server sampled by perf
+            compared = [a for a in arms if a.twin_of is None]
+            profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
             run.update(cpu_profile_plan=profiled.to_dict("records"))
             print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(_cell_text(c) for c in chosen)} "
                   "on every arm)", flush=True)
-            (loop.rounds if paired else loop.blocks)(profiled, by_label, progress, before=loop.done)
+            (loop.rounds if paired else loop.blocks)(profiled, {a.label: a for a in compared}, progress,
+                                                      before=loop.done)  # the twins' servers are not restarted
 
 
 def provision(names: list[str], run: Run, total: int) -> None:

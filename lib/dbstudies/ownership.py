@@ -16,9 +16,11 @@ above the store (`results`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
@@ -26,7 +28,7 @@ from typing import Any, Iterator
 from . import paths, proc
 from .params import as_dict
 from .paths import disk_usage
-from .results import Run, export_figures
+from .results import Run, export_figures, find_run
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
 
@@ -48,9 +50,19 @@ def create_run(study: ModuleType | str, p: Any, root: str | os.PathLike, kind: s
 def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None,
              root: str | os.PathLike | None = None) -> Run:
     """The run a notebook records into: the CLI's (`run_dir`: owned by the CLI), or a new
-    one owned by this notebook (JupyterLab, plain papermill)."""
+    one owned by this notebook (JupyterLab, plain papermill). A `run_dir` that has ended is
+    re-analysed (`checks.reanalysis`): at the run's own analysis parameters the notebook
+    writes where the run did; at others, into a variant of its own (`Run.as_variant`), so
+    nothing the run wrote is overwritten. `run_dir` may be relative to the notebook's
+    folder or to the repository (`results.find_run`)."""
     if run_dir:
-        return Run.open(run_dir)
+        run = Run.open(find_run(run_dir))
+        if run.status == "running":
+            return run
+        recorded = run.metadata["parameters"]
+        changed = {k: getattr(p, k) for k in sorted(type(p).ANALYSIS)
+                   if json.dumps(getattr(p, k), default=str) != json.dumps(recorded.get(k), default=str)}
+        return run.as_variant(changed) if changed else run
     return create_run(study, p, root or paths.RUNS_DIR, "notebook")
 
 
@@ -87,10 +99,19 @@ def guard(run: Run) -> Iterator[Run]:
 
 def finish(run: Run) -> None:
     """A notebook reached its end (its last cell): complete the run if the notebook owns it."""
-    if owns(run):
+    if owns(run) and run.status == "running":  # not a re-analysis, which only reads it
         record_end(run, "complete")
-        print(f"Run complete: {run.path}\n`dbstudies report {run.path}` writes its executed "
+        print(f"Run complete: {run.path}\n`{report_command(run)}` writes its executed "
               "notebook and report.html there.")
+
+
+def report_command(run: Run) -> str:
+    """The shell command, from the repository, that writes a run's report: the venv's
+    `dbstudies` (not on PATH unless the venv is activated), the run named from the repository."""
+    exe = Path(sys.prefix) / "bin" / "dbstudies"
+    cli = exe.relative_to(paths.REPO) if exe.is_relative_to(paths.REPO) else "dbstudies"
+    where = run.path.relative_to(paths.REPO) if run.path.is_relative_to(paths.REPO) else run.path
+    return f"{cli} report {where}"
 
 
 # ---------------------------------------------------------------- abandoned runs, clean-up

@@ -4,10 +4,12 @@ folded away, costs that moved, on-CPU profiles, and notes on sections that do no
 (`skip`). `render` turns the executed notebook into report.html."""
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
-from . import analysis, plots, results
+from . import analysis, plots, results, schedule
 from .analysis import settings
 from .render import (
     CONCLUSION,
@@ -22,6 +24,27 @@ from .render import (
 from .results import Run
 from .study import load, reference
 from .studykit import Answer
+
+
+def plan(study: Any, p: Any, run_dir: Any = None) -> None:
+    """What the notebook is about to do, in one line: measure (`schedule.describe`: the
+    steps, rounds, arms and about how long) — or, given an ended run, re-analyse it, measuring
+    nothing."""
+    if run_dir:
+        run = Run.open(results.find_run(run_dir))
+        if run.status != "running":
+            done = results.how_far(run)["done"]
+            print(f"Re-analysing run {run.path.name} ({run.status}, {done} measured steps): nothing is measured.")
+            return
+    print(schedule.describe(study, p))
+
+
+def where(run: Run) -> str:
+    """Where the notebook writes: the run directory, or a re-analysis variant's folder in it."""
+    if run.variant:
+        return (f"re-analysis variant {run.variant}: its report and figures go to {run.output_dir}; "
+                f"what run {run.path.name} wrote stays as it is")
+    return f"run directory: {run.path}"
 
 
 def skip(text: str) -> None:
@@ -156,6 +179,39 @@ def details(title: str, shown: Any, caption: str = "") -> None:
                  + "".join(s.to_html() for s in pieces) + "</details>"))
 
 
+FULL_COMPARISON = ["candidate", "workload", "threads", "median_baseline", "median_candidate", "delta_pct",
+                   "holm_ci_low_pct", "holm_ci_high_pct", "p_value", "p_holm", "verdict", "mde_pct", "sd_diff",
+                   "df", "rank_ratio", "p_rank"]
+SCALING_SUMMARY = ["workload", "arm", "threads", "qps_n", "qps_median", "qps_min", "qps_max", "qps_cv_pct",
+                   "p99_median", "p99_min", "p99_max", "p99_cv_pct", "run_p99_ms", "run_p99_low", "run_p99_high",
+                   "cpu_server_pct", "cpu_client_pct", "busy_steps", "remeasured"]
+
+
+def full_comparison(rel: Any, what: str = "QPS") -> None:
+    """The whole comparison table behind a layout (folded away): every figure the verdict
+    rule used, per cell, against the baseline."""
+    details(f"{what}: the full comparison table", table(analysis.in_percent(rel), FULL_COMPARISON),
+            f"The full {what} comparison table, against {rel['baseline'].iloc[0] if 'baseline' in rel and len(rel) else 'the baseline'}. "
+            "The difference is of geometric means, its interval Holm-adjusted (the level Holm's step-down tests "
+            "the cell at); `p_value` (paired: one-sample t on the pairs' log ratios, with `sd_diff` on `df` "
+            "degrees of freedom, `prior_df` of them borrowed from the other cells; blocks: Welch on logs) and "
+            "`p_holm` Holm-corrected across this table; `mde_pct`: the cell's minimum detectable effect (its own "
+            "noise, this table's number of comparisons); `rank_ratio` and `p_rank`: the distribution-free "
+            "robustness columns (Hodges–Lehmann ratio; paired: Wilcoxon signed-rank p, blocks: Mann–Whitney p).")
+
+
+def scaling_summary(summary: Any) -> None:
+    """Per workload × arm × threads of a scaling study (thread pool, versions): QPS, p99, CPU
+    and the host's busy steps, folded away."""
+    details("Summary per configuration", table(analysis.in_percent(summary), SCALING_SUMMARY),
+            "QPS: median, min, max and CV (run-to-run coefficient of variation, %); p99 latency in ms (CV in "
+            "%) — the steps' p99s, then the p99 of all the configuration's transactions (every step's histogram "
+            "merged: percentiles cannot be averaged) with a 95 % CI from resampling whole rounds; verdicts stay "
+            "on the paired per-step p99; CPU in % of one core; `busy_steps`: steps still measured on a busy host "
+            "(other processes or the hypervisor took CPU) after their retries; `remeasured`: attempts discarded "
+            "because the host was busy and measured again.")
+
+
 COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",
                 "delta_pct", "holm_ci_low_pct", "holm_ci_high_pct", "p_holm", "verdict", "mde_pct"]
 
@@ -253,7 +309,7 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     """Where each arm's server spent its CPU in the profiled cells (`analysis.profiles`):
     per cell the flame graph of every arm, then per candidate the functions whose CPU per
     transaction moved most against the baseline and its difference flame graph; last, what
-    profiling cost. The SVGs are also written to the run's profiles/."""
+    profiling cost. The SVGs are also written to the run's (or the variant's) profiles/."""
     from IPython.display import HTML, Markdown, display
 
     from .analysis import profiles, signed
@@ -261,7 +317,8 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     if not views:
         skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
         return
-    folder = run.folder(results.PROFILE_DIR)
+    folder = run.output_dir / results.PROFILE_DIR  # a re-analysis variant keeps its own
+    folder.mkdir(parents=True, exist_ok=True)
     for v in views:
         display(Markdown(f"**{v['title']}** — " + ", ".join(
             f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s" for a in v["arms"])))
@@ -363,7 +420,8 @@ def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
     cnfs = sorted(run.servers_dir.glob("*/my.cnf")) if run.servers_dir.is_dir() else []
     if cnfs:
         parts.append("<p><b>Each server's my.cnf</b>, as it started (in the run directory): " + " · ".join(
-            f"<a href='{_e(c.relative_to(run.path).as_posix())}'>{_e(c.parent.name)}</a>" for c in cnfs) + "</p>")
+            f"<a href='{_e(Path(os.path.relpath(c, run.output_dir)).as_posix())}'>{_e(c.parent.name)}</a>"
+            for c in cnfs) + "</p>")  # from the report: the run's, or a variant's two folders down
     display(HTML(f"<div class='dbs-setup'>{scrub_paths(''.join(parts), run)}</div>"))
 
 

@@ -174,14 +174,67 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-class Run:
-    """One run directory. Create with `Run.create`, reopen with `Run.open`."""
+VARIANTS = "variants"  # a run's re-analyses at other analysis parameters, a folder each
 
-    def __init__(self, path: Path):
+
+def variant_name(changed: Mapping[str, Any]) -> str:
+    """The folder of a re-analysis, named by what it changed.
+
+    >>> variant_name({"draw_threshold": 0.02}), variant_name({"b": "x y", "a": [1, 2]})
+    ('draw_threshold=0.02', 'a=1-2,b=x-y')
+    """
+    def text(v: Any) -> str:
+        return "-".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    return ",".join(f"{k}={re.sub(r'[^A-Za-z0-9._-]+', '-', text(v)).strip('-')}" for k, v in sorted(changed.items()))
+
+
+def find_run(given: str | os.PathLike, here: Path | None = None) -> Path:
+    """A run directory named as a user would: absolute, relative to `here` (a notebook's
+    folder: the kernel's working directory), or relative to the repository (as the README
+    writes `data/runs/…`) — the first that is a run. A clear error otherwise."""
+    path = Path(given).expanduser()
+    tries = [path] if path.is_absolute() else [Path(here or Path.cwd()) / path, paths.REPO / path]
+    for p in tries:
+        if (p / "metadata.json").is_file():
+            return p.resolve()
+    raise NotARun(f"run_dir {str(given)!r}: no run there (looked in "
+                  + " and ".join(str(p) for p in tries) + "); a run directory holds metadata.json")
+
+
+class Run:
+    """One run directory. Create with `Run.create`, reopen with `Run.open`. A run opened as a
+    `variant` (a re-analysis at other analysis parameters) reads the run's measurements and
+    writes its notebook, report and figures into `variants/<variant>/`, never over the run's."""
+
+    def __init__(self, path: Path, variant: str | None = None):
         self.path = Path(path).absolute()  # a notebook executing on it runs elsewhere
         self.meta_path = self.path / "metadata.json"
+        self.variant = variant
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
+
+    def as_variant(self, changed: Mapping[str, Any]) -> "Run":
+        """This run re-analysed at the analysis parameters `changed` (name → the new value):
+        its folder records what changed and when."""
+        run = Run(self.path, variant_name(changed))
+        run.output_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(run.output_dir / "variant.json", {
+            "changed": {k: {"run": self.metadata["parameters"].get(k), "variant": v} for k, v in changed.items()},
+            "created_at": _now()})
+        return run
+
+    def variants(self) -> list[tuple[str, dict[str, Any]]]:
+        """(name, what it changed) of each re-analysis variant the run holds."""
+        out = []
+        for f in sorted((self.path / VARIANTS).glob("*/variant.json")):
+            with contextlib.suppress(OSError, ValueError):
+                out.append((f.parent.name, json.loads(f.read_text()).get("changed", {})))
+        return out
+
+    @property
+    def output_dir(self) -> Path:
+        """Where the analysis writes (notebook, report, figures): the run, or its variant's folder."""
+        return self.path / VARIANTS / self.variant if self.variant else self.path
 
     @classmethod
     def create(cls, study: str, parameters: Mapping[str, Any], root: Path = paths.RUNS_DIR) -> "Run":
@@ -196,8 +249,8 @@ class Run:
         return cls(path)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Run":
-        return cls(Path(path))
+    def open(cls, path: str | Path, variant: str | None = None) -> "Run":
+        return cls(Path(path), variant)
 
     # -- metadata
     @property
@@ -227,7 +280,7 @@ class Run:
     @property
     def notebook(self) -> Path:
         """The executed notebook (papermill writes it while the run measures)."""
-        return self.path / "notebook.ipynb"
+        return self.output_dir / "notebook.ipynb"
 
     def partial_notebook(self, status: str) -> Path:
         """Where the notebook of a run that ended `status` before its end is kept."""
@@ -235,11 +288,11 @@ class Run:
 
     @property
     def report(self) -> Path:
-        return self.path / "report.html"
+        return self.output_dir / "report.html"
 
     @property
     def figures(self) -> Path:
-        return self.path / "figures"
+        return self.output_dir / "figures"
 
     @property
     def servers_dir(self) -> Path:
@@ -271,7 +324,14 @@ class Run:
 
     # -- progress (what `dbstudies run` shows in the terminal while a kernel measures)
     def set_progress(self, done: int, total: int, now: str = "") -> None:
+        """Record how far the measurement is (`progress`); tell `watch_progress`'s observer."""
         _write_json(self.path / "progress.json", {"done": done, "total": total, "now": now})
+        if getattr(self, "_observer", None):
+            self._observer(done, total, now)
+
+    def watch_progress(self, observer: Any) -> None:
+        """Call `observer(done, total, now)` at each `set_progress` of this object (None: stop)."""
+        self._observer = observer
 
     def progress(self) -> dict[str, Any] | None:
         """{"done", "total", "now"} as the measuring process last wrote it, or None."""

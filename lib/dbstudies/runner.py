@@ -19,7 +19,15 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from . import checks, paths, schedule, workloads
 from .errors import ParamError, StoreError
-from .ownership import EXIT_FAILED, EXIT_INTERRUPTED, check_abandoned, create_run, reap_servers, record_end
+from .ownership import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    check_abandoned,
+    create_run,
+    reap_servers,
+    record_end,
+    report_command,
+)
 from .params import as_dict
 from .render import conclusion_text, render
 from .results import Run
@@ -119,8 +127,8 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
     code of an interruption while analysing."""
     try:
         if run.status != "complete":
-            print(f"dbstudies: analysing the steps that finished (Ctrl-C skips; `dbstudies report "
-                  f"{run.path}` does it later)", file=sys.stderr, flush=True)
+            print(f"dbstudies: analysing the steps that finished (Ctrl-C skips; `{report_command(run)}` "
+                  "does it later)", file=sys.stderr, flush=True)
             analyse(run, kernel, verbose)
         report = render(run)
     except KeyboardInterrupt:
@@ -134,10 +142,32 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
     return 0
 
 
+def variant_of(run: Run, pairs: Sequence[Sequence[str]]) -> Run:
+    """`dbstudies report RUN -p NAME VALUE`: the run re-analysed at other analysis parameters
+    (the study's `ANALYSIS`: the draw threshold, …) — a variant of its own inside the run,
+    its report and figures beside the run's, never over them. Any other parameter is an
+    error before anything executes: a re-analysis measures nothing."""
+    overrides = parameters(pairs)
+    if not overrides:
+        return run
+    study = load(reference(run.metadata))
+    analysis = study.Params.ANALYSIS
+    other = sorted(set(overrides) - analysis)
+    if other:
+        raise ParamError([f"{n}: a measurement parameter; a re-analysis keeps the run's (only "
+                          f"{', '.join(sorted(analysis))} can change: `dbstudies run` measures anew)"
+                          for n in other])
+    recorded = dict(run.metadata["parameters"])
+    p = checks.reanalysis(study, run, recorded.get("profile"), overrides, say=lambda text: None)
+    changed = {k: getattr(p, k) for k in sorted(analysis) if getattr(p, k) != recorded.get(k)}
+    return run.as_variant(changed) if changed else run
+
+
 def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     """Execute the run's study notebook on this ended run — it measures nothing and analyses
     the steps the run holds — into the run's notebook.ipynb (a partial notebook from the
-    failed or interrupted execution is kept as notebook-<status>.ipynb). A failing analysis
+    failed or interrupted execution is kept as notebook-<status>.ipynb), or, for a variant
+    (`variant_of`), into the variant's folder at its analysis parameters. A failing analysis
     cell is logged; what executed is kept, so the report can still be rendered."""
     from papermill.exceptions import PapermillExecutionError
     if check_abandoned(run) == "running":
@@ -148,14 +178,20 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
     notebook = notebook_of(load(reference(meta)))  # an unknown study: a clear error
     out, partial = run.notebook, run.partial_notebook(run.status)
-    if out.exists() and not partial.exists() and run.status != "complete":
+    if not run.variant and out.exists() and not partial.exists() and run.status != "complete":
         out.rename(partial)  # the measuring execution's notebook, with its traceback
+    changed = {k: v["variant"] for k, v in _variant_changes(run).items()}
     try:
-        _notebook(run, notebook, out, {**meta["parameters"], "run_dir": str(run.path)},
+        _notebook(run, notebook, out, {**meta["parameters"], **changed, "run_dir": str(run.path)},
                   kernel, verbose)
     except PapermillExecutionError as e:
         print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)
     return out
+
+
+def _variant_changes(run: Run) -> dict[str, Any]:
+    """What a variant changed ({name: {"run", "variant"}}), none for the run itself."""
+    return dict(run.variants()).get(run.variant, {}) if run.variant else {}
 
 
 KERNEL_LOG = "kernel.log"  # what the kernel and the libraries wrote to stderr (not with -v)
@@ -171,7 +207,7 @@ def _notebook(run: Run, notebook: Path, out: Path, nb_params: dict[str, Any], ke
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("papermill").addFilter(
         lambda r: not r.getMessage().startswith(("Executing", "Ending Cell")))
-    quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.file(KERNEL_LOG))
+    quiet = contextlib.nullcontext(sys.stderr) if verbose else _stderr_to(run.output_dir / KERNEL_LOG)
     with quiet as terminal, _progress_bar(run, terminal, enabled=progress and not verbose):
         pm.execute_notebook(notebook, out, parameters=nb_params,
                             kernel_name=kernel or default_kernel(), cwd=str(notebook.parent),

@@ -103,6 +103,21 @@ def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
     return max(2, int(seconds // round_seconds(study, p)))
 
 
+def describe(study: StudyModule, p: StudyParams) -> str:
+    """What a run of these parameters measures, in one line (the study's `describe(p, steps)`
+    hook, else its steps, rounds and arms) and about how long it takes."""
+    own, n = hook(study, "describe"), len(steps(study, p))
+    if own is not None:
+        said = own(p, n)
+    else:
+        arms = arms_of(study, p)
+        said = (f"{n} measured steps: {p.repeats} "
+                f"{'rounds' if design(p) == 'paired' else 'repeats'} × {len(arms)} arms "
+                f"({', '.join(a.label for a in arms)})")
+    seconds = estimated_seconds(study, p)
+    return f"{said}; about " + (f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
+
+
 def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
     """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
     if getattr(p, "budget", None):

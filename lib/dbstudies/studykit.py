@@ -90,6 +90,9 @@ class StudyParams:
     restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
     align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
+    # parameters only the analysis reads: a finished run re-analysed at other values of these
+    # gets a variant of its own (`Run.as_variant`); every other parameter is the run's
+    ANALYSIS: ClassVar[frozenset[str]] = frozenset({"draw_threshold"})
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False

@@ -42,7 +42,8 @@ from dbstudies import paths
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "runs"
 CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "report.answer(", "report.setup(",
-           "report.details(", "report.cpu_profiles(", "# CHECK_OUTPUT")
+           "report.details(", "report.cpu_profiles(", "report.full_comparison(", "report.scaling_summary(",
+           "report.positive_control(", "# CHECK_OUTPUT")
 INJECTED = "injected-parameters"
 OUTPUTS = HERE.parent / "fixtures" / "notebook_outputs.json"
 

@@ -42,6 +42,7 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 @dataclass(frozen=True, kw_only=True)
 class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     """The study's parameters (README: "Checkpoint-stall study parameters")."""
+    ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"stall_fraction"}  # re-analysable
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks)",
         "settings": "settings of every configuration",
@@ -116,6 +117,13 @@ PROFILES: dict[str, dict[str, Any]] = {
 def arms(p: Params) -> list[S.Arm]:
     """One arm per configuration, in the order given (the first is the baseline)."""
     return S.config_arms(p.configs, p.flavour)
+
+
+def describe(p: Params, steps: int) -> str:
+    """The plan in one line (`schedule.describe`), `steps` long."""
+    arms_ = S.with_control(arms(p), p)
+    return (f"{steps} long steps of {p.duration} s: "
+            f"{p.repeats} repeats × {len(arms_)} configurations ({', '.join(a.label for a in arms_)})")
 
 
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:

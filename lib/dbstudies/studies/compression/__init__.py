@@ -183,6 +183,14 @@ def estimated_bytes(p: Params, workload: str) -> float | None:
     return workloads.estimated_bytes(workload, dataclasses.asdict(p))
 
 
+def describe(p: Params, steps: int) -> str:
+    """The plan in one line (`schedule.describe`), `steps` long."""
+    arms_ = S.with_control(arms(p), p)
+    return (f"{steps} steps (load + run of {p.duration} s each): "
+            f"{p.repeats} repeats × {len(arms_)} candidates ({', '.join(a.label for a in arms_)}), buffer pool "
+            f"{p.buffer_pool}, {p.flush_method}, doublewrite {'on' if p.doublewrite else 'off'}")
+
+
 def arms(p: Params) -> list[S.Arm]:
     """One arm per candidate format, `none` first; every start I/O-bound the same way."""
     settings = {"innodb_doublewrite": "ON" if p.doublewrite else "OFF",

@@ -140,6 +140,13 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
+def describe(p: Params, steps: int) -> str:
+    """The plan in one line (`schedule.describe`), `steps` long."""
+    arms_ = S.with_control(arms(p), p)
+    return (f"{steps} query executions: {p.repeats} repeats × {len(arms_)} "
+            f"candidates ({', '.join(a.label for a in arms_)}) × {len(p.queries)} queries at SF {p.scale_factor:g}")
+
+
 def arms(p: Params) -> list[S.Arm]:
     """One arm per candidate, the baseline first."""
     return S.config_arms(p.candidates, p.flavour)

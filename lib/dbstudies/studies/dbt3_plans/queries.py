@@ -71,6 +71,10 @@ def execution_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     return out.assign(ratio=out["b"] / out["a"], all="all queries")
 
 
+GEOMEAN_COLUMNS = ["candidate", "n_baseline", "n_candidate", "median_baseline", "median_candidate",
+                   "delta_pct", "ci_low", "ci_high", "p_value", "verdict"]  # what the notebook shows
+
+
 def geomean(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
     """Per candidate × repeat (round): the geometric mean of the queries' seconds (repeats
     where a query timed out are left out), then each candidate against the baseline (paired by

@@ -49,6 +49,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 class Params(pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (README "Latency study parameters"). `threads`: the
     connections serving the offered load (and the calibration's closed-loop threads)."""
+    ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"p99_target_ms"}  # re-analysable
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "flavour": "server flavour of the baseline (`env/servers/<flavour>.toml`)",
         "repeats": "paired rounds of each phase (calibration, then offered load); ≥ 2 for a verdict",
@@ -156,6 +157,15 @@ PROFILES: dict[str, dict[str, Any]] = {
                  loads=[0.2, 0.4, 0.6, 0.7], capacity_levels=6,
                  settings={"innodb_buffer_pool_size": "5G"}),
 }
+
+
+def describe(p: Params, steps: int) -> str:
+    """The plan in one line (`schedule.describe`), `steps` long."""
+    arms_, levels = S.with_control(arms(p), p), p.levels()
+    return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): closed-loop "
+            f"calibration, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
+            f"{' tx/s' if p.rates else ' × the baseline peak'})"
+            + (f" and {p.capacity_levels} placed around the expected capacity" if p.capacity_levels else ""))
 
 
 def arms(p: Params) -> list[S.Arm]:

@@ -1,0 +1,174 @@
+"""The thread-pool notebook in JupyterLab, driven by a real browser (Playwright with the
+system Chromium; no browser is downloaded): a bad parameter stops Run All in one line, Run
+All shows its progress where the window is without scrolling, the results come inline, and
+a re-analysis at another draw threshold measures nothing and changes nothing the run wrote.
+
+Set DBSTUDIES_SCREENSHOTS to a folder to keep the screenshots taken on the way."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import wait_for
+
+from dbstudies import lab
+from dbstudies.results import Run
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "dbstudies-browser-test"
+VIEW = {"width": 1280, "height": 860}
+STEP = re.compile(r"Measuring step \d+ of \d+ — r\d+ \S.* · .* elapsed, about .* left")  # a step under way
+
+pytestmark = [pytest.mark.notebook, pytest.mark.server]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def jupyterlab(tmp_path):
+    """`make lab`'s JupyterLab (its working copies under tmp_path) on a free port."""
+    port, home = free_port(), tmp_path / "home"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_CONFIG_DIR": str(home / "config")}
+    args = lab.argv(port=port, token=TOKEN, working_dir=tmp_path / "lab")
+    log = open(tmp_path / "lab.log", "w")
+    server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def up() -> bool:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", timeout=2).status == 200
+        except OSError:
+            return server.poll() is not None  # died: fail below, not after the timeout
+    wait_for(up, 60, "JupyterLab to answer")
+    assert server.poll() is None, (tmp_path / "lab.log").read_text()[-3000:]
+    yield f"http://127.0.0.1:{port}", tmp_path
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+
+
+def shot(page, name: str) -> None:
+    where = os.environ.get("DBSTUDIES_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / f"{name}.png"))
+
+
+def prompts(page) -> list[str]:
+    return page.eval_on_selector_all(".jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.textContent.trim())")
+
+
+def run_all_with(page, lines: str) -> None:
+    """Append `lines` to the parameters cell (later assignments win) and Run All Cells."""
+    editor = page.locator(".jp-Cell").nth(1).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("\n" + lines)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.locator("li[data-command='runmenu:run-all']").click()
+
+
+def errors(page) -> list[str]:
+    """The text of every stderr or error output (JupyterLab shows both as stderr); the text
+    content, since cells scrolled out of view are not laid out."""
+    return page.eval_on_selector_all(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+                                     "els => els.map(e => e.textContent)")
+
+
+def outputs(page) -> str:
+    """All the notebook's outputs as text (laid out or not)."""
+    return "\n".join(page.eval_on_selector_all(".jp-OutputArea-output", "els => els.map(e => e.textContent)"))
+
+
+def finished(page) -> bool:
+    """Run All ended: no cell waits or runs, the kernel is idle."""
+    p = prompts(page)
+    return bool(p) and not any("*" in x for x in p) and page.locator(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+
+
+def in_view(page, selector: str) -> bool:
+    box = page.locator(selector).bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= VIEW["height"] \
+        and box["x"] >= 0 and box["x"] + box["width"] <= VIEW["width"]
+
+
+def snapshot(run_dir: Path) -> dict[str, int]:
+    return {str(f.relative_to(run_dir)): f.stat().st_mtime_ns for f in run_dir.rglob("*")
+            if f.is_file() and "variants" not in f.parts}
+
+
+def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_without_measuring(jupyterlab):
+    from playwright.sync_api import sync_playwright
+    url, tmp = jupyterlab
+    tracked = {f.name: f.read_bytes() for f in lab.paths.NOTEBOOKS_DIR.glob("*.ipynb")}
+    runs = tmp / "runs"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport=VIEW)
+        page.goto(f"{url}/lab/tree/thread_pool.ipynb?token={TOKEN}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        wait_for(lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0,
+                 60, "the dbstudies kernel to start")
+
+        # a bad parameter: one line, Run All stops there, the panel at the bottom says so
+        run_all_with(page, 'profile = "fast"')
+        page.wait_for_selector("#dbstudies-banner", timeout=60_000)
+        wait_for(lambda: finished(page), 60, "Run All to stop")
+        assert "Stopped: ParamError" in page.inner_text("#dbstudies-banner") and in_view(page, "#dbstudies-banner")
+        error = errors(page)
+        assert any("unknown profile 'fast'" in e for e in error) and all(len(e.splitlines()) <= 3 for e in error)
+        p = prompts(page)
+        assert re.fullmatch(r"\[\d+\]:", p[1]) and p[-1] in ("[ ]:", ""), p  # it stopped, visibly
+        shot(page, "1-bad-parameter")
+        page.get_by_role("button", name="Show the cell").click()  # … and takes you there
+        wait_for(lambda: in_view(page, ".jp-OutputArea-output[data-mime-type$=stderr]"), 10, "the error in view")
+
+        # Run All on the smoke profile: the progress shows where the window is, not as an error
+        page.click("#dbstudies-banner button[title=close]")
+        run_all_with(page, f'profile = "smoke"\nthreads = [1]\nruns_root = "{runs}"')
+        seen = []
+
+        def measuring() -> bool:  # a step under way (r1 …), in the window without scrolling
+            text = page.text_content("#dbstudies-banner") if page.locator("#dbstudies-banner").count() else ""
+            if STEP.search(text or "") and in_view(page, "#dbstudies-banner"):
+                seen.append(text)
+                shot(page, "2-progress-after-run-all")
+            return bool(seen)
+        wait_for(measuring, 300, "the progress panel to show a step under way")
+        wait_for(lambda: finished(page) and page.locator("#dbstudies-banner").count() == 0, 600, "the run to end")
+        shown = outputs(page)
+        assert "Run complete:" in shown and "Measured 4 of 4 steps" in shown
+        assert "Throughput (QPS) against one-thread-per-connection: pool-of-threads" in shown  # the answer
+        assert page.locator(".jp-OutputArea-output img").count() >= 4, "the figures inline"
+        assert not errors(page), errors(page)  # nothing on stderr: the progress is not an error
+        (run_dir,) = [m.parent for m in runs.glob("*/*/metadata.json")]
+        assert Run.open(run_dir).status == "complete"
+        before = snapshot(run_dir)
+
+        # re-analysis at another draw threshold: nothing measured, nothing of the run changed
+        run_all_with(page, f'run_dir = "{run_dir}"\ndraw_threshold = 0.02')
+        wait_for(lambda: finished(page) and "re-analysis variant" in outputs(page), 300, "the re-analysis to end")
+        shown = outputs(page)
+        assert f"Re-analysing run {run_dir.name}" in shown and "nothing is measured" in shown
+        assert "Measuring step" not in shown and "Throughput (QPS) against one-thread-per-connection" in shown
+        shot(page, "3-re-analysis")
+        page.keyboard.press("Control+s")
+        wait_for(lambda: (tmp / "lab" / "thread_pool.ipynb").exists(), 30, "the save")
+        browser.close()
+    assert snapshot(run_dir) == before, "the re-analysis changed what the run wrote"
+    variant = run_dir / "variants" / "draw_threshold=0.02"
+    assert list((variant / "figures").glob("*.png")) and len(list(runs.glob("*/*/metadata.json"))) == 1
+    # what JupyterLab saved (Ctrl+S, as autosave would) went to the working copy, not the study's notebook
+    copy = nbformat.read(tmp / "lab" / "thread_pool.ipynb", as_version=4)
+    assert 'draw_threshold = 0.02' in copy.cells[1].source and any(c.get("outputs") for c in copy.cells)
+    assert tracked == {f.name: f.read_bytes() for f in lab.paths.NOTEBOOKS_DIR.glob("*.ipynb")}
