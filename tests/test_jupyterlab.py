@@ -1,7 +1,8 @@
 """The thread-pool notebook in JupyterLab, driven by a real browser (Playwright with the
 system Chromium; no browser is downloaded): a bad parameter stops Run All in one line, Run
-All shows its progress where the window is without scrolling, the results come inline, and
-a re-analysis at another draw threshold measures nothing and changes nothing the run wrote.
+All shows its progress where the window is without scrolling, the results come inline, a
+re-analysis at another draw threshold measures nothing and changes nothing the run wrote,
+and an interrupt mid-measurement is one line too, the run marked interrupted.
 
 Set DBSTUDIES_SCREENSHOTS to a folder to keep the screenshots taken on the way."""
 import os
@@ -136,15 +137,11 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         # Run All on the smoke profile: the progress shows where the window is, not as an error
         page.click("#dbstudies-banner button[title=close]")
         run_all_with(page, f'profile = "smoke"\nthreads = [1]\nruns_root = "{runs}"')
-        seen = []
-
-        def measuring() -> bool:  # a step under way (r1 …), in the window without scrolling
+        def measuring_now() -> bool:  # a step under way (r1 …), in the window without scrolling
             text = page.text_content("#dbstudies-banner") if page.locator("#dbstudies-banner").count() else ""
-            if STEP.search(text or "") and in_view(page, "#dbstudies-banner"):
-                seen.append(text)
-                shot(page, "2-progress-after-run-all")
-            return bool(seen)
-        wait_for(measuring, 300, "the progress panel to show a step under way")
+            return bool(STEP.search(text or "")) and in_view(page, "#dbstudies-banner")
+        wait_for(measuring_now, 300, "the progress panel to show a step under way")
+        shot(page, "2-progress-after-run-all")
         wait_for(lambda: finished(page) and page.locator("#dbstudies-banner").count() == 0, 600, "the run to end")
         shown = outputs(page)
         assert "Run complete:" in shown and "Measured 4 of 4 steps" in shown
@@ -162,12 +159,24 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         assert f"Re-analysing run {run_dir.name}" in shown and "nothing is measured" in shown
         assert "Measuring step" not in shown and "Throughput (QPS) against one-thread-per-connection" in shown
         shot(page, "3-re-analysis")
+
+        # an interrupt mid-measurement: one line, the run marked interrupted, its steps kept
+        run_all_with(page, "run_dir = None")
+        wait_for(measuring_now, 300, "a step under way")
+        page.get_by_role("menuitem", name="Kernel", exact=True).click()
+        page.locator("li[data-command='kernelmenu:interrupt']").click()
+        wait_for(lambda: finished(page) and page.locator("#dbstudies-banner").count() > 0
+                 and "Stopped: interrupted." in page.text_content("#dbstudies-banner"), 120, "the interrupt")
+        (stopped,) = [m.parent for m in runs.glob("*/*/metadata.json") if m.parent != run_dir]
+        assert Run.open(stopped).status == "interrupted" and stopped.name in page.text_content("#dbstudies-banner")
+        assert any("Stopped: interrupted." in e and len(e.splitlines()) <= 3 for e in errors(page)), errors(page)
+        shot(page, "4-interrupted")
         page.keyboard.press("Control+s")
         wait_for(lambda: (tmp / "lab" / "thread_pool.ipynb").exists(), 30, "the save")
         browser.close()
     assert snapshot(run_dir) == before, "the re-analysis changed what the run wrote"
     variant = run_dir / "variants" / "draw_threshold=0.02"
-    assert list((variant / "figures").glob("*.png")) and len(list(runs.glob("*/*/metadata.json"))) == 1
+    assert list((variant / "figures").glob("*.png")) and len(list(runs.glob("*/*/metadata.json"))) == 2
     # what JupyterLab saved (Ctrl+S, as autosave would) went to the working copy, not the study's notebook
     copy = nbformat.read(tmp / "lab" / "thread_pool.ipynb", as_version=4)
     assert 'draw_threshold = 0.02' in copy.cells[1].source and any(c.get("outputs") for c in copy.cells)

@@ -5,13 +5,11 @@ servers that would not fit this machine's memory. Every problem is a line of one
 """
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any, Mapping
 
 from . import live, servers
 from . import params as P
-from .errors import DbStudiesError
 from .results import Run, find_run
 from .schedule import design, round_seconds, server_key, servers_needed
 from .studykit import Arm, StudyModule, StudyParams, arms_of, remote_problems
@@ -53,17 +51,15 @@ def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParam
     >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
     [1, 8]
     """
-    run_dir = namespace.get("run_dir")
-    measuring = False  # for the CLI, whose notebook keeps its whole tracebacks (notebook-failed.ipynb)
-    with contextlib.suppress(DbStudiesError):
-        measuring = bool(run_dir) and Run.open(find_run(run_dir)).status == "running"
-    if not measuring:
-        live.one_line_errors()
+    run_dir, run = namespace.get("run_dir"), None
+    try:
+        run = Run.open(find_run(run_dir)) if run_dir else None
+    finally:  # (the CLI's measuring notebook keeps whole tracebacks: notebook-failed.ipynb)
+        if run is None or run.status != "running":
+            live.one_line_errors()
     given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
-    if run_dir:
-        run = Run.open(find_run(run_dir))
-        if run.status != "running":
-            return reanalysis(study, run, namespace.get("profile"), given)
+    if run is not None and run.status != "running":
+        return reanalysis(study, run, namespace.get("profile"), given)
     return resolve(study, namespace.get("profile") or "quick", **given)
 
 

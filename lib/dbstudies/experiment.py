@@ -88,17 +88,19 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
                workload_scripts=keep_scripts(run, p))
     # measured by hand in a notebook: the progress in the cell and at the window's bottom
     # (`live`), not tqdm's stderr; the CLI's notebook keeps tqdm (its terminal has the bar)
-    shown = (live.Progress(run, estimated_seconds(study, p)) if progress and owns(run)
+    shown = (live.Progress(run, len(steps), estimated_seconds(study, p)) if progress and owns(run)
              and (run.metadata.get("owner") or {}).get("kind") == "notebook" and live.shell() else None)
     if shown:
         run.watch_progress(shown.update)
         progress = False
+    ended = False
     try:
         _measure(study, p, run, arms, steps, progress)
+        ended = True
     finally:
         if shown:
             run.watch_progress(None)
-            shown.close()
+            shown.close(stopped=not ended)
 
 
 def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], steps: pd.DataFrame,

@@ -83,10 +83,11 @@ class Progress:
     the same line in the panel at the bottom of the window. `update(done, total, now)` as the
     loop goes; `close()` at the end (the panel goes; the cell keeps the last line)."""
 
-    def __init__(self, run: Any, planned: float | None = None):
+    def __init__(self, run: Any, total: int, planned: float | None = None):
         from IPython.display import display
         self.run, self.planned, self.started = run, planned, time.monotonic()
-        self.state: tuple[int, int, str] = (0, 0, "starting")
+        self.state: tuple[int, int, str] = (0, total, "starting")
+        self.stopped = False
         self.shown = 0.0
         self.cell = display(self._html(), display_id=True)
         self.panel = display(self._js(), display_id=True)
@@ -94,7 +95,10 @@ class Progress:
 
     def _line(self) -> str:
         done, total, now = self.state
-        return progress_text(done, total, now, time.monotonic() - self.started, self.planned)
+        elapsed = time.monotonic() - self.started
+        if self.stopped:
+            return f"Stopped after {done} of {total} steps, {duration(elapsed)} in (the steps measured are kept)"
+        return progress_text(done, total, now, elapsed, self.planned)
 
     def _html(self) -> Any:
         from IPython.display import HTML
@@ -117,7 +121,9 @@ class Progress:
         self.cell.update(self._html())
         self.panel.update(self._js())
 
-    def close(self) -> None:
+    def close(self, stopped: bool = False) -> None:
+        """The end: the cell keeps the last line (or where it stopped), the panel goes."""
+        self.stopped = stopped
         self.cell.update(self._html())
         self.panel.update(banner(None))
 
