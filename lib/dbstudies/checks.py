@@ -71,13 +71,15 @@ def reanalysis(study: StudyModule, run: Run, profile: str | None, given: Mapping
     differs from the run's is named (`say`) and ignored: nothing is measured again."""
     recorded = dict(run.metadata["parameters"])
     ran = recorded.pop("profile", "quick")
-    analysis = study.Params.ANALYSIS
+    analysis, known = study.Params.ANALYSIS, P.fields(study.Params)
+    p = P.from_profile(study.Params, study.PROFILES, ran,
+                       {**{k: v for k, v in recorded.items() if k in known},
+                        **{k: v for k, v in given.items() if k in analysis and v is not None}})
     differs = [f"{k} = {v!r} (the run's: {recorded.get(k)!r})" for k, v in given.items()
                if v is not None and k not in analysis and _text(v) != _text(recorded.get(k))]
     if profile and profile != ran:
         differs.insert(0, f"profile = {profile!r} (the run's: {ran!r})")
-    changed = {k: given[k] for k in sorted(analysis) if given.get(k) is not None
-               and _text(given[k]) != _text(recorded.get(k))}
+    changed = p.analysis_changes(recorded)
     if changed:
         say(f"Re-analysing run {run.path.name} at {', '.join(f'{k} = {v!r}' for k, v in changed.items())} "
             f"(the run's: {', '.join(repr(recorded.get(k)) for k in changed)}): a variant of its own, "
@@ -85,9 +87,7 @@ def reanalysis(study: StudyModule, run: Run, profile: str | None, given: Mapping
     if differs:
         say("The cell's " + "; ".join(differs) + " — ignored: a re-analysis keeps the run's "
             f"measurement parameters (of the cell only {', '.join(sorted(analysis))} apply).")
-    known = P.fields(study.Params)
-    return P.from_profile(study.Params, study.PROFILES, ran,
-                          {**{k: v for k, v in recorded.items() if k in known}, **changed})
+    return p
 
 
 def _text(value: Any) -> str:

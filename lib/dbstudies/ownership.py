@@ -16,7 +16,6 @@ above the store (`results`).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -59,9 +58,7 @@ def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None
         run = Run.open(find_run(run_dir))
         if run.status == "running":
             return run
-        recorded = run.metadata["parameters"]
-        changed = {k: getattr(p, k) for k in sorted(type(p).ANALYSIS)
-                   if json.dumps(getattr(p, k), default=str) != json.dumps(recorded.get(k), default=str)}
+        changed = p.analysis_changes(run.metadata["parameters"])
         return run.as_variant(changed) if changed else run
     return create_run(study, p, root or paths.RUNS_DIR, "notebook")
 

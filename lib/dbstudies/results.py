@@ -210,6 +210,7 @@ class Run:
         self.path = Path(path).absolute()  # a notebook executing on it runs elsewhere
         self.meta_path = self.path / "metadata.json"
         self.variant = variant
+        self._observer: Any = None  # `watch_progress`
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
 
@@ -326,7 +327,7 @@ class Run:
     def set_progress(self, done: int, total: int, now: str = "") -> None:
         """Record how far the measurement is (`progress`); tell `watch_progress`'s observer."""
         _write_json(self.path / "progress.json", {"done": done, "total": total, "now": now})
-        if getattr(self, "_observer", None):
+        if self._observer is not None:
             self._observer(done, total, now)
 
     def watch_progress(self, observer: Any) -> None:

@@ -157,9 +157,9 @@ def variant_of(run: Run, pairs: Sequence[Sequence[str]]) -> Run:
         raise ParamError([f"{n}: a measurement parameter; a re-analysis keeps the run's (only "
                           f"{', '.join(sorted(analysis))} can change: `dbstudies run` measures anew)"
                           for n in other])
-    recorded = dict(run.metadata["parameters"])
+    recorded = run.metadata["parameters"]
     p = checks.reanalysis(study, run, recorded.get("profile"), overrides, say=lambda text: None)
-    changed = {k: getattr(p, k) for k in sorted(analysis) if getattr(p, k) != recorded.get(k)}
+    changed = p.analysis_changes(recorded)
     return run.as_variant(changed) if changed else run
 
 

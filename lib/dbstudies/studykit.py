@@ -10,6 +10,7 @@ and loading studies is `dbstudies.study`'s.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -96,6 +97,13 @@ class StudyParams:
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False
+
+    def analysis_changes(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
+        """The analysis parameters (`ANALYSIS`) whose values here differ from a run's
+        `recorded` ones: name → value here (what a re-analysis variant is named by)."""
+        def text(v: Any) -> str:
+            return json.dumps(v, default=str, sort_keys=True)
+        return {k: getattr(self, k) for k in sorted(self.ANALYSIS) if text(getattr(self, k)) != text(recorded.get(k))}
 
     def validate(self) -> list[str]:
         """Every problem of these parameters: the shared checks, then the study's `check`."""
