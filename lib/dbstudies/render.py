@@ -105,7 +105,8 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
     if run.variant:  # a re-analysis at other analysis parameters, beside the run's own report
         changed = dict(run.variants()).get(run.variant, {})
         facts.insert(2, ("re-analysis", "variant " + run.variant + ": " + "; ".join(
-            f"{k} {c.get('variant')!r} (the run's report: {c.get('run')!r})" for k, c in changed.items())
+            f"{k} {c.get('variant')!r} (the run's report: "
+            f"{'its default' if c.get('run') is None else repr(c.get('run'))})" for k, c in changed.items())
             + " — nothing measured again"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + _sweep_row(run)
     return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"

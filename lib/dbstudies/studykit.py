@@ -100,10 +100,13 @@ class StudyParams:
 
     def analysis_changes(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
         """The analysis parameters (`ANALYSIS`) whose values here differ from a run's
-        `recorded` ones: name → value here (what a re-analysis variant is named by)."""
+        `recorded` ones (one the run predates: its default, which the run was analysed
+        with): name → value here (what a re-analysis variant is named by)."""
         def text(v: Any) -> str:
             return json.dumps(v, default=str, sort_keys=True)
-        return {k: getattr(self, k) for k in sorted(self.ANALYSIS) if text(getattr(self, k)) != text(recorded.get(k))}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {k: getattr(self, k) for k in sorted(self.ANALYSIS)
+                if text(getattr(self, k)) != text(recorded.get(k, defaults.get(k)))}
 
     def validate(self) -> list[str]:
         """Every problem of these parameters: the shared checks, then the study's `check`."""

@@ -29,7 +29,8 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     the A/A twin) against the baseline (`shift`: `tails.shift`, for the distribution figure),
     and with a paused twin the positive control: its table per metric (`control_tables`) and
     what each found against what the pause must do (`control`)."""
-    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label)
+    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label,
+                                  getattr(p, "stall_factor", tails.STALL_FACTOR))
     limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
               else pd.DataFrame(columns=[*BY, "stall_ms"]))
     stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()

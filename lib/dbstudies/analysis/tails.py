@@ -5,7 +5,7 @@ A step's p99 is set by whether a short stall straddles its slowest 1 %, which th
 of a pair do not share; the share of slow transactions is a mean — it adds up over a step
 the way throughput does — and is judged by the same paired rule, lower is better.
 
-T is `STALL_FACTOR` × the baseline's median p50 in the cell (the median over its steps of the
+T is `stall_factor` (`StallRate`, default `STALL_FACTOR`) × the baseline's median p50 in the cell (the median over its steps of the
 step's p50): known before the candidates are looked at, the same for every arm of the cell.
 A step's share is read from its full latency histogram (`results.HISTOGRAMS`): transactions
 in buckets above T, over all. A share of zero has no logarithm: every share is taken as
@@ -14,13 +14,37 @@ thousands of transactions and no stall at a small positive share, so that two st
 steps compare as equal, not as undefined."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 
 from ..results import HISTOGRAMS, Run
+from ..studykit import StudyParams
 
 STALL_FACTOR = 4.0
 BY = ["workload", "threads"]  # one cell (analysis.BY; this module comes before analysis)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StallRate:
+    """The `stall_factor` parameter of the studies with stall-rate tables (mixed in before a
+    `SysbenchParams`): an analysis parameter — a finished run re-analysed at another value
+    gets a variant of its own."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+        "stall_factor": (
+            "the stall rate's threshold T per cell: this × the baseline's median p50 latency there "
+            "(analysis only: re-analyse a run at another value with `run_dir`, or `dbstudies report "
+            "RUN -p stall_factor 8`)"),
+    }
+    ANALYSIS: ClassVar[frozenset[str]] = StudyParams.ANALYSIS | {"stall_factor"}
+    stall_factor: float = STALL_FACTOR
+
+    def shared_problems(self) -> list[str]:
+        bad = [] if self.stall_factor > 1 else [
+            f"stall_factor: T is this × the median p50, so more than 1; got {self.stall_factor}"]
+        return super().shared_problems() + bad  # type: ignore[misc]
 
 
 def thresholds(steps: pd.DataFrame, baseline: str, factor: float = STALL_FACTOR) -> pd.DataFrame:
@@ -53,12 +77,12 @@ def shares(histograms: pd.DataFrame, steps: pd.DataFrame, limits: pd.DataFrame) 
     return s.merge(pct.reset_index(), on="step", how="left")
 
 
-def with_stall_rate(run: Run, steps: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """The measured `steps` with their stall threshold and rate (`shares`); unchanged when the
-    run stored no histograms."""
+def with_stall_rate(run: Run, steps: pd.DataFrame, baseline: str, factor: float = STALL_FACTOR) -> pd.DataFrame:
+    """The measured `steps` with their stall threshold (`factor` × the baseline's median p50)
+    and rate (`shares`); unchanged when the run stored no histograms."""
     if steps.empty or not run.has_table(HISTOGRAMS) or "latency_p50_ms" not in steps:
         return steps
-    return shares(run.table(HISTOGRAMS), steps, thresholds(steps, baseline))
+    return shares(run.table(HISTOGRAMS), steps, thresholds(steps, baseline, factor))
 
 
 def merged_percentile(histograms: pd.DataFrame, steps: pd.DataFrame, q: float = 99.0,

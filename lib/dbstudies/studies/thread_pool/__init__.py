@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ... import analysis, pauses, profiler
 from ... import schedulers as sch
 from ... import studykit as S
-from ...analysis import profiles, scaling
+from ...analysis import profiles, scaling, tails
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
+class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (see the README's table and PROFILES for the defaults).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
@@ -54,7 +54,7 @@ _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, fla
                seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
                settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1,
                cpu_profile=False, cpu_profile_cells=None,
-               positive_control=None)
+               positive_control=None, stall_factor=tails.STALL_FACTOR)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, pauses, profiler
 from ... import studykit as S
-from ...analysis import profiles, scaling
+from ...analysis import profiles, scaling, tails
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
+class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "flavour": "the baseline version, one of `flavours`",
@@ -53,7 +53,7 @@ _COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, see
                server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
                budget=None, design="paired", restart_every=1,
                cpu_profile=False, cpu_profile_cells=None,
-               positive_control=None)
+               positive_control=None, stall_factor=tails.STALL_FACTOR)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
                   threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
