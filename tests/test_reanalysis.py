@@ -2,6 +2,7 @@
 parameters of the cell (or `-p`), nothing measured, nothing the run wrote overwritten — a
 re-analysis at other analysis parameters is a variant of its own inside the run."""
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -85,6 +86,7 @@ def test_dbstudies_report_p_writes_a_variant_beside_the_runs_report(finished):
     variant = finished / "variants" / "draw_threshold=0.02"
     html = (variant / "report.html").read_text()
     assert "re-analysis" in html and "draw_threshold 0.02 (the run&#x27;s report: 0.05)" in html
+    assert re.search(r"<code>draw_threshold</code></td><td>0.02</td><td>0.05</td><td>changed", html)  # its parameters
     assert list((variant / "figures").glob("*.png")), "the variant's figures"
     assert snapshot(finished) == before, "a re-analysis changed what the run wrote"
     listed = subprocess.run([sys.executable, "-m", "dbstudies", "runs", "--runs-dir", str(finished.parents[1])],

@@ -104,6 +104,8 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     if run.variant:  # a re-analysis at other analysis parameters, beside the run's own report
         changed = dict(run.variants()).get(run.variant, {})
+        meta = {**meta, "parameters": {**meta.get("parameters", {}),  # the values it was analysed at
+                                       **{k: c.get("variant") for k, c in changed.items()}}}
         facts.insert(2, ("re-analysis", "variant " + run.variant + ": " + "; ".join(
             f"{k} {c.get('variant')!r} (the run's report: "
             f"{'its default' if c.get('run') is None else repr(c.get('run'))})" for k, c in changed.items())
