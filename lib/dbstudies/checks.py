@@ -80,10 +80,10 @@ def reanalysis(study: StudyModule, run: Run, profile: str | None, given: Mapping
     if profile and profile != ran:
         differs.insert(0, f"profile = {profile!r} (the run's: {ran!r})")
     changed = p.analysis_changes(recorded)
-    ran_with = P.from_profile(study.Params, study.PROFILES, ran, {k: v for k, v in recorded.items() if k in known})
     if changed:
         say(f"Re-analysing run {run.path.name} at {', '.join(f'{k} = {v!r}' for k, v in changed.items())} "
-            f"(the run's: {', '.join(repr(getattr(ran_with, k)) for k in changed)}): a variant of its own, "
+            f"(the run's: {', '.join(repr(recorded.get(k, getattr(study.Params, k, None))) for k in changed)}): "
+            "a variant of its own, "
             "beside what the run wrote.")
     if differs:
         say("The cell's " + "; ".join(differs) + " — ignored: a re-analysis keeps the run's "

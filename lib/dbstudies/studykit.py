@@ -104,9 +104,8 @@ class StudyParams:
         with): name → value here (what a re-analysis variant is named by)."""
         def text(v: Any) -> str:
             return json.dumps(v, default=str, sort_keys=True)
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         return {k: getattr(self, k) for k in sorted(self.ANALYSIS)
-                if text(getattr(self, k)) != text(recorded.get(k, defaults.get(k)))}
+                if text(getattr(self, k)) != text(recorded.get(k, getattr(type(self), k, None)))}
 
     def validate(self) -> list[str]:
         """Every problem of these parameters: the shared checks, then the study's `check`."""
