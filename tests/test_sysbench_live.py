@@ -1,5 +1,6 @@
 """A real few-second sysbench run against a private server, with the sampler on."""
 import pytest
+from conftest import FIXTURES
 
 from dbstudies import probes
 from dbstudies.probes import Sampler
@@ -44,3 +45,23 @@ def test_failing_sysbench_raises_with_argv_and_stderr(server):
     msg = str(e.value)
     assert "--mysql-db=no_such_db" in msg and "Unknown database" in msg
     assert e.value.returncode not in (0, None)
+
+
+LEDGER = FIXTURES / "lua" / "multifile" / "ledger.lua"
+
+
+def test_a_multi_file_benchmark_with_its_own_prepare_options_and_report_hooks_runs(server):
+    """A benchmark in two files (a module beside it), its own options (--scale), a parallel
+    prepare that pauses inside, and report hooks of its own (CSV): our per-second capture
+    stays ours and its own lines are left out."""
+    sb = sysbench.Sysbench(server, script_options={"--scale": 2, "--pause-ms": 300})
+    sb.prepare(str(LEDGER), threads=2)
+    assert server.query("SELECT COUNT(*) FROM sbtest.ledger_account") == [(2000,)]
+    res = sb.run(str(LEDGER), threads=2, duration=3, seed=7)
+    assert res.intervals["second"].tolist() in ([1, 2, 3], [1, 2])
+    assert (res.intervals["tps"] > 0).all() and res.totals["errors"] == 0
+    assert res.totals["events"] == res.histogram["count"].sum() > 0
+    assert "ledger: done" not in res.stdout  # its cumulative hook was replaced by ours
+    assert "--scale=2" in res.argv
+    sb.cleanup(str(LEDGER))
+    assert server.query("SHOW TABLES FROM sbtest") == []

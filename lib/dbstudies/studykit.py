@@ -200,12 +200,15 @@ class SysbenchParams(StudyParams):
         if scripts and not self.SCRIPTS:
             problems.append(f"workloads: this study runs only its own workloads ({', '.join(self.WORKLOADS)}), "
                             f"not scripts ({', '.join(scripts)})")
-        elif scripts and shutil.which("sysbench"):
-            problems += [m for w in scripts for m in workloads.script_problems(w)]
         try:
-            workloads.script_options(self.workload_options)
+            given = tuple(workloads.script_options(self.workload_options))
         except ValueError as e:
             problems.append(str(e))
+            given = ()
+        if scripts and self.SCRIPTS and shutil.which("sysbench"):
+            scale = {n: getattr(self, n) for n in ("tables", "table_size")}
+            problems += [m for w in scripts
+                         for m in workloads.script_problems(w, (*workloads.options(w, scale), *given))]
         if self.workload_options and not scripts:
             problems.append("workload_options: options go to scripts of your own (a workloads entry "
                             "ending in .lua), and there is none")

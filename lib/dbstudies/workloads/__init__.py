@@ -7,7 +7,7 @@ sysbench Lua (`lua/`) from public specifications:
   default request mix, Zipf-like access, power-law out-degree, lognormal payloads of a given
   compressibility); scale: `nodes`. Not LinkBench itself.
 
-- a script of the user's own (`workloads` entry ending in `.lua`, `script_problems` checks it
+- a script of the user's own (`workloads` entry ending in `.lua`, `check_script` checks it
   before anything starts): any script sysbench 1.0 runs with prepare/run/cleanup, its tables
   its own, its options from the study's `workload_options`.
 
@@ -18,6 +18,9 @@ also print per-transaction-type counts per second and latency histograms per typ
 """
 from __future__ import annotations
 
+import functools
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +46,20 @@ LINKBENCH_MIX = (50.71, 12.93, 8.99, 8.01, 7.37, 4.89, 2.99, 2.57, 1.01, 0.53)
 
 
 def family(workload: str) -> str:
-    """The tables a workload runs on: "oltp" (sysbench's sbtest tables) or its own name (a
-    script's: its path)."""
-    return "oltp" if workload in OLTP else workload
+    """The tables a workload runs on: "oltp" (sysbench's sbtest tables: its bundled OLTP
+    workloads and any script built on its `oltp_common`, e.g. one of them named by its path)
+    or its own name (another script's: its path)."""
+    if workload in OLTP or is_script(workload) and built_on_oltp_common(workload):
+        return "oltp"
+    return workload
+
+
+def built_on_oltp_common(workload: str) -> bool:
+    """Whether the script `workload` loads sysbench's `oltp_common` (asked of sysbench once
+    per file version; False where the file or sysbench is missing)."""
+    if not shutil.which("sysbench"):
+        return False
+    return check_script(workload).oltp_common
 
 
 def is_script(workload: str) -> bool:
@@ -65,26 +79,62 @@ def script_path(workload: str) -> Path:
     return path.resolve()
 
 
-CHECKER = LUA_DIR / "dbs_check_script.lua"
+WRAPPER = LUA_DIR / "sysbench_report.lua"  # every workload runs through it (see sysbench_report.lua)
 
 
-def script_problems(workload: str, what: str = "workloads") -> list[str]:
-    """Why sysbench could not run the script `workload` (missing, does not parse, defines
-    no `event`), asked of sysbench itself (`lua/dbs_check_script.lua` loads it); [] when it can."""
+@dataclass(frozen=True)
+class ScriptCheck:
+    """What sysbench said of a script loaded as a measured run loads it: the problems ([]
+    when it can run) and whether it is built on sysbench's `oltp_common` (its sbtest tables)."""
+    problems: tuple[str, ...]
+    oltp_common: bool = False
+
+
+def check_script(workload: str, options: tuple[str, ...] = (), what: str = "workloads") -> ScriptCheck:
+    """Ask sysbench whether it can run the script `workload` with `options` (`--name=value`):
+    our report wrapper loads it with the `run` command, as a measured step does, then stops
+    before any thread or connection starts (`DBSTUDIES_CHECK`), so sysbench's own checks of
+    the command and of the options against the script's run too. Problems: missing file,
+    does not load, no `event`, no prepare, options sysbench refuses."""
     path = script_path(workload)
     if not path.is_file():
-        return [f"{what}: {workload}: no such Lua script"]
-    p = proc.run(["sysbench", str(CHECKER)], env={"DBSTUDIES_SCRIPT": str(path),
-                                                   "DBSTUDIES_LUA_DIR": str(LUA_DIR)},
+        return ScriptCheck((f"{what}: {workload}: no such Lua script",))
+    st = path.stat()
+    return _check(str(path), st.st_mtime_ns, st.st_size, tuple(options), what, workload)
+
+
+@functools.lru_cache(maxsize=64)
+def _check(path: str, _mtime: int, _size: int, options: tuple[str, ...], what: str,
+           workload: str) -> ScriptCheck:
+    p = proc.run(["sysbench", str(WRAPPER), "--db-driver=mysql", *options, "--threads=1", "run"],
+                 env={"DBSTUDIES_SCRIPT": path, "DBSTUDIES_LUA_DIR": str(LUA_DIR), "DBSTUDIES_CHECK": "1"},
                  timeout=60, check=False)
     said = p.stdout + p.stderr
+    lines = said.splitlines()
+    ok = next((ln for ln in lines if ln.startswith("DBS_OK")), None)
+    if ok is not None and p.returncode == 0:
+        return ScriptCheck((), ok.split()[1:] == ["oltp_common"])
     if "DBS_NO_EVENT" in said:
-        return [f"{what}: {workload}: defines no `event` function (sysbench calls it once per transaction)"]
-    if p.returncode != 0 or "DBS_OK" not in said:
-        error = next((ln.split("DBS_LOAD_ERROR", 1)[1].strip() for ln in said.splitlines()
-                      if "DBS_LOAD_ERROR" in ln), proc.tail(said, 2))
-        return [f"{what}: {workload}: sysbench cannot load it: {error}"]
-    return []
+        why = "defines no `event` function (sysbench calls it once per transaction)"
+    elif "DBS_NO_PREPARE" in said:
+        why = ("defines no prepare (a `prepare` function or `sysbench.cmdline.commands.prepare`): "
+               "the study loads each workload's tables with it")
+    elif any(ln.startswith("invalid option") for ln in lines):
+        bad = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("invalid option")]
+        why = (f"sysbench refuses the option{'s' if len(bad) > 1 else ''} {', '.join(bad)}: the script "
+               "declares its own options (`sysbench.cmdline.options`) and not "
+               f"{'these' if len(bad) > 1 else 'this one'} (`workload_options` go to every script of the run)")
+    else:
+        error = next((ln.split("DBS_LOAD_ERROR", 1)[1].strip() for ln in lines if "DBS_LOAD_ERROR" in ln),
+                     proc.tail(said, 2))
+        why = f"sysbench cannot load it: {error}"
+    return ScriptCheck((f"{what}: {workload}: {why}",))
+
+
+def script_problems(workload: str, options: tuple[str, ...] = (), what: str = "workloads") -> list[str]:
+    """Why sysbench could not run the script `workload` with `options` (`check_script`); []
+    when it can."""
+    return list(check_script(workload, options, what).problems)
 
 
 def script_options(options: dict[str, Any], what: str = "workload_options") -> list[str]:
@@ -121,10 +171,11 @@ def writes(workload: str) -> bool:
 
 def options(workload: str, scale: dict[str, Any]) -> list[str]:
     """The sysbench options of `workload` at this scale (tables/table_size for OLTP)."""
-    if is_script(workload):
+    oltp = family(workload) == "oltp"
+    if is_script(workload) and not oltp:
         return []  # a script's own options come from `workload_options`
-    names = ("tables", "table_size") if workload in OLTP else OURS[workload]
-    return [f"--{n.replace('_', '-') if workload in OLTP else n}={scale[n]}" for n in names]
+    names = ("tables", "table_size") if oltp else OURS[workload]
+    return [f"--{n.replace('_', '-') if oltp else n}={scale[n]}" for n in names]
 
 
 # uncompressed bytes on disk per unit of scale, measured here (MariaDB 10.11, 16 KiB pages)
@@ -142,6 +193,6 @@ def estimated_bytes(workload: str, scale: dict[str, Any]) -> float | None:
         return scale["nodes"] * BYTES_PER["nodes"]
     if workload == "tpcc":
         return scale["warehouses"] * BYTES_PER["warehouses"]
-    if workload in OLTP:
+    if family(workload) == "oltp":
         return scale["tables"] * scale["table_size"] * BYTES_PER["rows"]
     return None

@@ -22,9 +22,8 @@ import pandas as pd
 
 from .. import errors, proc
 from ..errors import ParamError
-from . import LUA_DIR, OLTP, OURS, environ_script, family, is_script, options, script_options
+from . import LUA_DIR, OLTP, OURS, WRAPPER, environ_script, family, is_script, options, script_options
 
-WRAPPER = LUA_DIR / "sysbench_report.lua"
 WORKLOADS = (*OLTP, *OURS)
 RUN_PERCENTILES = (50, 95, 99)
 # a run may take this long past --time before we call it hung (connect, teardown of many threads)

@@ -19,12 +19,41 @@ local ours = os.getenv("DBSTUDIES_LUA_DIR")
 if ours ~= nil and ours ~= "" then
    package.path = ours .. "/?.lua;" .. package.path
 end
-if script ~= nil and script ~= "" then
-   package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
-   dofile(script)
-else
-   require(workload)
+local function load_workload()
+   if script ~= nil and script ~= "" then
+      package.path = (script:match("^(.*)/[^/]*$") or ".") .. "/?.lua;" .. package.path
+      dofile(script)
+   else
+      require(workload)
+   end
 end
+
+-- DBSTUDIES_CHECK=1: can sysbench run this workload? It is loaded exactly as a measured run
+-- loads it (same command, options and package.path); then the run command is replaced by one
+-- that prints a verdict, so sysbench still checks the options against the script's own and
+-- stops before any thread or connection starts. One line:
+--   DBS_OK [oltp_common] | DBS_LOAD_ERROR <message> | DBS_NO_EVENT | DBS_NO_PREPARE
+if os.getenv("DBSTUDIES_CHECK") == "1" then
+   local ok, err = pcall(load_workload)
+   if not ok then
+      print("DBS_LOAD_ERROR " .. tostring(err):gsub("\n", " "))
+      os.exit(3)
+   end
+   if type(event) ~= "function" then
+      print("DBS_NO_EVENT")
+      os.exit(4)
+   end
+   local commands = type(sysbench.cmdline.commands) == "table" and sysbench.cmdline.commands or {}
+   if type(prepare) ~= "function" and not (type(commands.prepare) == "table" and commands.prepare[1]) then
+      print("DBS_NO_PREPARE")
+      os.exit(5)
+   end
+   local built_on = package.loaded["oltp_common"] ~= nil and " oltp_common" or ""
+   commands.run = {function() print("DBS_OK" .. built_on) end}
+   sysbench.cmdline.commands = commands
+   return
+end
+load_workload()
 local openloop = nil
 if os.getenv("DBSTUDIES_RATE") ~= nil and os.getenv("DBSTUDIES_RATE") ~= "" then
    openloop = require("dbs_openloop")
