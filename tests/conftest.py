@@ -149,11 +149,49 @@ def number_problems(text: str) -> list[str]:
     return out
 
 
+FILE_ENDINGS = r"json|cnf|html|lua|ipynb|toml|ya?ml|txt|py|sql|svg|png|parquet|tbl|csv|mjs|js|log|sys|so|ibd"
+
+
+def reader_problems(text: str, body: str) -> list[str]:
+    """What a report says that a second reader would quote wrongly (issue 43): the factor the
+    arms vary listed again as a setting that still differs; a "peak" that does not say it is
+    of the thread counts measured; a code name (a dotted Python name) in prose."""
+    import re
+    out = []
+    flat = re.sub(r"\s+", " ", text)
+    varied = re.search(r"differ in what the study varies — (.*?) —", flat)
+    still = re.search(r"still differs? \(the verdicts include[^)]*\): (.*?)(?:\.\s|\.?$)", flat)
+    if varied and still:
+        names = re.findall(r"(\w+) \(", varied.group(1))
+        out += [f"the varied factor {n} listed as a difference" for n in names if re.search(rf"\b{n}\b", still.group(1))]
+    out += [f"the varied factor listed as a difference: {m!r}" for m in re.findall(r"\w+ (?:is|are) what the arms vary\)", text)]
+    out += [f"a peak without its grid: {m.strip()!r}" for m in re.findall(r"[^.]*\bpeak median\b[^.]*", text)]
+    prose = re.sub(r"<(table|pre|details)\b.*?</\1>", "", body, flags=re.S)
+    out += [f"a code name in prose: {m}" for m in sorted(set(re.findall(r"<code>([A-Za-z_]\w*\.[A-Za-z_][\w.]*)</code>", prose)))
+            if not re.search(rf"\.(?:{FILE_ENDINGS})$", m)]
+    return out
+
+
+def unused_option_problems(html: str, parameters: dict) -> list[str]:
+    """Descriptions of an option the run did not use: the A/A twin, the blocks design."""
+    import re
+    text = html_lib.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style|svg)\b.*?</\1>", "", html, flags=re.S)))
+    out = []
+    if not parameters.get("aa_control") and re.search(r"aa_control\s*=\s*True", text):
+        out.append("describes aa_control = True, which the run did not use")
+    if parameters.get("design", "paired") != "blocks" and re.search(r"design\s*=\s*.?blocks", text):
+        out.append("describes design = \"blocks\", which the run did not use")
+    if parameters.get("design") == "blocks" and "(paired design)" in text:
+        out.append("describes the paired design in a blocks run")
+    return out
+
+
 def report_problems(html: str) -> list[str]:
     """What a reader must never meet in a report: exception text, papermill's banners, a
     heading with nothing under it, a path of this machine, a number that means nothing
-    (`number_problems`) — and a page that fetches anything from the network (a script,
-    style, image or font: a report is read offline)."""
+    (`number_problems`), words a second reader would quote wrongly (`reader_problems`) — and a
+    page that fetches anything from the network or has a script that could (a script, style,
+    image or font: a report is read offline)."""
     import re
     body = html.split("<body", 1)[-1]
     text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style|svg)\b.*?</\1>", "", body, flags=re.S))
@@ -164,6 +202,9 @@ def report_problems(html: str) -> list[str]:
     problems += [f"machine path {m!r}" for m in sorted(set(re.findall(r"(?:/tmp|/work|/home|/root)/[\w./-]*", text)))]
     problems += [f"fetches {u}" for u in sorted(set(re.findall(
         r"""(?:\b(?:src|href)\s*=\s*["']?|url\(\s*["']?|@import\s+["'])(https?://[^"')\s>]+)""", html)))]
+    problems += [f"a script that could fetch {u}" for script in re.findall(r"<script\b[^>]*>(.*?)</script>", html, flags=re.S)
+                 for u in sorted(set(re.findall(r"https?://[^\s\"'`)]+", script)))]
+    problems += reader_problems(text, body)
     parts = re.split(r"(<h[1-6][^>]*>.*?</h[1-6]>)", body, flags=re.S)
     for i in range(1, len(parts), 2):
         level = int(parts[i][2])
@@ -175,3 +216,34 @@ def report_problems(html: str) -> list[str]:
         if not re.sub(r"<[^>]+>|\s|¶", "", under) and "<img" not in under and "<svg" not in under:
             problems.append("empty section " + re.sub(r"<[^>]+>|¶", "", parts[i]).strip())
     return problems
+
+
+def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 1300) -> dict:
+    """A report as a reader opens it: the system Chromium (Playwright, nothing downloaded) at
+    `width` px with the network off. Returns the page as the browser built it (`dom`), every
+    request it tried beyond the file itself (`requests`: none may leave a report), the
+    widest table (`widest`: its width in px and its first header cells) and the page's
+    width; `shot`: a full-page screenshot there."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+    tried: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
+        page = context.new_page()
+        page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:", "about:")) else tried.append(r.url))
+        page.goto(page_path.as_uri(), wait_until="load")
+        widest = page.evaluate("""() => Array.from(document.querySelectorAll('table'))
+            .filter(t => t.offsetParent !== null || t.closest('details'))
+            .map(t => [Math.max(t.scrollWidth, t.getBoundingClientRect().width),
+                       Array.from(t.querySelectorAll('th')).slice(0, 3).map(h => h.textContent.trim()).join(' | ')])
+            .sort((a, b) => b[0] - a[0])[0] || [0, '']""")
+        opened = page.evaluate("""() => { document.querySelectorAll('details').forEach(d => d.open = true);
+            return Math.max(0, ...Array.from(document.querySelectorAll('table')).map(t => t.scrollWidth)); }""")
+        page_width = page.evaluate("() => document.documentElement.scrollWidth")
+        if shot is not None:
+            page.screenshot(path=str(shot), full_page=True)
+        dom = page.content()
+        browser.close()
+    return {"dom": dom, "requests": tried, "widest": (max(widest[0], opened), widest[1]), "page_width": page_width}

@@ -175,6 +175,24 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     summary = storage.summary(runs).set_index("arm")
     assert summary.loc["page:zlib", "allocated_after_load_mib_median"] < summary.loc["page:zlib", "apparent_after_load_mib_median"]
     assert summary.loc["none", "allocated_pct_median"] == 100
+    # the footprint recomputed from the raw `footprint` rows (allocated with allocated, as `du`
+    # shows them; free extents apart): nothing clipped, the same ratio and verdict's difference
+    raw = run.table(study.FOOTPRINT)
+    load = raw[raw["stage"] == "load"].groupby("step")[["apparent_bytes", "allocated_bytes", "free_bytes"]].sum()
+    load = load.join(steps.set_index("step")[["arm", "repeat"]])
+    assert (load["allocated_bytes"] > 0).all() and (load["free_bytes"] <= load["apparent_bytes"]).all()
+    alloc = load.groupby("arm")["allocated_bytes"].median()
+    for arm in ("page:zlib", "row:8"):
+        assert summary.loc[arm, "allocated_pct_median"] == pytest.approx(alloc[arm] / alloc["none"] * 100, rel=1e-9)
+        assert summary.loc[arm, "free_after_load_mib_median"] == pytest.approx(
+            load.loc[load["arm"] == arm, "free_bytes"].median() / 2**20)
+    p = checks.resolve_cell(study, {"run_dir": str(run.path)})
+    footprint = study.relative(runs, p, "footprint").set_index("candidate")
+    per_round = load.pivot(index="repeat", columns="arm", values="allocated_bytes")
+    for arm in ("page:zlib", "row:8"):
+        ratios = per_round[arm] / per_round["none"]
+        expected = (ratios.prod() ** (1 / len(ratios)) - 1) * 100  # the paired rounds' geometric mean
+        assert footprint.loc[arm, "delta_pct"] == pytest.approx(expected, abs=0.05)
     counters = run.table(study.COUNTERS).merge(steps[["step", "arm"]], on="step")
     page = counters[(counters["arm"] == "page:zlib") & (counters["stage"] == "load")]
     assert page.set_index("variable").loc[["Innodb_num_pages_page_compressed"], "value"].gt(0).all()

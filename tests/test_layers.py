@@ -28,7 +28,7 @@ LAYERS = [
     ("study contract", ["studykit", "schedulers", "study"]),
     ("plan", ["schedule", "checks"]),
     ("measurement loop", ["hooks", "experiment"]),
-    ("analysis", ["analysis.settings", "analysis.words", "analysis.tails", "analysis", "analysis.transactions", "analysis.control", "analysis.scaling", "analysis.caveats", "analysis.runs",
+    ("analysis", ["analysis.settings", "analysis.words", "analysis.tails", "analysis", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.scaling", "analysis.runs",
                   "analysis.costs", "analysis.profiles"]),
     ("studies", ["studies", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "report"]),

@@ -190,3 +190,24 @@ def test_the_shift_function_finds_a_known_shift_and_draws_it_readably():
     assert (d["low"] <= d["ratio"]).all() and (d["ratio"] <= d["high"]).all() and (d["rounds"] == 8).all()
     fig = plots.shift(d, threshold=0.05)
     assert plots.problems(plots.properties(fig)) == []
+
+
+def test_the_figure_check_counts_every_drawn_series_and_an_empty_figure_fails_it():
+    """Error bars are series too (the QPS-vs-threads figure counted 0, so an empty one would
+    have passed); a figure that draws nothing is a problem; lines across thread counts that
+    were not measured are dotted and the title says so."""
+    import matplotlib.pyplot as plt
+    s = pd.DataFrame([{"workload": "w", "arm": arm, "threads": t, "qps_median": 100.0 * t * k,
+                       "qps_min": 90.0 * t * k, "qps_max": 110.0 * t * k}
+                      for t in (1, 16, 64) for arm, k in (("a", 1.0), ("b", 0.8))])
+    fig = plots.scaling(s, "qps", "queries per second")
+    props = plots.properties(fig)
+    assert props["panels"][0]["series"] == 2 and props["panels"][0]["drawn"] >= 2
+    assert plots.problems(props) == []
+    assert "dotted: thread counts in between not measured" in fig._suptitle.get_text()
+    styles = {ln.get_linestyle() for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2}
+    assert styles == {":"}  # 1 → 16 and 16 → 64 both skip counts
+    empty, _ = plt.subplots()
+    empty.axes[0].set_xlabel("client threads")
+    assert "no data series drawn" in " ".join(plots.problems(plots.properties(empty)))
+    plt.close("all")

@@ -5,7 +5,7 @@ import socket
 
 import nbformat
 import pytest
-from conftest import NOTEBOOKS, REPO, report_problems
+from conftest import NOTEBOOKS, REPO, read_in_chromium, report_problems, unused_option_problems
 
 from dbstudies import checks, ownership, paths, render
 from dbstudies.results import Run
@@ -80,30 +80,24 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
 @pytest.mark.server
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
-    """What a reader sees: each study's smoke report in a real browser — the page as the
-    browser built it holds no exception text, no empty section and no path of this machine,
+    """What a reader sees: each study's smoke report in a real browser at 1,300 px with the
+    network off — it asks for nothing beyond its file, no table is wider than the window, the
+    page as the browser built it holds no exception text, no empty section, no path of this
+    machine, no wording issue 43 found, no description of an option the run did not use —
     and its screenshot is not blank."""
-    import shutil
-    import subprocess
-
     import numpy as np
     from PIL import Image
 
     proc, run_dir = smoke_run(name)
     assert proc.returncode == 0
-    browser = shutil.which("chromium")
-    assert browser, "chromium is missing: `make setup` installs it"
     shot = tmp_path / "report.png"
-    argv = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-            "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400"]
-    dom = subprocess.run([*argv, "--dump-dom", (run_dir / "report.html").as_uri()],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
-    assert "</body>" in dom and report_problems(dom) == []
-    subprocess.run([*argv, f"--screenshot={shot}", (run_dir / "report.html").as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    seen = read_in_chromium(run_dir / "report.html", shot)
+    assert seen["requests"] == []
+    assert seen["widest"][0] <= 1300 and seen["page_width"] <= 1300, seen["widest"]
+    assert "</body>" in seen["dom"] and report_problems(seen["dom"]) == []
+    assert unused_option_problems(seen["dom"], Run.open(run_dir).metadata["parameters"]) == []
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
-    assert pixels.shape == (2400, 1300)
+    assert pixels.shape[1] == 1300 and pixels.shape[0] > 2000
     assert pixels.std() > 10 and (pixels < 128).mean() > 0.005  # text and plots, not a blank page
 
 
@@ -158,14 +152,38 @@ def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
     assert re.findall(r"<h2[^>]*>([^<]*)", html) == ["Measurement"]  # nothing analysed
 
 
+def test_report_problems_finds_words_a_second_reader_would_quote_wrongly():
+    """Each class of issue 43's wording defects, as the reports printed them before."""
+    from conftest import unused_option_problems
+    old = ("<body><h1>T</h1><p>Settings that still differ between A and B (1; the verdicts include them; "
+           "thread_handling is what the arms vary): thread_handling (x vs y).</p>"
+           "<p>oltp_point_select: peak median 62,120 QPS with A at 16 client threads.</p>"
+           "<p>2 measured steps still ran on a busy host (<code>steps.host_busy</code>); see "
+           "<code>metadata.json</code>.</p></body>")
+    assert report_problems(old) == [
+        "the varied factor listed as a difference: 'thread_handling is what the arms vary)'",
+        "a peak without its grid: 'oltp_point_select: peak median 62,120 QPS with A at 16 client threads'",
+        "a code name in prose: steps.host_busy"]
+    new = ("<body><h1>T</h1><p>A and B differ in what the study varies — <code>thread_handling</code> (x vs y) — "
+           "and also 1 setting the study does not vary still differs (the verdicts include its effect): "
+           "<code>thread_handling</code> (x vs y).</p></body>")
+    assert report_problems(new) == ["the varied factor thread_handling listed as a difference"]
+    said = "<p>With <code>aa_control = True</code> the baseline gets a twin; <code>design = \"blocks\"</code> measures…</p>"
+    assert unused_option_problems(said, {"aa_control": False, "design": "paired"}) == [
+        "describes aa_control = True, which the run did not use", 'describes design = "blocks", which the run did not use']
+    assert unused_option_problems(said, {"aa_control": True, "design": "blocks"}) == []
+
+
 def test_report_problems_finds_what_a_reader_must_not_meet():
     good = "<body><h1>T</h1><p>x</p><h2>A</h2><img src='a.png'><h2>B</h2><h3>b</h3><table>1</table></body>"
     assert report_problems(good) == []
-    bad = ("<head><script src='https://cdn.example/require.js'></script></head>"
+    bad = ("<head><script src='https://cdn.example/require.js'></script>"
+           "<script type='module'>const m = await import(\"https://cdn.example/mermaid.mjs\")</script></head>"
            "<body><h1>T</h1><h2>Empty</h2><h2>Also empty</h2>\\n<h3>under it</h3> <h2>Full</h2>"
            "<p>Traceback at /tmp/x/run.py</p></body>")
     assert report_problems(bad) == ["says 'Traceback'", "machine path '/tmp/x/run.py'",
                                     "fetches https://cdn.example/require.js",
+                                    "a script that could fetch https://cdn.example/mermaid.mjs",
                                     "empty section Empty", "empty section under it"]
 
 

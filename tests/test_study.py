@@ -112,7 +112,7 @@ def check_partial_report(run, status, error):
     assert f"ended {status}; nothing is measured again: the sections below analyse the " \
            f"{n} measured step{'s' if n != 1 else ''} it holds" in html
     assert html.count("<img") >= 3 and "Summary per configuration" in html
-    assert "peak median" in html  # the conclusion of what finished
+    assert "the highest median QPS of the thread counts measured" in html  # the conclusion of what finished
     assert "Traceback" not in html and str(run.path) not in html and "/tmp/" not in html
 
 
@@ -316,7 +316,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     html = (run_dir / "report.html").read_text()
     assert "Relative results" in html and "study.measure" not in html  # code hidden
     assert "paired rounds: 2 rounds × 3 cells, the 3 arms of a cell back to back" in html
-    assert "peak median" in html  # the computed conclusion
+    assert "the highest median QPS of the thread counts measured" in html  # the computed conclusion
     assert "Data against the buffer pool" in html and "--threads={1, 8, 64}" in html
     assert ("<td><code>thread_handling</code> <small>governs what the study varies</small></td>"
             "<td>one-thread-per-connection</td><td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
@@ -326,7 +326,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
     assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
     assert "\nConclusion\n**Throughput (QPS)** against one-thread-per-connection: pool-of-threads " in p.stdout
-    assert "\n- **oltp_point_select**: peak median" in p.stdout  # the answer in words, then the conclusion
+    assert "\n- **oltp_point_select**: the highest median QPS of the thread counts measured" in p.stdout  # the answer in words, then the conclusion
     assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
                              f"dbstudies: run complete: {run_dir}\n")
     # the progress bar: the 18 planned steps, then the profiled ones (cpu_profile) counted on

@@ -43,8 +43,7 @@ def sysbench_tables(run: Run) -> list[Observations]:
     steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
     arms = run.metadata.get("arms") or []
     if len(steps) and arms:
-        steps = tails.with_stall_rate(run, steps, arms[0]["label"],
-                                      run.metadata["parameters"].get("stall_factor", tails.STALL_FACTOR))
+        steps = tails.with_stall_rate(run, steps, run.metadata["parameters"].get("stall_factor", tails.STALL_FACTOR))
     tables = [("qps", "throughput (QPS)"), ("p95", "p95 latency"), ("p99", "p99 latency")]
     tables += [("stalls", "stall rate")] if "stall_pct" in steps else []
     return [(words, steps, analysis.BY, analysis.METRICS[metric][0]) for metric, words in tables]

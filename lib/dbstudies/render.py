@@ -118,6 +118,16 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
 MAX_DIFFERENCES = 20
 
 
+def breakable(value: str) -> str:
+    """A value escaped for HTML, with a line-break opportunity after each comma of a long list
+    (`optimizer_switch` has ≈ 40 flags in one word: unbroken, its table was 12,000 px wide).
+
+    >>> breakable("a=on,b=off"), breakable("x<y")
+    ('a=on,<wbr>b=off', 'x&lt;y')
+    """
+    return _e(value).replace(",", ",<wbr>")
+
+
 def configuration(meta: dict[str, Any], governing: tuple[str, ...] = ()) -> str:
     """An HTML table: per arm, the key variables, the variables that govern what the study
     varies (`governing`: a study's `GOVERNING`, e.g. the pool's and the per-connection
@@ -142,7 +152,7 @@ def configuration(meta: dict[str, Any], governing: tuple[str, ...] = ()) -> str:
         tags = " <small>aligned</small>" if n in aligned else ""
         tags += " <small>governs what the study varies</small>" if n in governing else ""
         rows.append(f"<tr{mark}><td><code>{_e(n)}</code>{tags}</td>"
-                    + "".join(f"<td>{_e(v)}</td>" for v in shown) + "</tr>")
+                    + "".join(f"<td>{breakable(v)}</td>" for v in shown) + "</tr>")
     more = len(differ) - MAX_DIFFERENCES
     note = (f"<p>…and {more} more variables that differ (every server's variables: "
             "metadata.json, <code>servers</code>).</p>" if more > 0 else "")
@@ -312,6 +322,31 @@ def design_line(meta: dict[str, Any]) -> str:
     arms = meta.get("arms") or []
     params = meta.get("parameters") or {}
     plan = meta.get("plan") or []
+    return _design(meta, arms, params, plan) + _twins(arms, params)
+
+
+def _twins(arms: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """The control twins a run measured, said only where it measured them.
+
+    >>> _twins([{"label": "A"}, {"label": "A (A/A)", "twin_of": "A"}], {"aa_control": True})
+    '; with an A/A twin of A (the same configuration on a server of its own, measured like the others: its table should be all draw)'
+    >>> _twins([{"label": "A"}], {"aa_control": False, "positive_control": None})
+    ''
+    """
+    twins = [a for a in arms if a.get("twin_of")]
+    out = ""
+    if params.get("aa_control") and twins:
+        out += (f"; with an A/A twin of {twins[0]['twin_of']} (the same configuration on a server of its own, "
+                "measured like the others: its table should be all draw)")
+    pause = params.get("positive_control")
+    if pause and twins:
+        out += (f"; with a paused twin of {twins[0]['twin_of']} (its server stopped {pause.get('pause_ms')} ms "
+                f"every {pause.get('every_s')} s: the positive control)")
+    return out
+
+
+def _design(meta: dict[str, Any], arms: list[dict[str, Any]], params: dict[str, Any],
+            plan: list[dict[str, Any]]) -> str:
     if meta.get("design") == "paired":
         rounds = meta.get("rounds_done") or params.get("repeats")
         first = {r["pair"] for r in plan if r.get("repeat") == 1}
@@ -343,6 +378,8 @@ table.dbs-table { font-size: 12px; }
 table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
 table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
 table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
+table.dbs-config td { max-width: 36em; overflow-wrap: anywhere; }
+table.dbs-table td.dbs-prose { white-space: normal; min-width: 18em; max-width: 42em; }
 tr.dbs-differs td { background: #fff8e1; }
 .dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
 .dbs-flame svg { max-width: 100%; height: auto; }
@@ -432,14 +469,21 @@ REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=[\"']https?://[^>]*>\s*</script
 MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->\s*", re.S)
 
 
+FETCHING_SCRIPT = re.compile(r"<script\b[^>]*>(?:(?!</script>).)*?https?://(?:(?!</script>).)*</script>\s*", re.S | re.I)
+
+
 def _offline(body: str) -> str:
     """The page without what it would fetch: nbconvert's template loads require.js and MathJax
-    from a CDN (a report has no widgets and no formulas), so nothing leaves the page.
+    from a CDN (a report has no widgets and no formulas), and a Mermaid loader that imports
+    from one when a diagram is on the page (a report has none): every script that names a
+    remote address goes, so nothing on the page could leave it.
 
     >>> _offline('<head><script src="https://cdn.example/require.js"></script><title>t</title>')
     '<head><title>t</title>'
+    >>> _offline('<script type="module">x = await import("https://cdn.example/m.mjs")</script><p>kept</p>')
+    '<p>kept</p>'
     """
-    return REMOTE_SCRIPT.sub("", MATHJAX_CONFIG.sub("", body))
+    return FETCHING_SCRIPT.sub("", REMOTE_SCRIPT.sub("", MATHJAX_CONFIG.sub("", body)))
 
 
 def render(run: Run) -> Path:

@@ -54,6 +54,14 @@ def skip(text: str) -> None:
     display(Markdown(f"*{text}*"), metadata={SKIP: True})
 
 
+def note(text: str) -> None:
+    """Show a line of text computed from the run (Markdown), in the notebook and the report:
+    what a static narrative cell cannot know, e.g. which design the run used."""
+    from IPython.display import Markdown, display
+    if text:
+        display(Markdown(text))
+
+
 def number(v: Any) -> str:
     """A table cell: 12,345 · 0.012 · 1.23 · −4.5 · < 0.001 · text as it is.
 
@@ -113,14 +121,22 @@ def table(df: "Any", columns: list[str] | None = None):
     comparison has no `sd_diff`), no index column, readable numbers (typographic minus, no
     e-notation), columns named in words (`label`)."""
     view = df[[c for c in columns if c in df.columns]] if columns else df
+    import pandas as pd
     from pandas.api.types import is_numeric_dtype
     text = [c for c in view.columns if not is_numeric_dtype(view[c])]
     pct = [c for c in view.columns if str(c).endswith("_pct") and c not in text]
-    return (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
-            .format(percent_cell, subset=pct)
-            .set_properties(subset=text, **{"text-align": "left"})
-            .format_index(lambda c: _e(label(c)), axis="columns")
-            .set_table_attributes("class='dbs-table'"))
+    prose = [c for c in text if view[c].astype(str).str.len().max() > PROSE] if len(view) else []
+    styled = (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
+              .format(percent_cell, subset=pct)
+              .set_properties(subset=text, **{"text-align": "left"})
+              .format_index(lambda c: _e(label(c)), axis="columns")
+              .set_table_attributes("class='dbs-table'"))
+    if prose:  # long text wraps in its column (cells are one line otherwise): the table fits the page
+        styled = styled.set_td_classes(pd.DataFrame("dbs-prose", index=view.index, columns=prose))
+    return styled
+
+
+PROSE = 60  # characters: a text column with a longer value wraps
 
 
 def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
@@ -148,9 +164,13 @@ def parts(frame: Any, most: int = MAX_COLUMNS) -> list[Any]:
     """A wide table as tables of at most `most` columns, each repeating its leading key
     columns (`KEYS`: what names a row).
 
+    An interval is never split: a value and its `_low`/`_high` ends stay in one part.
+
     >>> import pandas as pd
     >>> [list(p.columns) for p in parts(pd.DataFrame(columns=["workload", "arm", "a", "b", "c"]), 4)]
     [['workload', 'arm', 'a', 'b'], ['workload', 'arm', 'c']]
+    >>> [list(p.columns)[1:] for p in parts(pd.DataFrame(columns=["arm", "a", "x_ms", "x_low", "x_high"]), 4)]
+    [['a'], ['x_ms', 'x_low', 'x_high']]
     """
     columns = list(frame.columns)
     if len(columns) <= most:
@@ -160,8 +180,24 @@ def parts(frame: Any, most: int = MAX_COLUMNS) -> list[Any]:
         if c not in KEYS:
             break
         keys.append(c)
-    rest, step = columns[len(keys):], max(most - len(keys), 1)
-    return [frame[keys + rest[i:i + step]] for i in range(0, len(rest), step)]
+    step = max(most - len(keys), 1)
+    groups: list[list[str]] = []
+    for c in columns[len(keys):]:
+        if groups and _stem(groups[-1][-1]) == _stem(c):
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    out: list[list[str]] = [[]]
+    for g in groups:
+        if out[-1] and len(out[-1]) + len(g) > step:
+            out.append([])
+        out[-1] += g
+    return [frame[keys + p] for p in out]
+
+
+def _stem(column: str) -> str:
+    """What a column of an interval is of: 'run_p99' for run_p99_ms, _low and _high."""
+    return re.sub(r"_(?:ms|low|high)(?:_pct)?$", "", str(column)) if re.search(r"_(?:low|high|ms)(?:_pct)?$", str(column)) else str(column)
 
 
 def details(title: str, shown: Any, caption: str = "") -> None:
@@ -265,8 +301,11 @@ def cpu_budget(said: Answer, run: Run) -> None:
         "µs of CPU per transaction; if together they fill the CPUs, throughput can only be what "
         "those µs allow, so the change in µs per transaction predicts the change in throughput "
         "(baseline µs ÷ candidate µs − 1). Where the prediction matches the measured change, "
-        "CPU per transaction explains the verdict; where the CPUs were not saturated (in "
-        "brackets), it does not bound throughput and something else — waiting — does.*"))
+        "CPU per transaction explains the verdict — with the CPUs full, or with each transaction's "
+        "own CPU setting its pace (few client threads); where it does not match, something else — "
+        "waiting — sets the pace. A candidate's µs are the baseline's median times the paired "
+        "difference of its cost table below (one estimate per quantity: an arm's own median can "
+        "fall while the paired difference rises, when rounds drift).*"))
     display(table(caveats.budget_table(b, cpus)))
 
 
@@ -367,11 +406,19 @@ def answer(said: Answer, run: Run | None = None) -> None:
 
     from .analysis import caveats, words
     tables = said.verdict_tables()
-    said_words = words.paragraphs(tables)
+    key = caveats.throughput_key(said.verdicts)
+    meta = run.metadata if run is not None else {}
+    cpus = (meta.get("host") or {}).get("cpus") or 0
+    pinned = caveats.pinned_apart(meta) if run is not None else True
+    client = (caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned)
+              if run is not None and key else None)
+    name = next((n for n, k in said.verdicts.items() if k == key), None)
+    said_words = words.paragraphs(tables, {name: client} if name and client is not None else None, cpus)
+    said_words += words.moving_apart(tables)
     if said.claims:
         said_words.append("**The source's claims, tested here:**\n\n" + "\n".join(
-            f"- {line}" for line in words.claims_held(said.claims, said.tables)))
-    warn = caveats.caveats(run, said.tables, caveats.throughput_key(said.verdicts)) if run is not None else []
+            f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus)))
+    warn = caveats.caveats(run, said.tables, key) if run is not None else []
     if warn:
         said_words.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
     if said_words:

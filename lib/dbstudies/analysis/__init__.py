@@ -20,8 +20,9 @@ from .. import stats
 from ..studykit import Arm
 
 BY = ["workload", "threads"]                                      # one cell of a table
-METRICS = {"qps": ("qps", True), "p95": ("latency_p95_ms", False),  # column, higher is better
-           "p99": ("latency_p99_ms", False), "stalls": ("stall_pct", False)}  # stalls: `tails`
+METRICS = {"qps": ("qps", True), "p50": ("latency_p50_ms", False),  # column, higher is better
+           "p95": ("latency_p95_ms", False), "p99": ("latency_p99_ms", False),
+           "stalls": ("stall_pct", False)}  # stalls: `tails`
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
 
@@ -296,18 +297,28 @@ def verdicts(rel: pd.DataFrame) -> str:
 
 
 def peak_lines(summ: pd.DataFrame) -> list[str]:
-    """Per workload: the highest median QPS, by which arm at how many threads."""
+    """Per workload: each arm's highest median QPS of the thread counts measured, and at how
+    many threads — a peak of a grid, which says nothing of the counts in between.
+
+    >>> s = pd.DataFrame({"workload": ["w"] * 4, "arm": ["a", "a", "b", "b"], "threads": [1, 16] * 2,
+    ...                   "qps_median": [10.0, 62120.0, 9.0, 50000.0]})
+    >>> peak_lines(s)
+    ['- **w**: the highest median QPS of the thread counts measured (1, 16): a 62,120 at 16 client threads; b 50,000 at 16 client threads.']
+    """
     lines = []
     for w, g in summ.groupby("workload"):
-        best = g.loc[g["qps_median"].idxmax()]
-        lines.append(f"- **{w}**: peak median {best.qps_median:,.0f} QPS with {best.arm} "
-                     f"at {threads(best.threads)}.")
+        grid = ", ".join(str(int(t)) for t in sorted(g["threads"].unique()))
+        per_arm = [f"{arm} {best.qps_median:,.0f} at {threads(best.threads)}"
+                   for arm, a in g.groupby("arm", sort=False) for best in [a.loc[a["qps_median"].idxmax()]]]
+        lines.append(f"- **{w}**: the highest median QPS of the thread counts measured ({grid}): "
+                     + "; ".join(per_arm) + ".")
     return lines
 
 
 def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
-    """For the qps and p99 tables: verdict counts, the largest difference, what the table
-    can detect. `versus`: how the comparison is named, e.g. 'pool vs per-connection'."""
+    """For the qps, p95 and p99 tables: verdict counts, the largest difference (with what the
+    run's CPU budget attributes to the client, `tables["client"]`), what the table can
+    detect. `versus`: how the comparison is named, e.g. 'pool vs per-connection'."""
     lines = []
     for metric, what in (("qps", "throughput"), ("p95", "p95 latency"), ("p99", "p99 latency")):
         rel = tables.get(metric)
@@ -319,9 +330,22 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str) -> list[str]:
         lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: "
                      f"{verdicts(rel)}; largest "
                      f"difference {signed(big.delta_pct)} ({who}{big.workload}, "
-                     f"{threads(big.threads)}, {_judged(big)}).")
+                     f"{threads(big.threads)}, {_judged(big)}{_client(tables.get('client') if metric == 'qps' else None, big)}).")
         lines += [f"  - {stats.reach_short(rel)}."]
     return lines
+
+
+def _client(client: pd.DataFrame | None, r: Any) -> str:
+    """'; 71 % of its change in CPU per transaction is sysbench's own: …' where the run's CPU
+    budget attributes this judged cell mostly to the client (`caveats.client_explained` rows)."""
+    if client is None or client.empty or r.verdict not in ("better", "worse"):
+        return ""
+    hit = client[(client["workload"] == r.workload) & (client["threads"] == r.threads)
+                 & (client["candidate"] == r.candidate)]
+    if hit.empty:
+        return ""
+    return (f"; {hit['client_share_pct'].iloc[0]:.0f} % of its change in CPU per transaction is sysbench's own, "
+            "on the server's CPUs: mostly the client's cost")
 
 
 def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], versus: str) -> list[str]:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import probes
+from .. import probes, stats
 from ..results import INTERVALS, Run
-from . import BY, settings, signed
+from . import BY, is_paired, settings, signed, threads
 from .words import listing, percent, span, thread_words
 
 SATURATED = 0.9      # server + client CPU ≥ 90 % of the host's: throughput is bounded by CPU
@@ -27,6 +27,25 @@ def _per_arm(steps: pd.DataFrame) -> pd.DataFrame:
     need = ["tps", "cpu_server_pct", "cpu_client_pct", "cpu_server_us_per_txn", "cpu_client_us_per_txn"]
     return (steps.groupby([*BY, "arm"], sort=False)[need].median()
             .assign(cpu_pct=lambda d: d["cpu_server_pct"] + d["cpu_client_pct"]))
+
+
+def cost_ratio(cell: pd.DataFrame, baseline: str, candidate: str, column: str) -> float:
+    """Candidate ÷ baseline on one cost of one cell, by the estimator its comparison table
+    uses (`analysis.design_table`): the geometric mean of the per-round ratios in a paired
+    run, the ratio of geometric means otherwise — so the budget and the cost table say one
+    number for one quantity. NaN where a side has no positive value.
+
+    >>> cell = pd.DataFrame({"arm": ["a", "b"] * 2, "repeat": [1, 1, 2, 2], "pair": [1, 1, 2, 2],
+    ...                      "workload": ["w"] * 4, "threads": [1] * 4, "x": [10.0, 20.0, 40.0, 20.0]})
+    >>> round(cost_ratio(cell, "a", "b", "x"), 9)   # rounds: ×2 and ×½ — no change, whatever the medians say
+    1.0
+    """
+    if is_paired(cell):
+        d = stats.pair_up(cell, by=BY, factor="arm", baseline=baseline, candidate=candidate,
+                          value=column, pair="repeat")["d"]
+        return float(np.exp(d.mean())) if len(d) else float("nan")
+    logs = [np.log(cell.loc[(cell["arm"] == a) & (cell[column] > 0), column]).mean() for a in (baseline, candidate)]
+    return float(np.exp(logs[1] - logs[0]))
 
 
 def predicted(baseline_us: float, candidate_us: float) -> float:
@@ -47,7 +66,9 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
     CPU-seconds spent at the candidate's cost per transaction: (S_b + C_b) / (S_c + C_c) − 1),
     next to the measured one; with what share of the candidate's extra CPU per transaction is
     the client's. `saturated`: both arms used ≥ 90 % of the host (only there does the budget
-    bound throughput). Empty without those costs or judged cells."""
+    bound throughput). The candidate's µs are the baseline's median × the cost's ratio by the
+    cost tables' own estimator (`cost_ratio`: paired rounds), never a second median. Empty
+    without those costs or judged cells."""
     cols = {"cpu_server_us_per_txn", "cpu_client_us_per_txn", "cpu_server_pct", "cpu_client_pct"}
     if steps is None or rel is None or rel.empty or not cols <= set(steps) or "baseline" not in rel:
         return pd.DataFrame(columns=BUDGET_COLUMNS)
@@ -58,20 +79,59 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
             b, c = arm.loc[(r.workload, r.threads, r.baseline)], arm.loc[(r.workload, r.threads, r.candidate)]
         except KeyError:
             continue
-        sb, cb, sc, cc = (b.cpu_server_us_per_txn, b.cpu_client_us_per_txn,
-                          c.cpu_server_us_per_txn, c.cpu_client_us_per_txn)
+        cell = steps[(steps["workload"] == r.workload) & (steps["threads"] == r.threads)]
+        sb, cb = b.cpu_server_us_per_txn, b.cpu_client_us_per_txn
+        sc = sb * cost_ratio(cell, r.baseline, r.candidate, "cpu_server_us_per_txn")
+        cc = cb * cost_ratio(cell, r.baseline, r.candidate, "cpu_client_us_per_txn")
         if not all(np.isfinite([sb, cb, sc, cc])) or sc + cc <= 0:
             continue
         extra = (sc + cc) - (sb + cb)
         share = (cc - cb) / extra * 100 if abs(extra) > 0.01 * (sb + cb) else float("nan")
         full = host_cpus * 100 * SATURATED
+        switches = {f"{kind}_cs_pct": (cost_ratio(cell, r.baseline, r.candidate, f"cs_client_{kind}_per_txn") - 1) * 100
+                    if f"cs_client_{kind}_per_txn" in cell else float("nan") for kind in ("voluntary", "involuntary")}
         rows.append({"workload": r.workload, "threads": int(r.threads), "candidate": r.candidate,
-                     "verdict": r.verdict, "measured_pct": r.delta_pct,
+                     "verdict": r.verdict, "measured_pct": r.delta_pct, **switches,
                      "predicted_pct": predicted(sb + cb, sc + cc),
                      "cpu_baseline_pct": b.cpu_pct, "cpu_candidate_pct": c.cpu_pct,
                      "server_us": (sb, sc), "client_us": (cb, cc), "client_share_pct": share,
                      "saturated": bool(b.cpu_pct >= full and c.cpu_pct >= full)})
     return pd.DataFrame(rows)
+
+
+AGREES = 0.25  # a prediction within 25 % of the measured change (and 3 points) explains it
+
+
+def explains(predicted_pct: float, measured_pct: float) -> bool:
+    """Whether the CPU budget's prediction accounts for the measured change: the same sign,
+    within `AGREES` of its size or 3 points.
+
+    >>> explains(-47.3, -50.2), explains(-5.0, -20.0), explains(1.0, -2.0)
+    (True, False, False)
+    """
+    if predicted_pct * measured_pct < 0:
+        return False
+    return abs(predicted_pct - measured_pct) <= max(3.0, AGREES * abs(measured_pct))
+
+
+def prediction_text(predicted_pct: float, measured_pct: float, saturated: bool) -> str:
+    """The budget table's prediction with what it means: with the CPUs full it bounds
+    throughput; without, it still explains a change it matches (each transaction's own CPU
+    sets its pace, as with few client threads) — and where it matches nothing, waiting does.
+
+    >>> prediction_text(-47.3, -50.2, False)
+    "−47.3 % (matches; the CPUs were not full: each transaction's own CPU sets the pace)"
+    >>> prediction_text(-5.0, -20.0, False)
+    '−5.0 % (the CPUs were not full and it does not match: waiting, not CPU, sets the pace)'
+    >>> prediction_text(-20.0, -21.0, True)
+    '−20.0 % (matches; the CPUs were full)'
+    """
+    if explains(predicted_pct, measured_pct):
+        why = "the CPUs were full" if saturated else "the CPUs were not full: each transaction's own CPU sets the pace"
+        return f"{signed(predicted_pct)} (matches; {why})"
+    why = ("the CPUs were full, yet it does not match" if saturated else
+           "the CPUs were not full and it does not match: waiting, not CPU, sets the pace")
+    return f"{signed(predicted_pct)} ({why})"
 
 
 def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
@@ -87,14 +147,34 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
     return pd.DataFrame({
         "workload": b["workload"], "threads": b["threads"], "candidate": b["candidate"],
         "verdict": b["verdict"], "measured": b["measured_pct"].map(signed),
-        "predicted": [(signed(p) if s else f"({signed(p)}: CPU not saturated)")
-                      for p, s in zip(b["predicted_pct"], b["saturated"])],
+        "predicted": [prediction_text(p, m, s) for p, m, s in zip(b["predicted_pct"], b["measured_pct"], b["saturated"])],
         "CPU used (baseline → candidate)": [f"{x:.0f} → {y:.0f} % of {host_cpus * 100} %"
                                             for x, y in zip(b["cpu_baseline_pct"], b["cpu_candidate_pct"])],
         "server µs per transaction": b["server_us"].map(arrow),
         "client µs per transaction": b["client_us"].map(arrow),
         "client's share of the extra CPU": b["client_share_pct"].map(
             lambda v: "–" if v != v else f"{v:.0f} %")})
+
+
+CLIENT_MOSTLY = 50.0  # % of the change in CPU per transaction: above it, the client's cost explains the verdict
+
+
+def client_explained(b: pd.DataFrame, pinned: bool) -> pd.DataFrame:
+    """The judged cells (workload, threads, candidate, client_share_pct) whose verdict the
+    run's own CPU budget attributes mostly to the client: sysbench shares the server's CPUs
+    (not pinned apart), the budget's prediction matches the measured change (`explains`) and
+    more than `CLIENT_MOSTLY` % of the change in CPU per transaction is sysbench's own."""
+    cols = ["workload", "threads", "candidate", "client_share_pct"]
+    if pinned or b is None or b.empty:
+        return pd.DataFrame(columns=cols)
+    ok = [explains(p, m) for p, m in zip(b["predicted_pct"], b["measured_pct"])]
+    return b[pd.Series(ok, index=b.index) & (b["client_share_pct"] > CLIENT_MOSTLY)][cols].reset_index(drop=True)
+
+
+def pinned_apart(meta: dict[str, Any]) -> bool:
+    """Whether the run pinned server and client to CPUs of their own."""
+    params = meta.get("parameters") or {}
+    return bool(params.get("server_cpus") and params.get("client_cpus"))
 
 
 def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinned: bool) -> str:
@@ -125,33 +205,67 @@ def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinn
                  + (f", and the client's share of the extra CPU per transaction is "
                     f"{span(shares.tolist())}" + (" (over 100 %: the server's own went down)"
                                                   if shares.max() > 100 else "") if len(shares) else "")
-                 + " (the CPU budget under “Why”). Pin them apart (`server_cpus`, `client_cpus`) on a "
-                 "host with enough cores to judge the server alone.")
+                 + " (the CPU budget under “Why”)" + _client_switches(judged) + ". Pin them apart (`server_cpus`, "
+                 "`client_cpus`) on a host with enough cores to judge the server alone.")
     return text
+
+
+RAMP_CAP = 20.0  # % — a first second this far off is said even where the run's MDE is larger
+
+
+def _client_switches(judged: pd.DataFrame) -> str:
+    """What moved with sysbench's CPU per transaction in the judged cells: its own voluntary
+    context switches per transaction (it waited on the server and was woken) and involuntary
+    ones (preempted for another thread), each by the cost tables' estimator — measured, not
+    a model of why."""
+    parts, rose = [], True
+    for kind, what in (("voluntary", "voluntary (waits for the server)"), ("involuntary", "involuntary (preempted)")):
+        col = f"{kind}_cs_pct"
+        v = judged[col].dropna() if col in judged else pd.Series(dtype=float)
+        if len(v):
+            lo, hi = v.min(), v.max()
+            rose = rose and lo > 0
+            parts.append(f"{what} {signed(lo).removesuffix(' %')}" + (f" … {signed(hi)}" if abs(hi - lo) >= 0.05 else " %"))
+    if not parts:
+        return ""
+    return ("; with it, sysbench's own context switches per transaction moved — " + ", ".join(parts)
+            + (": the client's extra CPU comes with more wake-ups and preemptions per transaction" if rose else ""))
 
 
 def ramp_up(run: Run, steps: pd.DataFrame | None, mde_pct: float) -> str:
     """Steps whose first second differs from the rest of the step by more than the run's
-    minimum detectable effect (median over a cell's steps), e.g. connections still opening."""
-    if steps is None or not run.has_table(INTERVALS) or not mde_pct == mde_pct:
+    minimum detectable effect, or `RAMP_CAP` where that is larger (median over a cell's
+    steps): slower is a ramp-up (connections still opening, caches filling), faster a decay
+    (throughput fell after the first second). Said with the steps it rests on: steps with
+    fewer than 3 per-second rows cannot show it and are counted as such."""
+    if steps is None or not run.has_table(INTERVALS):
         return ""
+    limit = min(mde_pct, RAMP_CAP) if mde_pct == mde_pct else RAMP_CAP
     i = run.table(INTERVALS).merge(steps[["step", *BY, "arm"]], on="step")
-    i = i[i.groupby("step")["second"].transform("size") >= 3]
+    rows = i.groupby("step")["second"].transform("size")
+    short = steps["step"].nunique() - i.loc[rows >= 3, "step"].nunique()
+    i = i[rows >= 3]
     if i.empty:
         return ""
     first = i.loc[i.groupby("step")["second"].idxmin()].set_index("step")["tps"]
     rest = i[i["second"] > i.groupby("step")["second"].transform("min")].groupby("step")["tps"].median()
     per_step = ((first / rest - 1) * 100).rename("ramp").reset_index().merge(steps[["step", *BY]], on="step")
-    cell = per_step.groupby(BY)["ramp"].median().reset_index()
-    off = cell[cell["ramp"].abs() > mde_pct]
+    cell = per_step.groupby(BY)["ramp"].agg(["median", "size"]).reset_index()
+    total = steps.groupby(BY)["step"].nunique()
+    off = cell[cell["median"].abs() > limit]
     if off.empty:
         return ""
     seconds = int(steps["seconds"].median()) if "seconds" in steps else 0
-    where = listing([f"{percent(abs(r.ramp))} % {'slower' if r.ramp < 0 else 'faster'} ({r.workload}, "
-                     f"{int(r.threads)} client thread{'s' if r.threads != 1 else ''})" for r in off.itertuples()])
-    return (f"**Ramp-up inside the steps.** The first second of a step ran {where} than the rest of it "
-            f"(median over the cell's steps), more than the {percent(mde_pct)} % this run can detect"
-            + (f"; with {seconds}-s steps that second is {percent(100 / seconds)} % of each" if seconds else "")
+
+    def said(r: Any) -> str:
+        kind = "slower: a ramp-up" if r.median < 0 else "faster: throughput fell after it"
+        return (f"{percent(abs(r.median))} % {kind} ({r.workload}, {threads(int(r.threads))}; "
+                f"median of {int(r.size)} of the cell's {int(total.loc[(r.workload, r.threads)])} steps)")
+    text = (f"**The first second of a step differs from the rest of it.** It ran {listing([said(r) for r in off.itertuples()])}, "
+            f"more than the {percent(limit)} % this caveat looks for")
+    if short:
+        text += f"; {short} step{'s' if short != 1 else ''} with fewer than 3 seconds recorded cannot show it and {'are' if short != 1 else 'is'} not counted"
+    return (text + (f". With {seconds}-s steps that second is {percent(100 / seconds)} % of each" if seconds else "")
             + ". Both arms pay it, but not necessarily alike: longer steps (`duration`) dilute it.")
 
 
@@ -179,10 +293,10 @@ def busy(steps: pd.DataFrame | None) -> str:
     parts = []
     if again:
         parts.append(f"{again} attempt{'s' if again != 1 else ''} ran on a busy host ({limits}) and "
-                     f"{'were' if again != 1 else 'was'} discarded and measured again (kept in `steps`, phase busy)")
+                     f"{'were' if again != 1 else 'was'} discarded and measured again (kept in the run's steps table as busy attempts)")
     if still:
         parts.append(f"{still} measured step{'s' if still != 1 else ''} still ran on a busy host after "
-                     f"{probes.BUSY_RETRIES} retries (`steps.host_busy`)")
+                     f"{probes.BUSY_RETRIES} retries (marked busy in the summary's busy-step count)")
     return "**Busy host.** " + "; ".join(parts) + "."
 
 
@@ -215,8 +329,7 @@ def caveats(run: Run, tables: dict[str, Any], throughput: str | None) -> list[st
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
     host = (meta.get("host") or {}).get("cpus") or 0
-    params = meta.get("parameters") or {}
-    pinned = bool(params.get("server_cpus") and params.get("client_cpus"))
+    pinned = pinned_apart(meta)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
     out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta), busy(steps),

@@ -52,14 +52,18 @@ def control_arm(arms: list[Arm]) -> Arm | None:
     return next((a for a in arms if a.pause is not None), None)
 
 
+CONTROLLED = ("qps", "p95", "p99", "stalls")  # the metrics the pause's model speaks of
+
+
 def tables(steps: pd.DataFrame, arms: list[Arm], p: Any,
-           metrics: dict[str, tuple[str, bool]] = METRICS) -> dict[str, pd.DataFrame]:
+           metrics: dict[str, tuple[str, bool]] | None = None) -> dict[str, pd.DataFrame]:
     """Per metric of `metrics` (name → column, higher is better) the steps have: the paused
     twin against the baseline per cell, one Holm family per metric (empty without a paused twin)."""
     arm = control_arm(arms)
     if arm is None or steps.empty:
         return {}
     out = {}
+    metrics = metrics or {m: METRICS[m] for m in CONTROLLED}
     for metric, (column, higher) in metrics.items():
         if column in steps:
             rel = design_table(steps, by=BY, factor="arm", baseline=arms[0].label, candidates=[arm.label],
@@ -72,7 +76,8 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     """Per cell what the pause did and met: the paused share of the control's steps
     (measured, `paused_pct`, median), pauses per step, the baseline's transactions per step,
     `delayed_pct` (d: threads × pauses over the baseline's transactions), and the baseline's
-    median p95, p99 and stall share with the cell's T (`stall_ms`, when the steps have it)."""
+    median p95, p99 and stall share, and the paused twin's own stall threshold T (`stall_ms`,
+    when the steps have it: its median p50 × the factor, which a short pause hardly moves)."""
     arm = control_arm(arms)
     if arm is None or steps.empty:
         return pd.DataFrame()
@@ -84,9 +89,10 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         n = np.floor(mine["seconds"] / arm.pause.every_s + 0.5)
         mine = mine.assign(pauses=n, paused_ms=n * arm.pause.pause_ms)
     mine = mine.assign(paused_pct=mine["paused_ms"] / (mine["seconds"] * 1000) * 100)
-    got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"))
+    own_t = {"stall_ms": ("stall_ms", "median")} if "stall_ms" in mine else {}  # the twin's own T
+    got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"), **own_t)
     base = steps[steps["arm"] == arms[0].label]
-    have = {c: "median" for c in ("events", "latency_p95_ms", "latency_p99_ms", "stall_pct", "stall_ms") if c in base}
+    have = {c: "median" for c in ("events", "latency_p95_ms", "latency_p99_ms", "stall_pct") if c in base}
     out = got.join(base.groupby(BY).agg(have), how="inner").reset_index()
     return out.assign(delayed_pct=out["threads"] * out["pauses"] / out["events"] * 100)
 

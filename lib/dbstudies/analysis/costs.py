@@ -52,7 +52,8 @@ def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: s
     """Per CPU cost (`CPU`) of one cell × candidate: the points of throughput change it
     accounts for if the CPUs are the limit — the change the cell's CPU per transaction
     predicts, (S_b + C_b) / (S_c + C_c) − 1, split between server and client by their share
-    of the extra µs. Empty unless both CPU costs were compared in the cell."""
+    of the extra µs; a candidate's µs are the baseline's median × the table's difference (one
+    estimator per quantity, as the CPU budget). Empty unless both CPU costs were compared."""
     medians = {}
     for column in CPU:
         t = costs.get(column)
@@ -61,7 +62,8 @@ def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: s
         hit = t[(t["candidate"] == candidate) & np.logical_and.reduce([t[k] == v for k, v in key.items()])]
         if hit.empty:
             return {}
-        medians[column] = (float(hit["median_baseline"].iloc[0]), float(hit["median_candidate"].iloc[0]))
+        base = float(hit["median_baseline"].iloc[0])  # the candidate's by the table's own estimate
+        medians[column] = (base, base * (1 + float(hit["delta_pct"].iloc[0]) / 100))
     base = sum(b for b, _ in medians.values())
     cand = sum(c for _, c in medians.values())
     extra = cand - base

@@ -11,28 +11,27 @@ import pandas as pd
 from .. import results
 from ..results import Run
 from ..studykit import Answer, Arm
-from . import BY, METRICS, calibration, control, summary, tails
+from . import BY, METRICS, calibration, caveats, control, summary, tails
 
 # the verdict tables of a sysbench scaling study: words → table key
-VERDICTS = {"throughput (QPS)": "qps", "p95 latency": "p95", "p99 latency": "p99",
+VERDICTS = {"throughput (QPS)": "qps", "p50 latency": "p50", "p95 latency": "p95", "p99 latency": "p99",
             "stall rate": "stalls", "A/A control (QPS)": "aa"}
 
 
 def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
-    every arm against the baseline on QPS (`qps`), p95 (`p95`: the body of the latency
+    every arm against the baseline on QPS (`qps`), p50 (`p50`: the typical transaction), p95 (`p95`: the body of the latency
     distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
-    of transactions slower than the cell's threshold, `tails`; `stall_limits` the thresholds)
+    of transactions slower than its arm's threshold in the cell, `tails`; `stall_limits` the thresholds)
     by the study's `relative`, the A/A table (`aa`) and its `calibration` (`arms`: the A/A
     twin included) — and the same calibration of the latency tables (`calibrations`: p95,
     p99, stall rate) —, the shift function of every candidate (the paused twin included, not
     the A/A twin) against the baseline (`shift`: `tails.shift`, for the distribution figure),
     and with a paused twin the positive control: its table per metric (`control_tables`) and
     what each found against what the pause must do (`control`)."""
-    steps = tails.with_stall_rate(run, results.measured(run), arms[0].label,
-                                  getattr(p, "stall_factor", tails.STALL_FACTOR))
-    limits = (steps[[*BY, "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
-              else pd.DataFrame(columns=[*BY, "stall_ms"]))
+    steps = tails.with_stall_rate(run, results.measured(run), getattr(p, "stall_factor", tails.STALL_FACTOR))
+    limits = (steps[[*BY, "arm", "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
+              else pd.DataFrame(columns=[*BY, "arm", "stall_ms"]))
     stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
     summ = tails.with_run_p99(run, steps, summary(steps))
     paused = control.tables(steps, arms, p)
@@ -40,7 +39,7 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
                if run.has_table(results.HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
     return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
             "stall_limits": limits,
-            "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
+            "p50": relative(steps, p, "p50"), "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
             "aa": relative(steps, p, control=True),
             "calibration": calibration(steps, arms, p), "shift": shifted,
             "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "stalls")
@@ -57,8 +56,10 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     t = tables(run, p, arms, relative)
     summ = t["summary"]  # the configurations compared: the twins have tables of their own
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
-    said = conclusion(summ, {k: t[k] for k in ("qps", "p95", "p99", "aa")}, p,
-                      host_cpus=run.metadata["host"]["cpus"], calibration=t["calibration"])
+    cpus = run.metadata["host"]["cpus"]
+    client = caveats.client_explained(caveats.judged_budget(t, "qps", cpus), caveats.pinned_apart(run.metadata))
+    said = conclusion(summ, {**{k: t[k] for k in ("qps", "p95", "p99", "aa")}, "client": client}, p,
+                      host_cpus=cpus, calibration=t["calibration"])
     arm = control.control_arm(arms)
     said = "\n".join([said, *calibration_lines(t["calibrations"]),
                       *control.lines(t["control"], arm.pause if arm else None)])

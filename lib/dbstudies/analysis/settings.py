@@ -134,24 +134,36 @@ def differences(meta: dict[str, Any]) -> list[tuple[str, list[str | None]]]:
 
 
 def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
-    """The Answer's sentence on the settings that still differ between arms (Markdown): the
-    verdicts include them — or that none does. "" with fewer than two arms' servers recorded."""
-    diff = differences(meta)
+    """The Answer's sentence on the settings that differ between arms (Markdown): what the
+    arms vary on purpose, said as that, then what else still differs — which the verdicts
+    include — or that nothing else does. "" with fewer than two arms' servers recorded.
+    The varied factor is never listed as a difference."""
     arms = list(arm_variables(meta))
     if len(arms) < 2:
         return ""
-    if not diff:
+    asked = varied(meta)
+    diff = differences(meta)
+    own = [(n, v) for n, v in diff if n in asked]
+    other = [(n, v) for n, v in diff if n not in asked]
+    between = " and ".join(arms) if len(arms) < 4 else "the arms"
+    if not own and not other:
         return ("**No server setting differs between the arms** (every recorded variable alike but "
                 "machine paths, ports and identities).")
-    asked = varied(meta)
-    named = [f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff[:listed]]
-    more = [f"`{n}`" for n, _ in diff[listed:]]
-    own = [n for n, _ in diff if n in asked]
-    return (f"**Settings that still differ between {' and '.join(arms) if len(arms) < 4 else 'the arms'}** "
-            f"({len(diff)}; the verdicts include them"
-            + (f"; {', '.join(f'`{n}`' for n in own)} {'is' if len(own) == 1 else 'are'} what the arms vary"
-               if own else "")
-            + f"): {'; '.join(named)}" + (f"; and {', '.join(more)}" if more else "") + ".")
+    head = (f"**{between[0].upper() + between[1:]} differ in what the study varies** — {_named(own)} —"
+            if own else f"**Between {between}**,")
+    if not other:
+        return (f"{head} and in no other server setting (every recorded variable alike but machine "
+                "paths, ports and identities).")
+    more = [f"`{n}`" for n, _ in other[listed:]]
+    return (f"{head} {'and also' if own else ''} {len(other)} setting{'s' if len(other) != 1 else ''} "
+            f"the study does not vary still differ{'s' if len(other) == 1 else ''} (the verdicts include "
+            f"{'their' if len(other) != 1 else 'its'} effect): {_named(other[:listed])}"
+            + (f"; and {', '.join(more)}" if more else "") + ".").replace("  ", " ")
+
+
+def _named(diff: list[tuple[str, list[str | None]]]) -> str:
+    """'`a` (x vs y); `b` (1 vs 2)'."""
+    return "; ".join(f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff)
 
 
 def varied(meta: dict[str, Any]) -> set[str]:
@@ -167,9 +179,8 @@ def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
     if not diff:
         return ""
     arms = list(arm_variables(meta))
-    named = [f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff[:listed]]
     more = len(diff) - listed
     return (f"**Settings differ beyond what the study varies**: {len(diff)} between "
-            f"{' and '.join(arms) if len(arms) < 4 else 'the arms'} — {'; '.join(named)}"
+            f"{' and '.join(arms) if len(arms) < 4 else 'the arms'} — {_named(diff[:listed])}"
             + (f" and {more} more (all under “Design and set-up”)" if more > 0 else "")
             + ". The verdicts include their effect.")

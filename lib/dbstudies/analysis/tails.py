@@ -1,12 +1,16 @@
 """The tail of the latency distribution as a run can judge it: the **stall rate**, the share of
-a step's transactions slower than a threshold T fixed per cell before anything is compared.
+a step's transactions slower than a threshold T fixed before anything is compared.
 
 A step's p99 is set by whether a short stall straddles its slowest 1 %, which the two steps
 of a pair do not share; the share of slow transactions is a mean — it adds up over a step
 the way throughput does — and is judged by the same paired rule, lower is better.
 
-T is `stall_factor` (`StallRate`, default `STALL_FACTOR`) × the baseline's median p50 in the cell (the median over its steps of the
-step's p50): known before the candidates are looked at, the same for every arm of the cell.
+T is `stall_factor` (`StallRate`, default `STALL_FACTOR`) × the arm's own median p50 in the
+cell (the median over that arm's steps of the step's p50): a transaction is a stall when it
+took several times what a typical transaction of the same configuration takes, so the rate
+measures the tail only. A threshold shared by the arms (the baseline's) would count the body
+of an arm whose typical latency moved: the pool's p50 at point_select@256 is 2.2 × the
+baseline's, so 9.8 % of its transactions crossed 4 × the baseline's p50 without one stall.
 A step's share is read from its full latency histogram (`results.HISTOGRAMS`): transactions
 in buckets above T, over all. A share of zero has no logarithm: every share is taken as
 (slow + ½) / (transactions + 1) — the usual continuity correction, which leaves a step with
@@ -34,7 +38,7 @@ class StallRate:
     gets a variant of its own."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
         "stall_factor": (
-            "the stall rate's threshold T per cell: this × the baseline's median p50 latency there "
+            "the stall rate's threshold T per cell and arm: this × the arm's own median p50 latency there "
             "(analysis only: re-analyse a run at another value with `run_dir`, or `dbstudies report "
             "RUN -p stall_factor 8`)"),
     }
@@ -47,29 +51,29 @@ class StallRate:
         return super().shared_problems() + bad  # type: ignore[misc]
 
 
-def thresholds(steps: pd.DataFrame, baseline: str, factor: float = STALL_FACTOR) -> pd.DataFrame:
-    """Per cell (workload × threads): T in ms, `factor` × the baseline's median step p50.
+def thresholds(steps: pd.DataFrame, factor: float = STALL_FACTOR) -> pd.DataFrame:
+    """Per cell (workload × threads) and arm: T in ms, `factor` × that arm's median step p50.
 
     >>> s = pd.DataFrame({"workload": ["w"] * 3, "threads": [8] * 3, "arm": ["a", "a", "b"],
     ...                   "latency_p50_ms": [1.0, 3.0, 50.0]})
-    >>> thresholds(s, "a").to_dict("records")
-    [{'workload': 'w', 'threads': 8, 'stall_ms': 8.0}]
+    >>> thresholds(s).to_dict("records")
+    [{'workload': 'w', 'threads': 8, 'arm': 'a', 'stall_ms': 8.0}, {'workload': 'w', 'threads': 8, 'arm': 'b', 'stall_ms': 200.0}]
     """
-    base = steps[steps["arm"] == baseline]
-    return (base.groupby(BY, sort=False)["latency_p50_ms"].median() * factor).rename("stall_ms").reset_index()
+    return (steps.groupby([*BY, "arm"], sort=False)["latency_p50_ms"].median() * factor
+            ).rename("stall_ms").reset_index()
 
 
 def shares(histograms: pd.DataFrame, steps: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
-    """`steps` with `stall_ms` (its cell's T) and `stall_pct`: the share of the step's
+    """`steps` with `stall_ms` (its cell × arm's T) and `stall_pct`: the share of the step's
     transactions slower than T, in %, continuity-corrected ((slow + ½) / (n + 1)); NaN for a
     step without a histogram.
 
     >>> h = pd.DataFrame({"step": [1, 1, 2], "value_ms": [1.0, 9.0, 1.0], "count": [99, 1, 100]})
-    >>> s = pd.DataFrame({"step": [1, 2], "workload": ["w", "w"], "threads": [8, 8]})
-    >>> shares(h, s, pd.DataFrame({"workload": ["w"], "threads": [8], "stall_ms": [5.0]}))["stall_pct"].round(3).tolist()
+    >>> s = pd.DataFrame({"step": [1, 2], "workload": ["w", "w"], "threads": [8, 8], "arm": ["a", "a"]})
+    >>> shares(h, s, pd.DataFrame({"workload": ["w"], "threads": [8], "arm": ["a"], "stall_ms": [5.0]}))["stall_pct"].round(3).tolist()
     [1.485, 0.495]
     """
-    s = steps.merge(limits, on=BY, how="left")
+    s = steps.merge(limits, on=[*BY, "arm"], how="left")
     h = histograms.merge(s[["step", "stall_ms"]], on="step")
     slow = h[h["value_ms"] > h["stall_ms"]].groupby("step")["count"].sum()
     total = h.groupby("step")["count"].sum()
@@ -77,12 +81,12 @@ def shares(histograms: pd.DataFrame, steps: pd.DataFrame, limits: pd.DataFrame) 
     return s.merge(pct.reset_index(), on="step", how="left")
 
 
-def with_stall_rate(run: Run, steps: pd.DataFrame, baseline: str, factor: float = STALL_FACTOR) -> pd.DataFrame:
-    """The measured `steps` with their stall threshold (`factor` × the baseline's median p50)
-    and rate (`shares`); unchanged when the run stored no histograms."""
+def with_stall_rate(run: Run, steps: pd.DataFrame, factor: float = STALL_FACTOR) -> pd.DataFrame:
+    """The measured `steps` with their stall threshold (`factor` × their arm's median p50 in
+    the cell) and rate (`shares`); unchanged when the run stored no histograms."""
     if steps.empty or not run.has_table(HISTOGRAMS) or "latency_p50_ms" not in steps:
         return steps
-    return shares(run.table(HISTOGRAMS), steps, thresholds(steps, baseline, factor))
+    return shares(run.table(HISTOGRAMS), steps, thresholds(steps, factor))
 
 
 def merged_percentile(histograms: pd.DataFrame, steps: pd.DataFrame, q: float = 99.0,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import stats
@@ -31,6 +32,7 @@ class Claim:
     min_threads: int = 0
     note: str = ""                                    # what differs from the source's set-up
     sizes: tuple[float, float] | None = None          # the source's range of differences, in %
+    client_apart: bool = False                        # the source ran the client on cores of its own
 
 
 def percent(x: float) -> str:
@@ -116,9 +118,32 @@ def _cells(n: int, of: int) -> str:
                                                   "both cells" if of == 2 else "the only cell")
 
 
-def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None) -> str:
+def client_clause(sub: pd.DataFrame, client: pd.DataFrame | None, cpus: int) -> str:
+    """What a verdict's own run data attribute to the client, said beside it: in which of
+    `sub`'s judged cells (one candidate) the CPU budget puts most of the change in CPU per
+    transaction on sysbench (`client`: `caveats.client_explained` rows); "" where none.
+
+    >>> sub = pd.DataFrame({"workload": ["w", "w"], "threads": [16, 64], "candidate": ["p", "p"]})
+    >>> client_clause(sub, pd.DataFrame({"workload": ["w"], "threads": [64], "candidate": ["p"], "client_share_pct": [71.0]}), 2)
+    "— in 1 of these 2 cells 71 % of the change in CPU per transaction is sysbench's own, on the same 2 CPUs as the server: mostly the client's cost, not shown to be the server's"
+    """
+    if client is None or client.empty or sub.empty:
+        return ""
+    hit = sub.merge(client, on=["workload", "threads", "candidate"])
+    if hit.empty:
+        return ""
+    which = ("in this cell" if len(sub) == 1 else f"in {len(hit)} of these {len(sub)} cells" if len(hit) < len(sub)
+             else "in both these cells" if len(sub) == 2 else f"in all {len(sub)} of these cells")
+    return (f"— {which} {span(hit['client_share_pct'].tolist())} of the change in CPU per transaction is "
+            f"sysbench's own, on the same {cpus} CPUs as the server: mostly the client's cost, not "
+            "shown to be the server's")
+
+
+def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
+                     client: pd.DataFrame | None = None, cpus: int = 0) -> str:
     """One candidate's comparisons in a clause: where it is better, worse, no different
-    (its cells named against `full`, the table they come from; default `rel`)."""
+    (its cells named against `full`, the table they come from; default `rel`), each judged
+    part with what the run's own CPU budget attributes to the client (`client_clause`)."""
     full = rel if full is None else full
     out = []
     tested = rel[rel["verdict"].isin(stats.VERDICTS)]
@@ -131,7 +156,8 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None) -> str
         for part, word in ((ups, "higher"), (downs, "lower")):
             if len(part):
                 out.append(" ".join(x for x in (span(part['delta_pct'].abs().tolist()), word, f"({verdict})",
-                                                 where(part, full), f"({_cells(len(part), total)})") if x))
+                                                 where(part, full), f"({_cells(len(part), total)})",
+                                                 client_clause(part, client, cpus)) if x))
     same = tested[tested["verdict"] == "draw"]
     if len(same):
         mde = same["mde_pct"].dropna() if "mde_pct" in same else pd.Series(dtype=float)
@@ -144,12 +170,13 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None) -> str
     return "; ".join(out)
 
 
-def paragraph(name: str, rel: pd.DataFrame | None) -> str:
-    """A verdict table (`name`: what it compares) in one Markdown paragraph."""
+def paragraph(name: str, rel: pd.DataFrame | None, client: pd.DataFrame | None = None, cpus: int = 0) -> str:
+    """A verdict table (`name`: what it compares) in one Markdown paragraph; with `client`,
+    each judged part says what the run's CPU budget attributes to the client (`client_clause`)."""
     if rel is None or rel.empty:
         return ""
     base = f" against {rel['baseline'].iloc[0]}" if "baseline" in rel else ""
-    clauses = [f"{c} {candidate_clause(g)}" for c, g in rel.groupby("candidate", sort=False)]
+    clauses = [f"{c} {candidate_clause(g, client=client, cpus=cpus)}" for c, g in rel.groupby("candidate", sort=False)]
     text = f"**{name[0].upper() + name[1:]}**{base}: " + "; ".join(clauses) + "."
     if name.startswith("A/A"):
         judged = rel["verdict"].isin(("better", "worse")).sum()
@@ -159,14 +186,56 @@ def paragraph(name: str, rel: pd.DataFrame | None) -> str:
     return text
 
 
-def paragraphs(tables: dict[str, pd.DataFrame | None]) -> list[str]:
-    """Every verdict table (words → table) in its paragraph, in order."""
-    return [t for t in (paragraph(name, rel) for name, rel in tables.items()) if t]
+def paragraphs(tables: dict[str, pd.DataFrame | None], client: dict[str, pd.DataFrame] | None = None,
+               cpus: int = 0) -> list[str]:
+    """Every verdict table (words → table) in its paragraph, in order; `client`: per table
+    name, the cells whose verdict the run attributes mostly to the client."""
+    client = client or {}
+    return [t for t in (paragraph(name, rel, client.get(name), cpus) for name, rel in tables.items()) if t]
 
 
-def held(claim: Claim, tables: dict[str, pd.DataFrame]) -> str:
-    """One source claim against this run: reproduced, contradicted, consistent (expected no
-    difference, none found), inconclusive or untested (what is missing), with sizes."""
+def moving_apart(tables: dict[str, pd.DataFrame | None], body: str = "p50 latency",
+                 tails: tuple[str, ...] = ("p99 latency", "p95 latency")) -> list[str]:
+    """Where a candidate's typical transaction (p50) and its tail (p99, else p95) moved in
+    opposite directions, both judged: the trade-off in one Markdown paragraph per candidate,
+    e.g. "a typical transaction (p50) takes 21–124 % longer, while the slowest 1 % (p99)
+    take 46–73 % less time". [] where they move together or a table is missing."""
+    b = tables.get(body)
+    tail = next((t for t in tails if tables.get(t) is not None and not tables[t].empty), None)
+    if b is None or b.empty or tail is None:
+        return []
+    t = tables[tail]
+    share = "1 %" if tail.startswith("p99") else "5 %"
+    judged = ("better", "worse")
+    out = []
+    m = b.merge(t, on=["workload", "threads", "candidate"], suffixes=("_body", "_tail"))
+    for cand, g in m.groupby("candidate", sort=False):
+        g = g[g["verdict_body"].isin(judged) & g["verdict_tail"].isin(judged)
+              & (np.sign(g["delta_pct_body"]) * np.sign(g["delta_pct_tail"]) < 0)]
+        parts = []
+        for slower, cells in ((True, g[g["delta_pct_body"] > 0]), (False, g[g["delta_pct_body"] < 0])):
+            if cells.empty:
+                continue
+            typical = f"{span(cells['delta_pct_body'].abs().tolist())} {'longer' if slower else 'less time'}"
+            worst = f"{span(cells['delta_pct_tail'].abs().tolist())} {'less time' if slower else 'longer'}"
+            parts.append(f"a typical transaction (p50) takes {typical}, while the slowest {share} "
+                         f"({tail.split()[0]}) take {worst} — {where(cells, b)}")
+        if parts:
+            base = f" against {b['baseline'].iloc[0]}" if "baseline" in b else ""
+            out.append(f"**Typical and slowest transactions move apart** with {cand}{base}: "
+                       + "; ".join(parts) + ".")
+    return out
+
+
+def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | None = None,
+         pinned: bool = True, cpus: int = 0) -> str:
+    """One claim against this run: reproduced, contradicted, consistent (expected no
+    difference, none found), inconclusive or untested (what is missing), with sizes — or
+    **not testable here** where the run's set-up differs from the source's in what the claim
+    depends on: the source ran the client on cores of its own and this run did not
+    (`claim.client_apart`, `pinned`), or every cell that went against the claim is one whose
+    verdict the run attributes mostly to the client (`client`: `caveats.client_explained`).
+    Then what was tested is said instead."""
     rel = tables.get(claim.table)
     said = f"*{claim.source}*: {claim.says}" + (f" ({claim.size})" if claim.size else "")
     if rel is None or rel.empty:
@@ -185,6 +254,18 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame]) -> str:
         return f"{said} — **untested** here: no cell of {what}{more} in this run."
     found = cells["verdict"].astype(str)
     other = {"better": "worse", "worse": "better"}.get(claim.expected)
+    here = candidate_clause(cells, mine, client, cpus)
+    tested = f"What was tested: {claim.candidate} {here}."
+    if claim.client_apart and not pinned:
+        return (f"{said} — **not testable here**: the source ran sysbench on cores of its own, this run "
+                f"on the same {cpus or 'few'} CPUs as the server, and the claim is about the server. {tested}"
+                + (f" ({claim.note})" if claim.note else ""))
+    against = cells[found == other] if other else cells[found != "draw"]
+    if len(against) and client is not None and len(against.merge(client, on=["workload", "threads", "candidate"])) == len(against):
+        return (f"{said} — **not testable here**: where this run found {claim.candidate} "
+                f"{other or 'different'}, its own CPU budget puts most of the change on sysbench, which "
+                f"shares the server's CPUs; the claim is about the server. {tested}"
+                + (f" ({claim.note})" if claim.note else ""))
     if claim.expected == "draw":
         outcome = ("consistent (no difference detected, which is weak evidence of none)" if (found == "draw").all()
                    else "contradicted")
@@ -198,7 +279,6 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame]) -> str:
         outcome = "not reproduced"
     if claim.sizes and outcome in ("reproduced", "partly reproduced"):
         outcome += size_check(cells, *claim.sizes)
-    here = candidate_clause(cells, mine)
     return (f"{said} — **{outcome}** here: {claim.candidate} {here}."
             + (f" ({claim.note})" if claim.note else ""))
 
@@ -223,6 +303,7 @@ def size_check(cells: pd.DataFrame, lo: float, hi: float) -> str:
             f"run’s interval in {len(apart)} of {len(judged)} cells)")
 
 
-def claims_held(claims: list[Claim], tables: dict[str, pd.DataFrame]) -> list[str]:
-    """Each claim of the study's source(s) as this run finds it."""
-    return [held(c, tables) for c in claims]
+def claims_held(claims: list[Claim], tables: dict[str, pd.DataFrame], client: pd.DataFrame | None = None,
+                pinned: bool = True, cpus: int = 0) -> list[str]:
+    """Each claim of the study's source(s) as this run finds it (`held`)."""
+    return [held(c, tables, client, pinned, cpus) for c in claims]

@@ -21,6 +21,11 @@ MIN_TICKS = 3
 def _artist_colour(artist: Any) -> str | None:
     """The hex colour of a line, marker collection or patch (its first, if several)."""
     from matplotlib.colors import to_hex
+    from matplotlib.container import Container
+    if isinstance(artist, Container):  # an error bar's: its data line's colour
+        artist = next((a for a in artist if a is not None and not isinstance(a, tuple)), None)
+        if artist is None:
+            return None
     for get in ("get_color", "get_facecolor"):
         if hasattr(artist, get):
             c = getattr(artist, get)()
@@ -85,13 +90,16 @@ def properties(fig: plt.Figure) -> dict[str, Any]:
                     if log and v > 0 else min(v - y0, y1 - v) for v in ys if y0 <= v <= y1]
             if line.get_marker() not in ("_", "|"):  # a whisker's cap at the frame hides nothing
                 edge += sum(1 for d in near if d < 0.01 * span)
-        series = [h for h in ax.get_lines() + list(ax.collections) + list(ax.patches)
-                  if not str(h.get_label()).startswith("_") and h.get_label()]
+        series = [h for h in ax.get_lines() + list(ax.collections) + list(ax.patches) + list(ax.containers)
+                  if not str(h.get_label()).startswith("_") and h.get_label()]  # errorbar: its container
         for h in series:
             colours.setdefault(str(h.get_label()), _artist_colour(h))
         panels.append({"title": ax.get_title(), "xlabel": labels["x"], "ylabel": labels["y"],
                        "xticks": ticks["x"], "yticks": ticks["y"], "outside": outside, "edge": edge,
-                       "series": len({str(h.get_label()) for h in series})})
+                       "series": len({str(h.get_label()) for h in series}), "drawn": drawn(ax)})
+    if not panels:  # every panel empty: nothing was drawn at all
+        panels.append({"title": fig.axes[0].get_title() if fig.axes else "", "xlabel": "", "ylabel": "",
+                       "xticks": [], "yticks": [], "outside": 0, "edge": 0, "series": 0, "drawn": 0})
     for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
         for handle, text in zip(leg.legend_handles, leg.get_texts()):
             if handle is not None and _artist_colour(handle):
@@ -99,10 +107,27 @@ def properties(fig: plt.Figure) -> dict[str, Any]:
     return {"panels": panels, "legend": legends, "colours": colours}
 
 
+def drawn(ax: Any) -> int:
+    """How many data series a panel draws: lines with a finite point, marker collections with
+    a point, error bars (their containers; their own lines not counted again), bar groups —
+    not the decoration (grid, draw band, spans)."""
+    import numpy as np
+    from matplotlib.container import BarContainer, ErrorbarContainer
+    inside = {id(a) for c in ax.containers for part in c for a in (part if isinstance(part, tuple) else (part,))
+              if a is not None}
+    lines = [ln for ln in ax.get_lines() if id(ln) not in inside and ln.get_visible()
+             and np.isfinite(np.asarray(ln.get_ydata(), dtype=float)).any()]
+    points = [c for c in ax.collections if id(c) not in inside and len(getattr(c, "get_offsets", lambda: [])()) > 0
+              and c.get_gid() != CLIPPED]
+    boxes = [c for c in ax.containers if isinstance(c, (ErrorbarContainer, BarContainer))]
+    return len(lines) + len(points) + len(boxes)
+
+
 def problems(props: dict[str, Any]) -> list[str]:
     """What makes a figure hard to read (from `properties`): a numeric axis with fewer than
     three labelled ticks or without a label naming a unit (a categorical one: without a
-    labelled tick), several series without a legend, data points outside the axes or
+    labelled tick), a figure or panel that draws no data series (every drawn series counts:
+    lines, markers, bars and error bars), several labelled series without a legend, data points outside the axes or
     markers on their frame (a value beyond the axis is drawn as a `CLIPPED` mark instead)."""
     out = []
     for i, p in enumerate(props["panels"]):
@@ -119,6 +144,9 @@ def problems(props: dict[str, Any]) -> list[str]:
             out.append(f"{name}: {p['outside']} data point(s) outside the axes, unmarked")
         if p.get("edge"):
             out.append(f"{name}: {p['edge']} marker(s) on the frame, cut in half")
+        if not p.get("drawn", 1):
+            out.append(f"{name}: no data series drawn")
+            continue
         if p["series"] > 1 and not props["legend"]:
             out.append(f"{name}: {p['series']} series and no legend")
     return out

@@ -26,6 +26,27 @@ from .axes import (
 )
 
 
+def gaps(threads: Any) -> bool:
+    """Whether a grid of client thread counts skips counts a reader would read off a line
+    between two measured ones: any neighbours more than ×2 apart.
+
+    >>> gaps([1, 16, 64, 256]), gaps([1, 2, 4, 8]), gaps([4])
+    (True, False, False)
+    """
+    t = sorted(set(int(x) for x in threads))
+    return any(b > 2 * a for a, b in zip(t, t[1:]))
+
+
+def connect(ax: Any, x: Any, y: Any, threads: Any, *, color: str, style: str = "-") -> None:
+    """Lines between measured thread counts: as `style` where the next count is at most ×2
+    away, dotted (thin, for a dashed `style`) across counts that were not measured."""
+    xs, ys, ts = list(x), list(y), [int(t) for t in threads]
+    for i in range(len(xs) - 1):
+        skipped = ts[i + 1] > 2 * ts[i]
+        ls = (":" if style == "-" else (0, (1, 3))) if skipped else style
+        ax.plot(xs[i:i + 2], ys[i:i + 2], linestyle=ls, linewidth=1.0 if skipped else 1.6, color=color)
+
+
 def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm",
             facet: str = "workload", logy: bool = True, note: str = "") -> plt.Figure:
     """Median of `metric` with min/max whiskers vs client threads, one panel per `facet`.
@@ -39,15 +60,18 @@ def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm"
         for i, (h, g) in enumerate(part.groupby(hue)):
             g = g.sort_values("threads")
             med = g[f"{metric}_median"]
-            ax.errorbar(dodged(g["threads"], i, len(colours)), med,
-                        yerr=[med - g[f"{metric}_min"], g[f"{metric}_max"] - med],
-                        marker="o", capsize=3, label=h, color=colours[h])
+            x = dodged(g["threads"], i, len(colours))
+            ax.errorbar(x, med, yerr=[med - g[f"{metric}_min"], g[f"{metric}_max"] - med],
+                        marker="o", capsize=3, linestyle="none", label=h, color=colours[h])
+            connect(ax, x, med, g["threads"], color=colours[h])
         _log2_threads(ax, summary["threads"])
         if logy:
             _log_y(ax, part[f"{metric}_min"].min(), part[f"{metric}_max"].max())
         ax.set_title(f)
         ax.set_ylabel(ylabel)
-    fig.suptitle(f"{ylabel}{' (' + note + ')' if note else ''}: median, whiskers min–max", y=1.02)
+    skips = gaps(summary["threads"])
+    fig.suptitle(f"{ylabel}{' (' + note + ')' if note else ''}: median, whiskers min–max"
+                 + ("; dotted: thread counts in between not measured" if skips else ""), y=1.02)
     _legend_below(fig, axes[0])
     fig.dbstudies_alt = (f"{ylabel} against client threads ({', '.join(map(str, sorted(summary['threads'].unique())))}), "
                          f"one panel per {facet} ({', '.join(facets)}), one line per {hue} "
@@ -65,13 +89,16 @@ def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> 
         for h, g in summary[summary[facet] == f].groupby(hue):
             g = g.sort_values("threads")
             for process, style in PROCESS_STYLE.items():
-                ax.plot(g["threads"], g[f"cpu_{process}_pct"], style, marker="o",
+                ax.plot(g["threads"], g[f"cpu_{process}_pct"], marker="o", linestyle="none",
                         color=colours[h], label=f"{h}, {process}")
+                connect(ax, g["threads"], g[f"cpu_{process}_pct"], g["threads"], color=colours[h],
+                        style=style)
         _log2_threads(ax, summary["threads"])
         ax.set_ylim(bottom=0)
         ax.set_title(f)
         ax.set_ylabel("CPU, % of one core")
-    fig.suptitle("CPU use: server (solid) and sysbench (dashed), median", y=1.02)
+    fig.suptitle("CPU use: server (solid) and sysbench (dashed), median"
+                 + ("; thin: thread counts in between not measured" if gaps(summary["threads"]) else ""), y=1.02)
     _legend_below(fig, axes[0])
     fig.dbstudies_alt = (f"Median CPU use in % of one core of the server and of sysbench "
                          f"against client threads, one panel per {facet}, one colour per {hue}.")

@@ -28,8 +28,8 @@ from ...studykit import Arm
 CELL = ["workload", "threads", "rate"]
 VERDICT_LOAD = 0.7   # latency verdicts per level up to this fraction of the baseline's peak
 MAX_LADDER = 8       # capacity_levels at most
-ABOVE = (f"not compared: above {VERDICT_LOAD * 100:.0f} % of the peak, where p99 amplifies a small capacity "
-         "difference by 1/(1 − load); the capacity verdict judges it")
+ABOVE = (f"not compared: above {VERDICT_LOAD * 100:.0f} % of the peak, where queueing amplifies a small "
+         "capacity difference in latency by 1/(1 − load); the capacity verdict judges it")
 BRACKET = 0.02       # a not-sustained level still places the capacity when it brackets it this tightly
 LADDER_STEP = 2.0    # the ladder's levels are this factor apart in headroom (1 − load)
 PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
@@ -306,6 +306,29 @@ def compare_capacity(loaded: pd.DataFrame, arms: list[Arm], p: Any) -> tuple[pd.
     out = _not_compared(rel, lambda r: ("only a bound for " + " and ".join(bound(r)) + " (the levels "
                                         "do not resolve where p99 crosses the target)") if bound(r) else None)
     return per_arm, out.assign(baseline=arms[0].label, offered=f"p99 ≤ {p.p99_target_ms:g} ms")
+
+
+def bracketed(per_arm: pd.DataFrame) -> str:
+    """In how many arm-rounds the levels bracketed where p99 crosses the target (a capacity
+    interpolated between two measured levels) and in how many only a bound is known — said
+    from the run, never assumed from how the levels were placed.
+
+    >>> bracketed(pd.DataFrame({"n": [5, 5], "at_least": [2, 0], "below": [0, 0]}))
+    'In 8 of 10 arm-rounds the levels bracketed where p99 crosses the target (the capacity lies between two measured levels); in 2 only a bound is known (2 ≥: every level stayed under the target) and no capacity with a bound is compared.'
+    >>> bracketed(pd.DataFrame({"n": [4], "at_least": [0], "below": [0]}))
+    'In all 4 arm-rounds the levels bracketed where p99 crosses the target (the capacity lies between two measured levels).'
+    """
+    if per_arm.empty:
+        return ""
+    n, ge, lt = int(per_arm["n"].sum()), int(per_arm["at_least"].sum()), int(per_arm["below"].sum())
+    inside = n - ge - lt
+    said = "the levels bracketed where p99 crosses the target (the capacity lies between two measured levels)"
+    if not ge and not lt:
+        return f"In all {n} arm-rounds {said}."
+    kinds = [k for k in (f"{ge} ≥: every level stayed under the target" if ge else "",
+                         f"{lt} <: no level did" if lt else "") if k]
+    return (f"In {inside} of {n} arm-rounds {said}; in {ge + lt} only a bound is known ({'; '.join(kinds)}) "
+            "and no capacity with a bound is compared.")
 
 
 def capacity_view(per_arm: pd.DataFrame) -> pd.DataFrame:
