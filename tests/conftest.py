@@ -233,7 +233,7 @@ def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 130
         context = browser.new_context(viewport={"width": width, "height": 1000}, offline=True)
         page = context.new_page()
         page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:", "about:")) else tried.append(r.url))
-        page.goto(page_path.as_uri(), wait_until="load")
+        page.goto(page_path.resolve().as_uri(), wait_until="load")
         widest = page.evaluate("""() => Array.from(document.querySelectorAll('table'))
             .filter(t => t.offsetParent !== null || t.closest('details'))
             .map(t => [Math.max(t.scrollWidth, t.getBoundingClientRect().width),

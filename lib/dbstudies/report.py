@@ -278,7 +278,10 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
             "datadir's device (the device's figures include anything else on it), redo bytes and "
             "rows read (MySQL: `Innodb_rows_read`; MariaDB: `Rows_read`) — each counter's increase "
             "over the step's transactions. A cell is "
-            "compared where every step has the cost above zero.")
+            "compared where every step has the cost above zero. The two medians are each arm's own "
+            "steps; the difference is the paired one (per-round ratios), the only estimate the "
+            "verdicts, the CPU budget and the sentences use — where rounds drift, a median can fall "
+            "while the paired difference rises.")
 
 
 def cpu_budget(said: Answer, run: Run) -> None:

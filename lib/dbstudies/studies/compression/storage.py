@@ -67,10 +67,9 @@ def footprints(f: pd.DataFrame) -> pd.DataFrame:
     ...                          "allocated_bytes": [20, 50], "free_bytes": [40, 0]})).to_dict("records")
     [{'step': 1, 'stage': 'load', 'apparent_bytes': 150, 'allocated_bytes': 70, 'free_bytes': 40}]
     """
-    if "free_bytes" not in f:
-        f = f.assign(free_bytes=0)
-    f = f.assign(free_bytes=f["free_bytes"].fillna(0).astype("int64"))
-    return f.groupby(["step", "stage"], as_index=False)[["apparent_bytes", "allocated_bytes", "free_bytes"]].sum()
+    if "free_bytes" not in f:  # not recorded (v1 runs): unknown, not zero
+        f = f.assign(free_bytes=float("nan"))
+    return f.groupby(["step", "stage"], as_index=False)[["apparent_bytes", "allocated_bytes", "free_bytes"]].sum(min_count=1)
 
 
 def row_bytes(loads: pd.DataFrame, sizes: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
@@ -160,8 +159,10 @@ def conclusion(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], p: Any, word
         for r in g.itertuples():
             parts.append(f"{r.arm}: {_mib(r.allocated_after_load_mib_median)} MiB allocated "
                          f"({r.allocated_pct_median:.0f} % of none's; apparent "
-                         f"{_mib(r.apparent_after_load_mib_median)} MiB, of which "
-                         f"{_mib(r.free_after_load_mib_median)} MiB free extents), load "
+                         f"{_mib(r.apparent_after_load_mib_median)} MiB"
+                         + (f", of which {_mib(r.free_after_load_mib_median)} MiB free extents"
+                            if r.free_after_load_mib_median == r.free_after_load_mib_median else "")
+                         + "), load "
                          f"{r.load_seconds_median:.1f} s, {r.median_tps_median:,.0f} TPS steady "
                          f"at a {r.bp_hit_pct_median:.0f} % buffer-pool hit ratio, "
                          f"{r.cpu_ms_per_txn_median:.2f} ms of server CPU per transaction, "
@@ -225,7 +226,7 @@ def held(expected: str, found: list[Any]) -> str:
 
 
 def _said(found: dict[str, Any]) -> str:
-    return ", ".join(f"{a} {r.delta_pct:+.0f} % ({r.verdict})" for a, r in found.items())
+    return ", ".join(f"{a} {signed(r.delta_pct).replace('.0 %', ' %')} ({r.verdict})" for a, r in found.items())
 
 
 def _io_bound_claim(tps: dict[str, Any], pages: list[str], rows: list[str], io_bound: bool) -> str:

@@ -145,7 +145,7 @@ def claims(p: Params) -> list[Claim]:
         Claim(MARIADB_55, "the pool keeps read-only throughput up with many connections, where "
               "one-thread-per-connection falls off", "qps", pool, "better", "a plot up to 4,096 threads; "
               "16 server cores, sysbench on 8 others", ("oltp_read_only",), 256,
-              note="“many”: 256 or more client threads here"),
+              note="“many”: 256 or more client threads here", client_apart=True),
         Claim(TAF, "point select: the pool gains at high concurrency", "qps", pool, "better",
               "a gain at 128 threads, shown as a plot; 6 cores shared with sysbench",
               ("oltp_point_select",), 128),

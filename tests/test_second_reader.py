@@ -1,0 +1,81 @@
+"""What a second reader of a published report finds (issue 43), on a recorded quick
+thread-pool run (tests/fixtures/quick: 16 rounds × 8 cells, measured on this machine while it
+was busy, its tables compacted): re-analysed and read in Chromium at 1,300 px with the network
+off, its report must carry none of the defects that reader found — and the numbers behind its
+sentences are rechecked here against the run's own tables."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, REPO, read_in_chromium, report_problems, unused_option_problems
+
+from dbstudies import checks
+from dbstudies.analysis import caveats, costs
+from dbstudies.results import Run
+from dbstudies.study import load
+
+QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("quick") / "thread_pool" / QUICK.name
+    shutil.copytree(QUICK, run_dir)
+    p = subprocess.run([sys.executable, "-m", "dbstudies", "report", "--analyse", str(run_dir)],
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert p.returncode == 0, p.stderr[-3000:]
+    seen = read_in_chromium(run_dir / "report.html", tmp_path_factory.mktemp("shot") / "quick.png")
+    return run_dir, seen
+
+
+@pytest.mark.notebook
+def test_the_quick_report_read_offline_at_1300_px_has_none_of_the_defects(quick_report):
+    run_dir, seen = quick_report
+    assert seen["requests"] == []
+    assert seen["widest"][0] <= 1300 and seen["page_width"] <= 1300, seen["widest"]
+    assert report_problems(seen["dom"]) == []
+    assert unused_option_problems(seen["dom"], Run.open(run_dir).metadata["parameters"]) == []
+    for f in sorted((run_dir / "figures").glob("*.json")):
+        props = json.loads(f.read_text())
+        assert props["problems"] == [], (f.name, props["problems"])
+    qps = json.loads((run_dir / "figures" / "qps_vs_threads.json").read_text())
+    assert all(p["series"] == 2 for p in qps["panels"])  # both arms, counted (it said 0 before)
+
+
+@pytest.mark.notebook
+def test_the_quick_answer_says_what_its_own_data_qualify(quick_report):
+    _, seen = quick_report
+    import html as html_lib
+    import re
+    text = re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", seen["dom"])))
+    throughput = text.split("Throughput (QPS) against", 1)[1].split(" P50 latency against", 1)[0]
+    worse = next(c for c in throughput.split("; ") if "lower (worse)" in c)
+    assert "is sysbench's own, on the same 2 CPUs as the server: mostly the client's cost" in worse
+    assert "Typical and slowest transactions move apart with pool-of-threads" in text
+    assert re.search(r"MariaDB 5\.5 thread-pool post : .*? — not testable here : the source ran sysbench on cores of its own", text)
+    assert "the highest median QPS of the thread counts measured (1, 16, 64, 256): one-thread-per-connection" in text
+    assert "differ in what the study varies — thread_handling" in text and "still differ" not in text
+    assert re.search(r"The first second of a step differs from the rest of it\..*?median of \d+ of the cell's 32 steps", text)
+
+
+def test_the_quick_runs_numbers_are_said_once_and_its_stall_rate_reads_the_tail():
+    """In-process on the recorded run: the CPU budget's client µs change is the cost table's
+    paired difference (one estimate per quantity), and each arm's stall threshold is its own
+    body's (the pool's typical transaction is slower, so its T is higher where it is)."""
+    study = load("thread_pool")
+    run = Run.open(QUICK)
+    p = checks.resolve_cell(study, {"run_dir": str(QUICK)})
+    said = study.answer(run, p)
+    b = caveats.judged_budget(said.tables, "qps", run.metadata["host"]["cpus"])
+    arms = study.arms(p)
+    table = costs.tables(said.tables["steps"], arms, p)["cpu_client_us_per_txn"].set_index(["workload", "threads", "candidate"])
+    assert len(b)
+    for r in b.itertuples():
+        budget_pct = (r.client_us[1] / r.client_us[0] - 1) * 100
+        assert budget_pct == pytest.approx(table.loc[(r.workload, r.threads, r.candidate), "delta_pct"], abs=1e-6)
+    limits = said.tables["stall_limits"].pivot_table(index=["workload", "threads"], columns="arm", values="stall_ms")
+    p50 = said.tables["p50"].set_index(["workload", "threads"])
+    slower = p50[(p50["verdict"] == "worse")].index
+    assert len(slower) and (limits.loc[slower, "pool-of-threads"] > limits.loc[slower, "one-thread-per-connection"]).all()
