@@ -379,7 +379,7 @@ table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom
 table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
 table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
 table.dbs-config td { max-width: 36em; overflow-wrap: anywhere; }
-table.dbs-table td.dbs-prose { white-space: normal; min-width: 18em; max-width: 42em; }
+table.dbs-table td.dbs-prose { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max-width: 42em; }
 tr.dbs-differs td { background: #fff8e1; }
 .dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
 .dbs-flame svg { max-width: 100%; height: auto; }

@@ -111,9 +111,17 @@ LABELS = {
 
 
 def label(column: Any) -> str:
-    """A column as a reader names it: `LABELS`, else its words ('qps_cv_pct' → 'qps cv %')."""
+    """A column as a reader names it: `LABELS`, else a code name's words ('qps_cv_pct' →
+    'qps cv %'); a header that is already words (a layout's "pool vs per-connection ·
+    /usr/share/sysbench/oltp_point_select.lua") is kept as it is, a workload's name whole.
+
+    >>> label("qps_cv_pct"), label("pool vs one · oltp_point_select")
+    ('qps cv %', 'pool vs one · oltp_point_select')
+    """
     c = str(column)
-    return LABELS.get(c) or c.replace("_pct", " %").replace("_", " ")
+    if c in LABELS:
+        return LABELS[c]
+    return c.replace("_pct", " %").replace("_", " ") if re.fullmatch(r"[a-z0-9_]+", c) else c
 
 
 def table(df: "Any", columns: list[str] | None = None):
@@ -136,7 +144,7 @@ def table(df: "Any", columns: list[str] | None = None):
     return styled
 
 
-PROSE = 60  # characters: a text column with a longer value wraps
+PROSE = 32  # characters: a text column with a longer value wraps (a script path, a list of costs)
 
 
 def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:

@@ -10,7 +10,7 @@ cell (the median over that arm's steps of the step's p50): a transaction is a st
 took several times what a typical transaction of the same configuration takes, so the rate
 measures the tail only. A threshold shared by the arms (the baseline's) would count the body
 of an arm whose typical latency moved: the pool's p50 at point_select@256 is 2.2 × the
-baseline's, so 9.8 % of its transactions crossed 4 × the baseline's p50 without one stall.
+baseline's, so 9.8 % of its transactions crossed 4 × the baseline's p50 because its body moved.
 A step's share is read from its full latency histogram (`results.HISTOGRAMS`): transactions
 in buckets above T, over all. A share of zero has no logarithm: every share is taken as
 (slow + ½) / (transactions + 1) — the usual continuity correction, which leaves a step with
