@@ -4,7 +4,10 @@ Markdown, tables and images. A rule is kept when one of its selectors names only
 and ids the page has (a selector naming none — elements, :root's variables — is kept);
 @media and @supports blocks are pruned inside and dropped when empty; other @-rules stay.
 Custom properties (`--jp-…`, ≈ 90 KB of them, icons among them) are kept only where a kept
-rule uses them, directly or through another one."""
+rule uses them, directly or through another one.
+
+Also what a report page carries besides its content: our own style sheet (`STYLE`) and the
+template's head without anything that could fetch (`offline`): a report is read offline."""
 from __future__ import annotations
 
 import re
@@ -112,3 +115,46 @@ def prune_page(page: str, min_size: int = 2000) -> str:
                   lambda m: m.group(1) + (unused_properties(m.group(2), styles.replace(m.group(2), "") + inline)
                                           if "--" in m.group(2) and len(m.group(2)) > min_size else m.group(2))
                   + m.group(3), page, flags=re.S)
+
+
+STYLE = """<style>
+.dbs-header { margin: 1em 2em; font-family: sans-serif; font-size: 14px; }
+.dbs-header table { border-collapse: collapse; margin: .5em 0; }
+.dbs-header th, .dbs-header td { text-align: left; padding: 2px 12px 2px 0; vertical-align: top; }
+.dbs-banner { padding: .6em 1em; margin-bottom: .8em; border-radius: 4px; background: #fdecea;
+              border-left: 6px solid #c62828; }
+table.dbs-table { font-size: 12px; }
+table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
+table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
+table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
+table.dbs-config td { max-width: 36em; overflow-wrap: anywhere; }
+table.dbs-table td.dbs-prose { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max-width: 42em; }
+tr.dbs-differs td { background: #fff8e1; }
+.dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
+.dbs-flame svg { max-width: 100%; height: auto; }
+.dbs-setup pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
+.dbs-header summary, details.dbs-details > summary { font-weight: bold; margin: .4em 0; cursor: pointer; }
+.dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
+              background: #fff4e5; border-left-color: #ef6c00; }
+</style>"""
+
+
+REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>\s*", re.I)
+MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->\s*", re.S)
+
+
+FETCHING_SCRIPT = re.compile(r"<script\b[^>]*>(?:(?!</script>).)*?https?://(?:(?!</script>).)*</script>\s*", re.S | re.I)
+
+
+def offline(body: str) -> str:
+    """The page without what it would fetch: nbconvert's template loads require.js and MathJax
+    from a CDN (a report has no widgets and no formulas), and a Mermaid loader that imports
+    from one when a diagram is on the page (a report has none): every script that names a
+    remote address goes, so nothing on the page could leave it.
+
+    >>> offline('<head><script src="https://cdn.example/require.js"></script><title>t</title>')
+    '<head><title>t</title>'
+    >>> offline('<script type="module">x = await import("https://cdn.example/m.mjs")</script><p>kept</p>')
+    '<p>kept</p>'
+    """
+    return FETCHING_SCRIPT.sub("", REMOTE_SCRIPT.sub("", MATHJAX_CONFIG.sub("", body)))

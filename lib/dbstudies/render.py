@@ -368,28 +368,6 @@ def _design(meta: dict[str, Any], arms: list[dict[str, Any]], params: dict[str, 
             "the repeats as independent samples")
 
 
-STYLE = """<style>
-.dbs-header { margin: 1em 2em; font-family: sans-serif; font-size: 14px; }
-.dbs-header table { border-collapse: collapse; margin: .5em 0; }
-.dbs-header th, .dbs-header td { text-align: left; padding: 2px 12px 2px 0; vertical-align: top; }
-.dbs-banner { padding: .6em 1em; margin-bottom: .8em; border-radius: 4px; background: #fdecea;
-              border-left: 6px solid #c62828; }
-table.dbs-table { font-size: 12px; }
-table.dbs-table th { white-space: normal; min-width: 3em; vertical-align: bottom; }
-table.dbs-table td { white-space: nowrap; padding: 2px 6px; }
-table.dbs-config td, table.dbs-config th { padding: 1px 14px 1px 0; text-align: left !important; }
-table.dbs-config td { max-width: 36em; overflow-wrap: anywhere; }
-table.dbs-table td.dbs-prose { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max-width: 42em; }
-tr.dbs-differs td { background: #fff8e1; }
-.dbs-flame { overflow-x: auto; max-width: 100%; margin: .3em 0 .8em; }
-.dbs-flame svg { max-width: 100%; height: auto; }
-.dbs-setup pre { white-space: pre-wrap; font-size: 12px; background: #f6f6f6; padding: 4px 8px; }
-.dbs-header summary, details.dbs-details > summary { font-weight: bold; margin: .4em 0; cursor: pointer; }
-.dbs-banner.dbs-interrupted, .dbs-banner.dbs-running, .dbs-banner.dbs-abandoned {
-              background: #fff4e5; border-left-color: #ef6c00; }
-</style>"""
-
-
 def scrub_paths(text: str, run: Run) -> str:
     """Absolute paths of this machine → relative to the repository (a run kept elsewhere:
     `…/<study>/<run-id>`; a server's socket directory: `dbs-…`).
@@ -465,27 +443,6 @@ def _level(cell: Any) -> int:
     return len(m.group(1)) if m else 0
 
 
-REMOTE_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>\s*", re.I)
-MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->\s*", re.S)
-
-
-FETCHING_SCRIPT = re.compile(r"<script\b[^>]*>(?:(?!</script>).)*?https?://(?:(?!</script>).)*</script>\s*", re.S | re.I)
-
-
-def _offline(body: str) -> str:
-    """The page without what it would fetch: nbconvert's template loads require.js and MathJax
-    from a CDN (a report has no widgets and no formulas), and a Mermaid loader that imports
-    from one when a diagram is on the page (a report has none): every script that names a
-    remote address goes, so nothing on the page could leave it.
-
-    >>> _offline('<head><script src="https://cdn.example/require.js"></script><title>t</title>')
-    '<head><title>t</title>'
-    >>> _offline('<script type="module">x = await import("https://cdn.example/m.mjs")</script><p>kept</p>')
-    '<p>kept</p>'
-    """
-    return FETCHING_SCRIPT.sub("", REMOTE_SCRIPT.sub("", MATHJAX_CONFIG.sub("", body)))
-
-
 def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
@@ -502,8 +459,8 @@ def render(run: Run) -> Path:
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
     body, _ = exporter.from_notebook_node(nb)
-    body = css.prune_page(_offline(_alt_texts(body, nb)))
-    body = body.replace("</head>", STYLE + "</head>", 1)
+    body = css.prune_page(css.offline(_alt_texts(body, nb)))
+    body = body.replace("</head>", css.STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
     body = re.sub(where, lambda m: m.group(1) + header(run, stopped), body, count=1)
