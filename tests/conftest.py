@@ -166,6 +166,9 @@ def reader_problems(text: str, body: str) -> list[str]:
         out += [f"the varied factor {n} listed as a difference" for n in names if re.search(rf"\b{n}\b", still.group(1))]
     out += [f"the varied factor listed as a difference: {m!r}" for m in re.findall(r"\w+ (?:is|are) what the arms vary\)", text)]
     out += [f"a peak without its grid: {m.strip()!r}" for m in re.findall(r"[^.]*\bpeak median\b[^.]*", text)]
+    if re.search(r"\bnot a bound\b", flat) and re.search(r"\d+ \((?:≥|<)\)", flat):
+        out.append("says the capacity is not a bound beside rounds that gave only a bound")
+    out += ["a reason about p99 given for another percentile's rows" for _ in re.findall(r"where p99 amplifies", flat)][:1]
     prose = re.sub(r"<(table|pre|details)\b.*?</\1>", "", body, flags=re.S)
     out += [f"a code name in prose: {m}" for m in sorted(set(re.findall(r"<code>([A-Za-z_]\w*\.[A-Za-z_][\w.]*)</code>", prose)))
             if not re.search(rf"\.(?:{FILE_ENDINGS})$", m)]

@@ -168,6 +168,12 @@ def test_report_problems_finds_words_a_second_reader_would_quote_wrongly():
            "and also 1 setting the study does not vary still differs (the verdicts include its effect): "
            "<code>thread_handling</code> (x vs y).</p></body>")
     assert report_problems(new) == ["the varied factor thread_handling listed as a difference"]
+    latency = ("<body><h1>T</h1><p>The levels bracket where the baseline's p99 crosses the target, so that each "
+               "round's capacity is an interpolation between two measured levels, not a bound.</p>"
+               "<table><tr><td>2 (≥)</td></tr></table><p>p50 at 0.9: not compared: above 70 % of the peak, "
+               "where p99 amplifies a small capacity difference.</p></body>")
+    assert report_problems(latency) == ["says the capacity is not a bound beside rounds that gave only a bound",
+                                        "a reason about p99 given for another percentile's rows"]
     said = "<p>With <code>aa_control = True</code> the baseline gets a twin; <code>design = \"blocks\"</code> measures…</p>"
     assert unused_option_problems(said, {"aa_control": False, "design": "paired"}) == [
         "describes aa_control = True, which the run did not use", 'describes design = "blocks", which the run did not use']
