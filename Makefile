@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PROFILE ?= quick
 
-.PHONY: setup study test lab bench
+.PHONY: setup study test check lab bench
 
 setup:
 	@bash env/setup.sh
@@ -11,8 +11,11 @@ setup:
 study: setup  ## the thread-pool study on a private MariaDB (PROFILE=smoke|quick|full)
 	$(VENV)/bin/dbstudies run thread_pool --profile $(PROFILE)
 
-test: setup  ## the whole test suite
-	$(VENV)/bin/python -m pytest
+test: setup  ## the whole test suite (CI's command); the 15 slowest tests are listed at its end
+	$(VENV)/bin/python -m pytest --durations=15
+
+check: setup  ## the fast tier for the edit loop: unit tests, doctests, layers, README drift, ruff — no server, kernel or browser
+	$(VENV)/bin/python -m pytest -q -m "not server and not notebook and not browser"
 
 lab: setup  ## JupyterLab on notebooks/ with the dbstudies kernel; study notebooks saved to data/lab/
 	$(VENV)/bin/dbstudies lab

@@ -250,3 +250,80 @@ def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 130
         dom = page.content()
         browser.close()
     return {"dom": dom, "requests": tried, "widest": (max(widest[0], opened), widest[1]), "page_width": page_width}
+
+
+# ---------------------------------------------------------------- tiers: live tests carry their marker
+# `make check` runs what needs none of these (no server, no kernel, no browser); `make test`
+# runs everything. A test that starts one of them without its marker fails here, so the fast
+# tier can never start one by accident.
+LIVE = {"server": "starts a database server", "notebook": "starts a Jupyter kernel or a notebook run",
+        "browser": "drives a browser"}
+_STARTED: dict[str, set[str]] = {}
+_CURRENT: list[str | None] = [None]
+
+
+def live_kinds(argv: list[str]) -> set[str]:
+    """What a command line starts, of `LIVE` (an argv the tests or the library spawn).
+
+    >>> sorted(live_kinds(["/usr/sbin/mariadbd", "--defaults-file=x"])), live_kinds(["mariadbd", "--version"])
+    (['server'], set())
+    >>> sorted(live_kinds(["python", "-m", "dbstudies", "run", "thread_pool"])), sorted(live_kinds(["chromium", "--headless"]))
+    (['notebook', 'server'], ['browser'])
+    """
+    names = [os.path.basename(str(a)) for a in argv]
+    if "--version" in names or "--help" in names:
+        return set()
+    out = set()
+    if {"mariadbd", "mysqld", "mariadb-install-db", "mysqld_safe"} & set(names):
+        out.add("server")
+    if any(n in ("chromium", "chromium-browser", "chrome") or "playwright" in str(a) for n, a in zip(names, argv)):
+        out.add("browser")
+    if "ipykernel_launcher" in names or "ipykernel" in names or "jupyter-lab" in names:
+        out.add("notebook")
+    if "dbstudies" in names:
+        verb = names[names.index("dbstudies") + 1] if names.index("dbstudies") + 1 < len(names) else ""
+        out |= {"run": {"server", "notebook"}, "sweep": {"server", "notebook"}, "report": {"notebook"},
+                "lab": {"notebook"}, "plan": set()}.get(verb, set())
+    return out
+
+
+def _recording_popen() -> None:
+    """Every process the test session starts is classified (`live_kinds`) against the test
+    under way, its fixtures' set-up included."""
+    original = subprocess.Popen.__init__
+
+    def init(self, args, *a, **kw):  # noqa: ANN001
+        if _CURRENT[0] is not None:
+            argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+            if len(argv) == 1 and isinstance(argv[0], str) and " " in argv[0]:
+                argv = argv[0].split()
+            kinds = live_kinds(argv)
+            if kinds:
+                _STARTED.setdefault(_CURRENT[0], set()).update(kinds)
+        original(self, args, *a, **kw)
+    subprocess.Popen.__init__ = init
+
+
+def pytest_configure(config):
+    _recording_popen()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.suffix == ".ipynb":  # nbval executes the notebook in a kernel
+            item.add_marker(pytest.mark.notebook)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _CURRENT[0] = item.nodeid
+
+
+@pytest.fixture(autouse=True)
+def _live_tests_carry_their_marker(request):
+    yield
+    started = _STARTED.pop(request.node.nodeid, set())
+    missing = sorted(k for k in started if request.node.get_closest_marker(k) is None)
+    if missing:
+        pytest.fail(f"{request.node.nodeid} " + " and ".join(LIVE[k] for k in missing)
+                    + " without its marker: add " + ", ".join(f"@pytest.mark.{k}" for k in missing))

@@ -25,7 +25,7 @@ TOKEN = "dbstudies-browser-test"
 VIEW = {"width": 1280, "height": 860}
 STEP = re.compile(r"Measuring step \d+ of \d+ — r\d+ \S.* · .* elapsed, about .* left")  # a step under way
 
-pytestmark = [pytest.mark.notebook, pytest.mark.server]
+pytestmark = [pytest.mark.notebook, pytest.mark.server, pytest.mark.browser]
 
 
 def free_port() -> int:

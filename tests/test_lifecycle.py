@@ -120,6 +120,7 @@ def test_list_runs_of_every_study(tmp_path):
     assert [r.path for r in results.list_runs("other_study", tmp_path)] == [b.path]
 
 
+@pytest.mark.notebook  # `dbstudies report` (refused here before any kernel starts)
 def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
     run = make_run(tmp_path / "runs")  # owned by this (live) process
     p = cli("report", str(run.path))

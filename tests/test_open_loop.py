@@ -43,8 +43,14 @@ def test_open_loop_lines_become_seconds_and_a_step_summary():
         sysbench.parse_open_loop(RECORDED, rate=3.5, duration=2)
 
 
-def test_a_bad_rate_is_a_parameter_error_before_sysbench_starts(server):
-    sb = sysbench.Sysbench(server)
+class _Unreached:
+    """A target the checks below never reach: a bad rate is refused before anything connects."""
+    def sysbench_connection(self):
+        return ["--mysql-socket=/nonexistent"]
+
+
+def test_a_bad_rate_is_a_parameter_error_before_sysbench_starts():
+    sb = sysbench.Sysbench(_Unreached())
     with pytest.raises(ParamError) as e:
         sb.run("oltp_point_select", threads=1, duration=1, rate=-5, arrivals="bursty")
     assert "rate must be a positive" in str(e.value) and "'bursty'" in str(e.value)

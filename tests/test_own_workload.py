@@ -105,6 +105,8 @@ def test_options_are_for_scripts_and_plain_values(tmp_path):
         checks.resolve(load("compression"), "smoke", workloads=[str(SCRIPT)])
 
 
+@pytest.mark.server  # `dbstudies run` (it stops before any server here, which is what it tests)
+@pytest.mark.notebook
 def test_a_bad_script_stops_the_cli_before_any_run_exists(tmp_path):
     bad = tmp_path / "bad.lua"
     bad.write_text("x = 1\n")

@@ -69,6 +69,7 @@ def test_settle_gives_up_at_its_timeout_and_says_so():
     assert not settled and waited >= 0.2
 
 
+@pytest.mark.server
 def test_settle_on_a_real_server_after_writes(server):
     server.query("CREATE DATABASE w")
     server.query("CREATE TABLE w.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")

@@ -22,11 +22,12 @@ def test_the_two_commands_and_ci():
           if ln.strip() and not ln.startswith(("#", "set ", "cd "))]
     assert ci == ["make test"]
     make = (REPO / "Makefile").read_text()
-    for target in ("setup", "study", "test", "lab", "bench"):
+    for target in ("setup", "study", "test", "check", "lab", "bench"):
         assert re.search(rf"^{target}:", make, re.M), target
     assert re.search(r"^study: setup.*\n\t\$\(VENV\)/bin/dbstudies run thread_pool --profile \$\(PROFILE\)", make, re.M)
     assert re.search(r"^PROFILE \?= quick$", make, re.M)
-    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest$", make, re.M)
+    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest --durations=15$", make, re.M)
+    assert re.search(r'^check: setup.*\n\t\$\(VENV\)/bin/python -m pytest -q -m "not server and not notebook and not browser"$', make, re.M)
 
 
 def test_the_parameter_tables_are_the_generated_ones():

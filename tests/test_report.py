@@ -78,6 +78,7 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
 
 @pytest.mark.notebook
 @pytest.mark.server
+@pytest.mark.browser
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
     """What a reader sees: each study's smoke report in a real browser at 1,300 px with the
@@ -125,6 +126,7 @@ def test_prune_leaves_out_what_does_not_apply_and_cuts_after_a_failed_cell():
     assert kinds == ["streamstdout"] * 3  # stderr and the error gone, the failing cell's table kept
 
 
+@pytest.mark.notebook
 def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
     """0 finished steps: the analysis stops at once (NothingMeasured) and the report says how
     far the run got and how to run it again; no exception text, no empty section."""

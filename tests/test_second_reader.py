@@ -31,6 +31,7 @@ def quick_report(tmp_path_factory):
 
 
 @pytest.mark.notebook
+@pytest.mark.browser
 def test_the_quick_report_read_offline_at_1300_px_has_none_of_the_defects(quick_report):
     run_dir, seen = quick_report
     assert seen["requests"] == []
@@ -45,6 +46,7 @@ def test_the_quick_report_read_offline_at_1300_px_has_none_of_the_defects(quick_
 
 
 @pytest.mark.notebook
+@pytest.mark.browser
 def test_the_quick_answer_says_what_its_own_data_qualify(quick_report):
     _, seen = quick_report
     import html as html_lib
