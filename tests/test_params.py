@@ -2,7 +2,9 @@
 import pytest
 
 from dbstudies import checks, schedule, schedulers, servers, study
+from dbstudies import params as P
 from dbstudies.params import ParamError, parse_value
+from dbstudies.study import load, names
 from dbstudies.studykit import arms_of
 
 tp = study.load("thread_pool")
@@ -141,3 +143,16 @@ def test_list_names_every_study_with_its_parameters(capsys):
     assert f"  threads (quick: {quick.threads!r}, smoke: [1, 4], full: " in out  # other profiles where they differ
     assert "— client thread counts" in out  # and what it means
     assert "  candidates (quick: " in out and "  stall_fraction (quick: " in out
+
+
+@pytest.mark.parametrize("name", names())
+def test_a_profile_lists_only_what_it_changes(name):
+    """A field's default is its value: a profile is an overlay, so no entry repeats the
+    field's default (186 of 459 did), and every profile still resolves every field."""
+    s = load(name)
+    defaults = P.defaults(s.Params)
+    for profile, values in s.PROFILES.items():
+        same = sorted(k for k, v in values.items() if k in defaults and v == defaults[k] and type(v) is type(defaults[k]))
+        assert same == [], f"{name} {profile}: {same} equal the field's default — leave them out"
+        resolved = P.profile_values(s.Params, s.PROFILES, profile)
+        assert set(resolved) == set(P.fields(s.Params)) | {"profile"}, f"{name} {profile}: a field with no default and no value"

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from . import paths, study, studykit
 from .errors import DbStudiesError
-from .params import PROFILES, fields, meanings
+from .params import PROFILES, fields, meanings, profile_values
 
 EXIT_USAGE = 2
 
@@ -333,8 +333,9 @@ def _list(which: str | None, write_readme: bool) -> int:
         s = study.load(ref)
         words = meanings(s.Params)
         print(f"{studykit.study_name(s)}: {studykit.title(s)}")
+        every = {p: profile_values(s.Params, s.PROFILES, p) for p in PROFILES}
         for field in fields(s.Params):
-            values = {p: s.PROFILES[p][field] for p in PROFILES}
+            values = {p: every[p][field] for p in PROFILES}
             others = "".join(f", {p}: {v!r}" for p, v in values.items() if p != "quick" and v != values["quick"])
             print(f"  {field} (quick: {values['quick']!r}{others}) — {words.get(field, '')}")
     return 0

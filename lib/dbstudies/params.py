@@ -90,6 +90,34 @@ def fields(cls: type) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "profile"}
 
 
+def defaults(cls: type) -> dict[str, Any]:
+    """Every field of `cls` that has a default, with it: a field's default is its value in
+    every profile that does not change it."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def profile_values(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str) -> dict[str, Any]:
+    """A profile's value of every parameter: the fields' defaults, overlaid with what the
+    profile changes (a profile lists only that). The one reading of a profile: parameter
+    loading, the README tables, `dbstudies list`, "changed parameters" of a run.
+
+    >>> @dataclasses.dataclass(kw_only=True)
+    ... class X:
+    ...     profile: str
+    ...     a: int = 1
+    ...     b: int
+    >>> profile_values(X, {"quick": {"b": 2}, "full": {"a": 3, "b": 4}}, "full")
+    {'a': 3, 'profile': 'full', 'b': 4}
+    """
+    return {**defaults(cls), "profile": profile, **profiles[profile]}
+
+
 def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
                  overrides: Mapping[str, Any] | None = None):
     """Profile defaults + overrides (None = keep the default) → a validated `cls`.
@@ -174,7 +202,8 @@ def table(cls: type, profiles: Mapping[str, Mapping[str, Any]]) -> str:
     it means — generated into the README (`dbstudies list --write-readme`), never by hand."""
     words = meanings(cls)
     rows = ["| parameter | smoke | quick | full | meaning |", "|---|---|---|---|---|"]
+    every = {p: profile_values(cls, profiles, p) for p in PROFILES}
     for name in fields(cls):
-        values = " | ".join(shown(profiles[p][name]) for p in PROFILES)
+        values = " | ".join(shown(every[p][name]) for p in PROFILES)
         rows.append(f"| `{name}` | {values} | {words.get(name, '')} |")
     return "\n".join(rows)

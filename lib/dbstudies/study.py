@@ -58,7 +58,8 @@ def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | Non
     None when the run's study or profile is unknown here."""
     params = meta.get("parameters", {})
     try:
-        profile = load(reference(meta)).PROFILES[params["profile"]]
+        study = load(reference(meta))
+        profile = P.profile_values(study.Params, study.PROFILES, params["profile"])
     except (P.ParamError, KeyError):
         return None
     return [(k, v, v if k == "profile" else profile.get(k, v)) for k, v in params.items()]

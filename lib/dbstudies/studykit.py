@@ -79,10 +79,10 @@ class StudyParams:
             "Comparing like for like); `defaults`: each server as it ships"),
     }
     profile: str
-    flavour: str
+    flavour: str = "mariadb-10.11"   # Debian bookworm's server: installed by `make setup`
     repeats: int
-    seed: int
-    draw_threshold: float
+    seed: int = 1
+    draw_threshold: float = 0.05     # |Δ| below 5 % is a draw
     aa_control: bool = False
     server_cpus: str | None = None
     settings: dict = field(default_factory=dict)

@@ -93,11 +93,8 @@ _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
 # server — its flushing is waited out after each write step (3–12 s), the position within a
 # pair moved TPS by ≤ 2.6 % (SD of a pair 0.07–0.10), the A/A verdict a draw (README
 # "Statistics")
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False, design="paired",
-               server_cpus=None, client_cpus=None, configs=_CONFIGS, stall_fraction=0.5,
-               settings={"innodb_flush_log_at_trx_commit": 0}, warehouses=10, nodes=1_000_000,
-               budget=None, restart_every=1, cpu_profile=False, cpu_profile_cells=None,
-               positive_control=None)
+_COMMON = dict(configs=_CONFIGS, stall_fraction=0.5, settings={"innodb_flush_log_at_trx_commit": 0},
+               warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_write_only"], threads=[4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=3, repeats=2),

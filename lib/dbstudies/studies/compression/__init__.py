@@ -153,11 +153,9 @@ class Params(S.SysbenchParams):
 
 # blocks, not pairs: every step loads its own tables and runs I/O-bound from a cold pool, so
 # a second server running beside it would share the device and the page cache it measures
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, client_cpus=None, settings={}, warmup=0, design="blocks",
-               flush_method="O_DIRECT", doublewrite=True, payload_compressibility=0.5,
-               min_data_ratio=4.0, tables=4, table_size=100_000, warehouses=10, budget=None,
-               restart_every=1)
+_COMMON = dict(warmup=0, design="blocks", flush_method="O_DIRECT", doublewrite=True,
+               payload_compressibility=0.5, min_data_ratio=4.0, tables=4, table_size=100_000,
+               warehouses=10)
 # With its default innodb_lru_scan_depth (1,536 pages) MariaDB kept about a third of a 64 MiB
 # pool (4,096 pages) free: 69 % of it held data, 97 % with 128 (measured here).
 _SMALL_POOL = {"innodb_lru_scan_depth": 128}

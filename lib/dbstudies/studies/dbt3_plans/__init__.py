@@ -120,9 +120,7 @@ class Params(S.StudyParams):
 
 
 _CANDIDATES = {"selectivity 4 (default)": {}, "selectivity 1": {"optimizer_use_condition_selectivity": 1}}
-_COMMON = dict(flavour="mariadb-10.11", align="intent", seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, settings={}, engine="InnoDB", candidates=_CANDIDATES, budget=None,
-               design="paired", restart_every=1)
+_COMMON = dict(engine="InnoDB", candidates=_CANDIDATES, design="paired")
 ALL = list(range(1, 23))
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, scale_factor=0.01, queries=[3, 5, 7, 13], repeats=2, cold=False,

@@ -138,11 +138,8 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
         return sorted(self.rates or self.loads)
 
 
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(sch.SCHEDULERS),
-               seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
-               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired",
-               restart_every=1, arrivals="poisson", rates=None, p99_target_ms=10.0, configs=None,
-               capacity_levels=0, positive_control=None)
+_COMMON = dict(flavours=["mariadb-10.11"], schedulers=list(sch.SCHEDULERS), warehouses=10,
+               nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[8], tables=1, table_size=1000,
                   warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2, loads=[0.3, 1.5],

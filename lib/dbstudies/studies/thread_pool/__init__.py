@@ -50,11 +50,7 @@ class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.Mu
         return sch.schedulers_problems(self, self.schedulers)
 
 
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS),
-               seed=1, draw_threshold=0.05, aa_control=False, server_cpus=None, client_cpus=None,
-               settings={}, warehouses=10, nodes=1_000_000, budget=None, design="paired", restart_every=1,
-               cpu_profile=False, cpu_profile_cells=None,
-               positive_control=None, stall_factor=tails.STALL_FACTOR)
+_COMMON = dict(flavours=["mariadb-10.11"], schedulers=list(SCHEDULERS), warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),

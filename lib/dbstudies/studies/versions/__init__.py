@@ -49,11 +49,7 @@ class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.Mu
 
 
 # the source: 1 table of 1M rows, read-only from memory; here scaled to 2 vCPUs
-_COMMON = dict(flavour="mariadb-10.11", align="intent", workload_options={}, seed=1, draw_threshold=0.05, aa_control=False,
-               server_cpus=None, client_cpus=None, settings={}, tables=1, warehouses=10, nodes=1_000_000,
-               budget=None, design="paired", restart_every=1,
-               cpu_profile=False, cpu_profile_cells=None,
-               positive_control=None, stall_factor=tails.STALL_FACTOR)
+_COMMON = dict(tables=1, warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
                   threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
