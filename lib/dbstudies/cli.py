@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list studies and their parameters: values per profile, meanings")
     lst.add_argument("study", nargs="?", help="one study (a name or a study's folder); default: every built-in")
     lst.add_argument("--write-readme", action="store_true",
-                     help="write the built-in studies' parameter tables into README.md")
+                     help="write the built-in studies' parameter tables into README.md and their notebooks' parameters cells")
     rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
                          "executed notebook (measured from JupyterLab) gets one first")
     rep.add_argument("run_dir", type=Path)
@@ -328,6 +328,8 @@ def _list(which: str | None, write_readme: bool) -> int:
         readme = paths.REPO / "README.md"
         readme.write_text(study.readme_tables(readme.read_text()))
         print(f"dbstudies: parameter tables written into {readme}")
+        for nb in study.write_parameters_cells():
+            print(f"dbstudies: parameters cell written into {nb}")
         return 0
     for ref in [which] if which else study.names():
         s = study.load(ref)

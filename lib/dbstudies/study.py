@@ -155,6 +155,62 @@ def parameter_table(study: StudyModule) -> str:
     return P.table(study.Params, study.PROFILES)
 
 
+CELL = ("# Parameters: None means the profile's value (`dbstudies list {name}` shows them all).\n"
+        "# Generated from the study's fields by `dbstudies list --write-readme`: change values, not lines.")
+EXTRA = {"run_dir": "a finished run to re-analyse, e.g. \"data/runs/<study>/<run id>\": nothing is measured",
+         "runs_root": "where a new run is created (None: data/runs)"}
+
+
+def parameters_cell(study: StudyModule) -> str:
+    """The source of the study notebook's parameters cell, generated from the study's fields
+    and their meanings like the README's tables: `profile`, every parameter at None (the
+    profile's value), then `run_dir` and `runs_root`.
+
+    >>> print(parameters_cell(load("thread_pool")).splitlines()[3])
+    flavour = None             # server flavour (`env/servers/<flavour>.toml`)
+    """
+    words = P.meanings(study.Params)
+    lines = [CELL.format(name=study_name(study)),
+             _cell_line("profile", '"quick"', "smoke (seconds) | quick (minutes) | full (hours)")]
+    lines += [_cell_line(name, "None", words.get(name, "")) for name in P.fields(study.Params)]
+    lines += [_cell_line(name, "None", meaning) for name, meaning in EXTRA.items()]
+    return "\n".join(lines)
+
+
+def _cell_line(name: str, value: str, meaning: str, most: int = 100) -> str:
+    """`name = value   # meaning`; a meaning longer than `most` characters is cut where a clause
+    ends before it (`;`, ` (`, ` —`, `:`), else at a word, and ends in "…" (the README has it whole).
+
+    >>> _cell_line("x", "None", "client thread counts, each between 1 and 4096 (" + "and more words " * 6 + ")")
+    'x = None                   # client thread counts, each between 1 and 4096 …'
+    """
+    if len(meaning) > most:
+        head = meaning[:most]
+        ends = [head.rfind(m) for m in ("; ", " (", " —", ": ")]
+        cut = max(ends) if max(ends) >= most // 3 else head.rfind(" ")
+        meaning = head[:cut].rstrip(",;: ") + " …"
+    return f"{name} = {value}".ljust(26) + f" # {meaning}"
+
+
+def write_parameters_cells() -> list[Path]:
+    """Every built-in study notebook's parameters cell generated anew (`parameters_cell`);
+    the notebooks whose cell changed."""
+    import json
+    changed = []
+    for name in names():
+        study = load(name)
+        path = notebook_of(study)
+        nb = json.loads(path.read_text())
+        cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+        lines = parameters_cell(study).split("\n")
+        source = [ln + "\n" for ln in lines[:-1]] + [lines[-1]]
+        if cell["source"] != source:
+            cell["source"] = source
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed
+
+
 def readme_tables(text: str) -> str:
     """`text` (the README) with every built-in study's parameter table generated anew
     between its markers; a study without them (a new one) gets a section of its own after
