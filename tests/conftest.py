@@ -346,4 +346,4 @@ def _live_tests_carry_their_marker(request):
             + " without its marker: add " + ", ".join(f"@pytest.mark.{k}" for k in missing))
     if not any(request.node.get_closest_marker(k) for k in LIVE):
         pytest.fail(said)  # it would run in `make check`, the tier that starts nothing
-    warnings.warn(said, LiveMarkerWarning)
+    warnings.warn(said, LiveMarkerWarning, stacklevel=2)

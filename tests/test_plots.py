@@ -211,3 +211,19 @@ def test_the_figure_check_counts_every_drawn_series_and_an_empty_figure_fails_it
     empty.axes[0].set_xlabel("client threads")
     assert "no data series drawn" in " ".join(plots.problems(plots.properties(empty)))
     plt.close("all")
+
+
+def test_an_unbounded_interval_leaves_the_ratio_axis_readable():
+    """Two pairs give an interval of 1e-6 … 4e8 (the tables say "unbounded"): it used to set
+    the y-range, leaving one labelled tick (a versions smoke run's figure); now the rounds'
+    ratios and the bounded intervals set it, and the unbounded one runs to the frame."""
+    pairs = pd.DataFrame([{"workload": w, "threads": t, "candidate": "b", "repeat": r, "ratio": 1.0 + 0.05 * r}
+                          for w in ("w1", "w2") for t in (1, 4) for r in (1, 2)])
+    rel = pd.DataFrame([{"workload": w, "threads": t, "candidate": "b", "ratio": 1.07,
+                         "ci_low": 1e-6 if w == "w2" else 0.9, "ci_high": 4e8 if w == "w2" else 1.3}
+                        for w in ("w1", "w2") for t in (1, 4)])
+    fig = plots.ratios_per_round(pairs, rel, ylabel="QPS", threshold=0.05)
+    props = plots.properties(fig)
+    assert plots.problems(props) == []
+    assert all(len(p["yticks"]) >= 3 for p in props["panels"])
+    assert fig.axes[1].get_ylim()[1] < 2  # not the interval's 4e8

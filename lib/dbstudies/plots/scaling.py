@@ -140,6 +140,9 @@ def sweep(table: pd.DataFrame, metric: str, ylabel: str, *, x: str = "run") -> p
     return fig
 
 
+UNBOUNDED = 10.0  # an interval whose ends are further apart bounds nothing (analysis.WIDE)
+
+
 def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, threshold: float,
                 facet: str = "workload", hue: str = "candidate", x: str = "threads",
                 xlabel: str = "", xtick: Callable[[Any], str] = str) -> plt.Figure:
@@ -168,13 +171,22 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
         ax.axhspan(1 - threshold, 1 + threshold, color=DRAW_BAND, zorder=0, lw=0,
                    label=f"draw band (±{threshold:.0%})")
         ax.axhline(1, color="0.3", lw=1, zorder=1)
+        # the y-range: the rounds' ratios and the intervals that bound something (ends at most
+        # ×10 apart, as the tables say); an unbounded one (2 pairs: 1e-6 … 1e8) runs to the frame
+        mine = rel[rel[facet] == f]
+        bounded = mine[(mine["ci_low"] > 0) & (mine["ci_high"] <= mine["ci_low"] * UNBOUNDED)]
+        values = pd.concat([pairs.loc[pairs[facet] == f, "ratio"], mine["ratio"], bounded["ci_low"],
+                            bounded["ci_high"]]).dropna()
+        # at least the ticks 0.9 (−10 %), 1 and 1.1 (+10 %): three labels however tight the rounds
+        low, high = min(values.min(), 1 - threshold, 0.9) / 1.05, max(values.max(), 1 + threshold, 1.1) * 1.05
         for i, h in enumerate(hues):
             dots = pairs[(pairs[facet] == f) & (pairs[hue] == h)]
             ax.scatter(place(dots[x], i, len(hues)), dots["ratio"], s=9, alpha=0.35,
                        color=colours[h], lw=0, zorder=2)
             r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values(x)
             xr = place(r[x], i, len(hues))
-            ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - r["ci_low"], r["ci_high"] - r["ratio"]],
+            lo, hi = r["ci_low"].clip(lower=low), r["ci_high"].clip(upper=high)
+            ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - lo, hi - r["ratio"]],
                         fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
                         label=f"{h}: ratio of geometric means, {said}")
         if x == "threads":
@@ -184,8 +196,6 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
             ax.set_xlim(-0.6, len(where) - 0.4)
             ax.set_xlabel(xlabel or x)
         ax.set_yscale("log")
-        values = pd.concat([pairs.loc[pairs[facet] == f, "ratio"], rel["ci_low"], rel["ci_high"]]).dropna()
-        low, high = min(values.min(), 1 - threshold) / 1.05, max(values.max(), 1 + threshold) * 1.05
         ax.set_ylim(low, high)
         ax.yaxis.set_major_locator(FixedLocator(spaced_ratio_ticks(low, high)))
         ax.yaxis.set_major_formatter(FuncFormatter(signed_pct))
