@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -309,6 +308,14 @@ def pytest_configure(config):
     _recording_popen()
 
 
+def pytest_sessionstart(session):
+    """The notebooks nbval executes, built from notebooks/, the fixture runs and the checked
+    cells' text (tests/checked_cells.py) before anything is collected."""
+    if session.config.option.nbval_lax:
+        import checked_cells
+        checked_cells.build_all()
+
+
 # what a shared fixture starts, for every test that asks for it (a session fixture starts it
 # for its first test only; the markers must not depend on the order the tests run in)
 FIXTURE_KINDS = {"server": ("server",), "tpch_server": ("server",), "lz4_server": ("server",),
@@ -331,19 +338,13 @@ def pytest_runtest_setup(item):
     _CURRENT[0] = item.nodeid
 
 
-class LiveMarkerWarning(UserWarning):
-    """A live test that starts more kinds of thing than its markers say (still out of the fast tier)."""
-
-
 @pytest.fixture(autouse=True)
 def _live_tests_carry_their_marker(request):
+    """A test fails where it starts a kind of thing its markers do not name: out of `make
+    check` is not enough, `-m "not notebook"` must mean what it says too."""
     yield
     started = _STARTED.pop(request.node.nodeid, set())
     missing = sorted(k for k in started if request.node.get_closest_marker(k) is None)
-    if not missing:
-        return
-    said = (f"{request.node.nodeid} " + " and ".join(LIVE[k] for k in missing)
-            + " without its marker: add " + ", ".join(f"@pytest.mark.{k}" for k in missing))
-    if not any(request.node.get_closest_marker(k) for k in LIVE):
-        pytest.fail(said)  # it would run in `make check`, the tier that starts nothing
-    warnings.warn(said, LiveMarkerWarning, stacklevel=2)
+    if missing:
+        pytest.fail(f"{request.node.nodeid} " + " and ".join(LIVE[k] for k in missing)
+                    + " without its marker: add " + ", ".join(f"@pytest.mark.{k}" for k in missing))

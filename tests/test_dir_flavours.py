@@ -2,7 +2,7 @@
 tarball, an install prefix and a build tree; MySQL 9.7's files run in the mysql-9.7 rootfs
 (`--runtime`). Family, version and thread pool are detected from the binary; every bad
 directory is one line and exit 2 before anything is written or started; the same bits
-reached two ways are a draw."""
+reached two ways are compared pair by pair and named apart."""
 import json
 import re
 import subprocess
@@ -14,7 +14,7 @@ import pytest
 import trees
 from conftest import REPO, processes_mentioning
 
-from dbstudies import checks, paths, results, servers
+from dbstudies import checks, paths, results, servers, stats
 from dbstudies.results import Run
 from dbstudies.servers import dialect
 from dbstudies.study import load
@@ -167,9 +167,13 @@ def test_a_taken_name_or_a_runtime_that_is_none_is_one_line(args, message, tarba
     assert not (tmp_path / "servers").exists()
 
 
-def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tmp_path):
+@pytest.mark.notebook
+def test_the_same_bits_two_ways_are_paired_and_the_report_names_them(tarball, tmp_path):
     """A versions smoke run of the host's MariaDB against the same binary as a tarball: an
-    A/A across sources; the report's header gives each one's version and SHA-256."""
+    A/A across sources, compared pair by pair; the report's header gives each one's version and
+    SHA-256. The verdict itself is not asserted: two 1-second rounds of live noise decide it by
+    chance (issue 44) — the A/A rule's false-positive rate is tested on recorded and simulated
+    data (test_paired_stats, test_analysis)."""
     out, _ = servers.add_dir("tarball", tarball, servers_dir=tmp_path / "servers")
     flavours = ["mariadb-10.11", str(out)]
     p = subprocess.run([*CLI, "run", "versions", "--profile", "smoke", "-p", "flavours", json.dumps(flavours),
@@ -183,7 +187,9 @@ def test_the_same_bits_two_ways_are_a_draw_and_the_report_names_them(tarball, tm
     study = load("versions")
     params = checks.resolve(study, "smoke", flavours=flavours, duration=1, warmup=0)
     rel = study.relative(results.measured(run), params)
-    assert len(rel) == 2 and (rel["verdict"] == "draw").all(), rel
+    assert stats.is_paired_table(rel) and len(rel) == 2, rel
+    assert set(rel["candidate"]) == {"tarball"} and set(rel["baseline"]) == {"mariadb-10.11"}
+    assert rel["verdict"].isin(["better", "worse", "draw"]).all(), rel
     html = (run.path / "report.html").read_text()
     sha = shas["mariadb-10.11"][:12]
     assert re.search(rf"tarball \(10\.11\.\d+-MariaDB[^,]*, release tarball {tarball.name}, sha256 {sha}\)", html)

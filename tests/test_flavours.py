@@ -168,6 +168,7 @@ def test_a_setting_mysql_does_not_know_is_the_servers_clear_error(tmp_path):
     assert processes_mentioning(str(tmp_path)) == []
 
 
+@pytest.mark.notebook
 def test_settings_are_checked_against_each_flavours_own_options():
     """Asked of the server itself (--verbose --help), before any run starts."""
     mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
@@ -182,6 +183,7 @@ def test_settings_are_checked_against_each_flavours_own_options():
     assert p.returncode == 2 and "settings: ['thread_pool_size'] are not options of mysql-9.7" in p.stderr
 
 
+@pytest.mark.notebook
 def test_values_a_server_would_adjust_or_refuse_are_errors_before_any_start(tmp_path):
     """Also asked of the server: MariaDB warns or errs, MySQL silently adjusts (compared)."""
     mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")

@@ -3,8 +3,10 @@ in the suite (through the CLI, shared with test_study.py) whose deterministic ce
 marked `# CHECK_OUTPUT` — print what tests/fixtures/notebook_outputs.json records."""
 import ast
 import json
+import subprocess
 import sys
 
+import checked_cells
 import nbformat
 import pytest
 from conftest import FIXTURES, NOTEBOOKS, SMOKE_RUNS
@@ -116,25 +118,33 @@ def test_smoke_figures_are_readable_and_keep_one_colour_per_arm(name, smoke_run)
     assert mine == {"#4c72b0"}, (baseline, colours)
 
 
-NBVAL = paths.REPO / "tests" / "nbval"
-
-
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_the_nbval_notebook_is_the_study_notebook_on_its_fixture_run(name):
-    """tests/nbval/<study>.ipynb (`pytest --nbval-lax` executes it on a committed fixture run)
-    holds the study notebook's cells as they are, plus one injected parameters cell naming
-    the fixture; its checked cells have stored outputs to compare with. A notebook changed
-    without `tests/nbval/build.py` being run again fails here."""
-    nb = nbformat.read(NBVAL / name, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    injected = [c for c in code if "injected-parameters" in c.metadata.get("tags", [])]
+def test_a_notebooks_checked_cells_are_those_of_its_text_reference(name):
+    """tests/nbval/<study>.txt holds what the study notebook's checked cells print on its
+    fixture run (nbval compares them, tests/checked_cells.py); a notebook whose checked cells
+    changed without the reference being written again fails here, before any kernel starts —
+    and the notebook nbval executes is the study's, cell for cell, plus the fixture's parameters."""
+    study = name.removesuffix(".ipynb")
+    built = nbformat.read(checked_cells.build(study), as_version=4)
+    code = [c for c in built.cells if c.cell_type == "code"]
+    injected = [c for c in code if checked_cells.INJECTED in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "run_dir = '../fixtures/runs/" in injected[0].source
-    run_dir = injected[0].source.split("run_dir = '", 1)[1].split("'", 1)[0]
-    assert (NBVAL / run_dir / "metadata.json").exists()
-    assert [c.source for c in code if c not in injected] == [c.source for c in code_cells(name)]
-    checked = [c for c in code if "nbval-check-output" in c.metadata.get("tags", [])]
+    assert [c.source for c in code if c not in injected] == [c.source for c in code_cells(name)], (
+        f"tests/nbval/{study}.txt is stale: {checked_cells.REBUILD}")
+    checked = checked_cells.checked_cells(built)
     assert len(checked) >= 4 and all(c.outputs for c in checked)
-    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    text = (checked_cells.NBVAL / f"{study}.txt").read_text()
+    assert checked_cells.to_text(built) == text  # read back as written: nothing lost between the two
+    assert "<td" not in text and "<svg" not in text and " at 0x" not in text.replace("at 0xADDRESS", "")
+
+
+def test_no_committed_notebook_under_tests_holds_outputs():
+    """A notebook change shows as a text diff of its checked cells, never as outputs in JSON."""
+    listed = subprocess.run(["git", "ls-files", "tests"], capture_output=True, text=True, cwd=paths.REPO,
+                            check=True).stdout.split()
+    with_outputs = [f for f in listed if f.endswith(".ipynb") and any(
+        c.get("outputs") for c in nbformat.read(paths.REPO / f, as_version=4).cells)]
+    assert [f for f in listed if f.endswith(".txt") and f.startswith("tests/nbval/")] and with_outputs == []
 
 
 def test_dbstudies_kernel_runs_this_venvs_python():

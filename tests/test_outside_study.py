@@ -37,6 +37,7 @@ def outside(tmp_path_factory):
     return home, run, p.stdout
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
     home, run, out = outside
@@ -49,6 +50,7 @@ def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
     assert report_problems((run / "report.html").read_text()) == []  # a researcher's report is held to ours
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_plan_runs_and_report_take_the_folder_too(outside):
     home, run, _ = outside
@@ -92,6 +94,7 @@ def test_its_parameters_cell_names_every_parameter_once():
     assert sorted(declared) == sorted({"profile", *fields(load(FIXTURE).Params), "run_dir", "runs_root"})
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_a_sweep_takes_the_folder_too(outside):
     home, run, _ = outside

@@ -23,6 +23,7 @@ ON_COMMON = FIXTURES / "lua" / "oltp_point_and_range.lua"
 LEDGER = FIXTURES / "lua" / "multifile" / "ledger.lua"
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_sysbench_s_own_script_by_its_path_and_one_built_on_oltp_common_run_in_the_thread_pool_smoke_study(tmp_path):
     """Real scripts as a user names them: sysbench's bundled point-select script by its path

@@ -60,6 +60,7 @@ def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
         checks.resolve(load("checkpoint_stalls"), "smoke", flavour=str(bad), configs={"as is": {}}, settings={})
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_path):
     toml, password = remote

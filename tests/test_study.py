@@ -38,6 +38,7 @@ def streamed(run, seconds):
     return None
 
 
+@pytest.mark.notebook
 def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_path):
     """…and the seconds the killed step had streamed (its intervals and status samples).
     Paired design: two servers up; the one measuring is killed mid-step."""
@@ -186,6 +187,7 @@ BAD_INPUT = {
 }
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize("args, message", BAD_INPUT.values(), ids=BAD_INPUT.keys())
 def test_cli_rejects_bad_parameters_before_any_server_starts(tmp_path, args, message):
     t0 = time.monotonic()
@@ -199,6 +201,7 @@ def test_cli_rejects_bad_parameters_before_any_server_starts(tmp_path, args, mes
     assert time.monotonic() - t0 < 20
 
 
+@pytest.mark.notebook
 def test_cli_bad_paths_and_names_are_one_line_errors(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -221,6 +224,7 @@ def test_cli_bad_paths_and_names_are_one_line_errors(tmp_path):
     assert list((tmp_path / "empty").iterdir()) == []
 
 
+@pytest.mark.notebook
 def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
     p = subprocess.Popen([*CLI, "run", "thread_pool", "--profile", "smoke", "-p", "duration", "3",
                           "-p", "repeats", "3", "--runs-dir", str(tmp_path)],

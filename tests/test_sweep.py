@@ -53,6 +53,7 @@ def test_a_run_directory_travels_as_an_archive_and_never_overwrites(tmp_path):
         sweep.unpack(sweep.pack(src), tmp_path / "b")
 
 
+@pytest.mark.notebook
 @pytest.mark.server
 def test_a_sweep_here_runs_each_job_ctrl_c_stops_it_and_a_second_sweep_skips_what_completed(tmp_path):
     """`dbstudies sweep` here: the first run completes; Ctrl-C during the second run's step
