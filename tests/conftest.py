@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import html as html_lib
+import json
 import os
 import signal
 import subprocess
@@ -103,18 +104,32 @@ def smoke_argv(name: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """Execute a notebook once per session, through the CLI (`dbstudies run`, which executes
-    it with papermill and renders the report): name → (completed process, run directory)."""
+    """Execute a notebook once per test session, through the CLI (`dbstudies run`, which
+    executes it with papermill and renders the report): name → (completed process, run
+    directory). Once for all of `pytest -n 2`'s workers too: the first to ask runs it under a
+    lock in their shared temporary directory, the others wait on that lock and read what it kept."""
+    import fcntl
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-N/, above each worker's popen-gwK/
     done: dict[str, tuple] = {}
 
     def execute(name: str):
         if name not in done:
-            runs = tmp_path_factory.mktemp("smoke-" + name.removesuffix(".ipynb"))
-            argv = [sys.executable, "-m", "dbstudies", "run", name.removesuffix(".ipynb"),
-                    *smoke_argv(name), "--runs-dir", str(runs)]
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=REPO)
+            stem = name.removesuffix(".ipynb")
+            runs = shared / f"smoke-{stem}"
+            with open(shared / f"smoke-{stem}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the run (by whoever took it) has ended
+                kept = shared / f"smoke-{stem}.json"
+                if not kept.exists():
+                    argv = [sys.executable, "-m", "dbstudies", "run", stem, *smoke_argv(name), "--runs-dir", str(runs)]
+                    p = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=REPO)
+                    kept.write_text(json.dumps({"args": p.args, "returncode": p.returncode,
+                                                "stdout": p.stdout, "stderr": p.stderr}))
+                k = json.loads(kept.read_text())
             run_dirs = list(runs.glob("*/*/metadata.json"))
-            done[name] = (p, run_dirs[0].parent if len(run_dirs) == 1 else None)
+            done[name] = (subprocess.CompletedProcess(k["args"], k["returncode"], k["stdout"], k["stderr"]),
+                          run_dirs[0].parent if len(run_dirs) == 1 else None)
         return done[name]
     return execute
 

@@ -1,4 +1,4 @@
-"""The package's layers and the one direction of its imports (README "Layout").
+"""The package's layers and the one direction of its imports (docs/architecture.md, "Layout").
 
 Every import of a dbstudies module by another one is read from the source, function-local
 and type-only ones (`if TYPE_CHECKING:`) included, and must point down this order: a module
@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
 
-# bottom first; the README's "Layout" says the same in words
+# bottom first; docs/architecture.md "Layout" says the same in words
 LAYERS = [
     ("ground", ["errors", "paths", "schema", "proc", "css", "live"]),
     ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour",
@@ -126,9 +126,9 @@ def test_the_walk_sees_an_import_against_the_order(tmp_path, monkeypatch, source
 
 
 def test_the_readme_layout_names_every_module_layer_by_layer():
-    """README "Layout" names every module, each layer's after the start of the layer below:
-    a module added or renamed without the README saying so fails here."""
-    readme = (PACKAGE.parents[1] / "README.md").read_text()
+    """docs/architecture.md "Layout" names every module, each layer's after the start of the layer below:
+    a module added or renamed without the docs saying so fails here."""
+    readme = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
     layout = readme[readme.index("## Layout"):]
     layout = layout[:layout.index("\nenv/")]
     cursor = layout.index("lib/dbstudies/")
@@ -140,7 +140,7 @@ def test_the_readme_layout_names_every_module_layer_by_layer():
             hit = re.compile(rf"(?<![\w.-]){re.escape(n)}\b").search(layout, cursor)
             found[n] = hit.start() if hit else -1
         missing = [n for n, i in found.items() if i < 0]
-        assert not missing, f"README Layout does not name {missing} in or after the layer before {layer}"
+        assert not missing, f"docs/architecture.md Layout does not name {missing} in or after the layer before {layer}"
         cursor = min(found.values())
 
 

@@ -1,4 +1,4 @@
-"""A study of your own, outside the repository (README "Writing a study"): the folder of
+"""A study of your own, outside the repository (docs/writing-a-study.md): the folder of
 tests/fixtures/outside_study — its module and its notebook — copied to a temporary folder and
 measured, planned, listed and reported through the CLI like a built-in study."""
 from __future__ import annotations

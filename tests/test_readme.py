@@ -1,4 +1,6 @@
-"""The README's commands and parameter table must match the code."""
+"""The README, docs/ and each built-in study's README must match the code: their commands,
+parameter tables, links and the generated excerpt of what `make study` prints."""
+import json
 import re
 import shlex
 import subprocess
@@ -9,11 +11,13 @@ from conftest import REPO
 from dbstudies import checks, cli, study
 from dbstudies.params import fields, meanings
 from dbstudies.study import load
-from dbstudies.studykit import title
 
 tp = load("thread_pool")
 
 README = (REPO / "README.md").read_text()
+DOCS = sorted((REPO / "docs").glob("*.md"))
+STUDY_READMES = [study.readme_of(load(n)) for n in study.names()]
+PAGES = [REPO / "README.md", *DOCS, *STUDY_READMES]
 
 
 def test_the_two_commands_and_ci():
@@ -26,17 +30,19 @@ def test_the_two_commands_and_ci():
         assert re.search(rf"^{target}:", make, re.M), target
     assert re.search(r"^study: setup.*\n\t\$\(VENV\)/bin/dbstudies run thread_pool --profile \$\(PROFILE\)", make, re.M)
     assert re.search(r"^PROFILE \?= quick$", make, re.M)
-    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest --durations=15$", make, re.M)
+    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest -n 2 --dist loadfile --durations=15$", make, re.M)
     assert re.search(r'^check: setup.*\n\t\$\(VENV\)/bin/python -m pytest -q -m "not server and not notebook and not browser"$', make, re.M)
 
 
-def test_the_parameter_tables_are_the_generated_ones():
+@pytest.mark.parametrize("name", study.names())
+def test_the_parameter_tables_are_the_generated_ones(name):
     """Each built-in study's README table is what its parameter class and profiles give
     (`dbstudies list --write-readme` writes them): a parameter added, renamed, given another
-    profile value or meaning without the README following fails here."""
-    for name in study.names():
-        assert study.TABLE[0].format(name=name) in README, f"README has no parameter table of {name}"
-    assert study.readme_tables(README) == README, "README's parameter tables drifted: run `dbstudies list --write-readme`"
+    profile value or meaning without its README following fails here."""
+    s = load(name)
+    text = study.readme_of(s).read_text()
+    assert study.TABLE[0].format(name=name) in text, f"{name}'s README has no parameter table"
+    assert study.readme_table(text, s) == text, "parameter table drifted: run `dbstudies list --write-readme`"
 
 
 @pytest.mark.parametrize("name", study.names())
@@ -48,19 +54,82 @@ def test_every_parameter_says_what_it_means(name):
 
 
 def test_a_drifted_table_is_seen():
-    """The check itself: a profile value changed in the README is not what the code gives."""
-    changed = README.replace("| `repeats` | 2 | 16 | 20 |", "| `repeats` | 2 | 15 | 20 |", 1)
-    assert changed != README and study.readme_tables(changed) == README
+    """The check itself: a profile value changed in a README is not what the code gives."""
+    text = study.readme_of(tp).read_text()
+    changed = text.replace("| `repeats` | 2 | 16 | 20 |", "| `repeats` | 2 | 15 | 20 |", 1)
+    assert changed != text and study.readme_table(changed, tp) == text
 
 
 def test_cli_examples_are_valid():
-    lines = [ln for ln in README.splitlines() if re.match(r"\.venv/bin/(dbstudies|python -m dbstudies) run ", ln)]
-    assert len(lines) >= 2
+    """Every `dbstudies run` line of the README, docs/ and the study READMEs parses and
+    resolves (parameters, profile, flavours) as the CLI would, before anything starts."""
+    lines = [ln for page in PAGES for ln in page.read_text().splitlines()
+             if re.match(r"\.venv/bin/(dbstudies|python -m dbstudies) run ", ln)]
+    assert len(lines) >= 10
     for line in lines:
-        argv = shlex.split(line.split("#")[0])
+        argv = shlex.split(line.split(" #")[0])
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
         checks.resolve(load(args.study), args.profile, **dict(args.parameter))
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it.
+
+    >>> slug("Where results land"), slug("Sweeps: many runs, here or on several benchmark hosts")
+    ('where-results-land', 'sweeps-many-runs-here-or-on-several-benchmark-hosts')
+    >>> slug("Workloads: TPC-C-like (`tpcc`) and LinkBench-like (`linkbench`)")
+    'workloads-tpc-c-like-tpcc-and-linkbench-like-linkbench'
+    """
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_leads_somewhere(page):
+    """Every relative link of the README, docs/ and the study READMEs names a file that
+    exists, and an anchor a heading of that file."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links or page in STUDY_READMES
+    for link in links:
+        if re.match(r"[a-z]+:", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.exists(), f"{page.relative_to(REPO)}: {link} leads nowhere"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), re.M)
+            assert anchor in {slug(h) for h in headings}, f"{page.relative_to(REPO)}: no heading #{anchor} in {path}"
+
+
+def test_the_readme_is_short_and_opens_with_a_result():
+    """≤ 200 lines: what it is, a line per study, the two commands, what `make study` prints
+    (generated) and its figure, where results land, links; the rest lives in docs/."""
+    lines = README.splitlines()
+    assert len(lines) <= 200, len(lines)
+    said = README.split(cli_excerpt_markers()[0], 1)[1].split(cli_excerpt_markers()[1], 1)[0]
+    assert said.count("\n> ") >= 10 and "**Throughput (QPS)** against one-thread-per-connection" in said
+    assert "![" in README and (REPO / "docs" / "img" / "qps_vs_threads.png").stat().st_size > 10_000
+    for name in study.names():
+        assert f"lib/dbstudies/studies/{name}/README.md" in README
+    for doc in DOCS:
+        assert f"(docs/{doc.name})" in README, doc.name
+
+
+def cli_excerpt_markers() -> tuple[str, str]:
+    run = next(p for p in (REPO / cli.EXCERPT_RUN).iterdir() if (p / "metadata.json").exists())
+    from dbstudies import report
+    return tuple(m.format(run=f"{cli.EXCERPT_RUN}/{run.name}") for m in report.EXCERPT)
+
+
+def test_what_make_study_prints_is_the_generated_excerpt(tmp_path):
+    """The README's quote of what `make study` prints is the recorded quick run's answer and
+    conclusion as the code gives them today, and its figure draws what the committed one
+    drew (`dbstudies list --write-readme` writes both)."""
+    assert cli.with_excerpt(README, tmp_path) == README, "run `dbstudies list --write-readme`"
+    drawn = json.loads((tmp_path / "qps_vs_threads.json").read_text())
+    assert drawn == json.loads((REPO / "docs" / "img" / "qps_vs_threads.json").read_text())
+    assert drawn["problems"] == [] and all(p["series"] == 2 for p in drawn["panels"])
 
 
 def test_environment_yml_is_fully_pinned_and_read_by_setup():
@@ -79,18 +148,16 @@ def test_environment_yml_is_fully_pinned_and_read_by_setup():
 
 
 @pytest.mark.parametrize("flavour", ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"])
-def test_flavours_named_in_readme_exist(flavour):
-    assert flavour in README
+def test_flavours_named_in_the_docs_exist(flavour):
+    assert flavour in (REPO / "docs" / "servers.md").read_text()
     assert (REPO / "env/servers" / f"{flavour}.toml").exists()
 
 
-def test_a_new_study_gets_its_table_where_the_others_are():
-    """A built-in study the README does not know yet: `--write-readme` gives it a section of
-    its own after the last study's table (the author writes its narrative there)."""
-    without = README.replace(study.TABLE[0].format(name="latency"), "<!-- gone -->", 1)
-    text = study.readme_tables(without.split("<!-- gone -->", 1)[0]
-                               + without.split(study.TABLE[1].format(name="latency"), 1)[1])
-    table = study.parameter_table(load("latency"))
-    assert text.count(table) == 1 and text.index(table) > text.index(study.TABLE[1].format(name="compression"))
-    heading = f"## {title(load('latency'))}: parameters"
-    assert heading in text and text.index(heading) < text.index(table)
+def test_a_new_study_gets_a_parameters_section_in_its_readme():
+    """A built-in study whose README has no table yet (a new one): `--write-readme` gives it a
+    Parameters section at the end, to be given its narrative above."""
+    lat = load("latency")
+    table = study.parameter_table(lat)
+    text = study.readme_table("# Latency\n\nWhat it asks.\n", lat)
+    assert text.startswith("# Latency\n\nWhat it asks.\n\n## Parameters\n") and text.count(table) == 1
+    assert study.readme_table(text, lat) == text

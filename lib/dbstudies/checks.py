@@ -28,7 +28,7 @@ def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> Stu
     p = P.from_profile(study.Params, study.PROFILES, profile, overrides)
     arms = arms_of(study, p)
     problems = remote_problems(arms, p)
-    if getattr(p, "budget", None) and p.budget * 60 < 2 * round_seconds(study, p):
+    if p.budget and p.budget * 60 < 2 * round_seconds(study, p):
         problems.append(f"budget: {p.budget:g} min cannot hold the two "
                         f"{'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs "
                         f"(≈ {round_seconds(study, p) / 60:.1f} min each)")

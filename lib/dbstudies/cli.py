@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list studies and their parameters: values per profile, meanings")
     lst.add_argument("study", nargs="?", help="one study (a name or a study's folder); default: every built-in")
     lst.add_argument("--write-readme", action="store_true",
-                     help="write the built-in studies' parameter tables into README.md and their notebooks' parameters cells")
+                     help="write the built-in studies' parameter tables into their README.md, their notebooks' parameters cells, and what `make study` prints into README.md")
     rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
                          "executed notebook (measured from JupyterLab) gets one first")
     rep.add_argument("run_dir", type=Path)
@@ -321,15 +321,31 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     return code or (0 if all(r["status"] == "complete" for r in s.records) else 1)
 
 
+EXCERPT_RUN = "tests/fixtures/quick/thread_pool"  # the recorded quick run of `make study`'s study
+
+
+def with_excerpt(text: str, figures: Path | None = None) -> str:
+    """`text` (the README) with what `make study` prints, generated anew between its markers
+    from the recorded quick run (`report.excerpt`), its figure drawn into docs/img/."""
+    from . import report  # the analysis and its figures: only for this
+    run_dir = next(p for p in sorted((paths.REPO / EXCERPT_RUN).iterdir()) if (p / "metadata.json").exists())
+    start, end = (m.format(run=f"{EXCERPT_RUN}/{run_dir.name}") for m in report.EXCERPT)
+    quote = report.excerpt(run_dir, figures or paths.REPO / "docs" / "img")
+    before, rest = text.split(start, 1)
+    return f"{before}{start}\n{quote}\n{end}{rest.split(end, 1)[1]}"
+
+
 def _list(which: str | None, write_readme: bool) -> int:
     """Studies and their parameters: each one's quick value, smoke and full where they
     differ, and what it means (the README's tables say the same; `--write-readme` writes them)."""
     if write_readme:
-        readme = paths.REPO / "README.md"
-        readme.write_text(study.readme_tables(readme.read_text()))
-        print(f"dbstudies: parameter tables written into {readme}")
+        for readme in study.write_readmes():
+            print(f"dbstudies: parameter table written into {readme}")
         for nb in study.write_parameters_cells():
             print(f"dbstudies: parameters cell written into {nb}")
+        readme = paths.REPO / "README.md"
+        readme.write_text(with_excerpt(readme.read_text()))
+        print(f"dbstudies: what `make study` prints written into {readme}, its figure into {paths.REPO / 'docs' / 'img'}")
         return 0
     for ref in [which] if which else study.names():
         s = study.load(ref)

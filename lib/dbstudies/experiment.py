@@ -16,7 +16,7 @@ cell once on every arm, the arms of one cell back to back (a *pair*), in an orde
 across rounds (each arm in each position equally often) and cells shuffled per round; every
 `restart_every` rounds all servers are restarted and warmed up. Host noise seconds apart is
 shared by the steps of a pair, so the per-pair log ratios (`stats.paired_table`) are far
-less noisy than blocks on fresh starts compared as independent samples (README "Statistics").
+less noisy than blocks on fresh starts compared as independent samples (docs/statistics.md).
 After a step that wrote, its server's background flushing is waited out (`probes.settle`,
 recorded as `settle_s`) before another server is measured; a pair with a step measured on a
 busy host is measured again whole.
@@ -81,7 +81,7 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
                                 "append-only: start a new run")
     arms = arms_of(study, p)
     steps = planned_steps(study, p)
-    budget = getattr(p, "budget", None)
+    budget = p.budget
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
                arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
                arm_servers={a.label: server_key(a, p) for a in arms},
@@ -154,7 +154,7 @@ class _Loop:
         self.client_record = {"version": None, "calls": []}  # the `client` hook's: version, argv of every call
         self.warmups = [0]  # one counter for all servers of the run
         self.done = 0       # steps measured so far (the progress of a later phase counts on)
-        budget = getattr(p, "budget", None)
+        budget = p.budget
         self.deadline = time.monotonic() + budget * 60 if budget else None
 
     def __enter__(self) -> "_Loop":

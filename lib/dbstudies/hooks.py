@@ -127,7 +127,7 @@ def sysbench_warmup(ctx: Context) -> None:
         cell = {"step": ctx.warmups[0], "workload": warmup_workload(p),
                 "threads": min(max(p.threads), WARMUP_MAX_THREADS)}
         sysbench_step(ctx, cell, phase="warmup", duration=p.warmup, seed=p.seed)
-        if getattr(p, "design", "blocks") == "paired" and workloads.writes(cell["workload"]):
+        if p.design == "paired" and workloads.writes(cell["workload"]):
             probes.settle(ctx.server, SETTLE_TIMEOUT)
 
 

@@ -105,7 +105,7 @@ def defaults(cls: type) -> dict[str, Any]:
 def profile_values(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str) -> dict[str, Any]:
     """A profile's value of every parameter: the fields' defaults, overlaid with what the
     profile changes (a profile lists only that). The one reading of a profile: parameter
-    loading, the README tables, `dbstudies list`, "changed parameters" of a run.
+    loading, the study READMEs' tables, `dbstudies list`, "changed parameters" of a run.
 
     >>> @dataclasses.dataclass(kw_only=True)
     ... class X:
@@ -180,7 +180,7 @@ def meanings(cls: type) -> dict[str, str]:
 
 
 def shown(value: Any) -> str:
-    """A parameter's value as the README's tables and `dbstudies list` show it.
+    """A parameter's value as the study READMEs' tables and `dbstudies list` show it.
 
     >>> shown(None), shown(True), shown([1, 16]), shown({"a": 1}), shown(0.05)
     ('none', 'true', '1, 16', '{"a": 1}', '0.05')

@@ -83,7 +83,7 @@ def problems(value: Any) -> list[str]:
 class PositiveControl:
     """The `positive_control` parameter (mixed in before a `SysbenchParams`): a paused twin of
     the baseline measured as an arm of its own (`studykit.with_control`)."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "positive_control": (
             "also measure a twin of the baseline whose server the driver stops for `pause_ms` "
             "every `every_s` seconds of each measured step, e.g. `-p positive_control "

@@ -97,7 +97,7 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFr
 
 def planned_rounds(study: StudyModule, p: StudyParams) -> int:
     """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
-    if getattr(p, "budget", None):
+    if p.budget:
         return schedule.rounds_in(study, p, p.budget * 60)
     return p.repeats
 

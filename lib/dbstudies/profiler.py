@@ -278,7 +278,7 @@ class CpuProfiled:
     `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
     its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
     verdicts choosing them. Mixed in before a `SysbenchParams`."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "cpu_profile": (
             "after the plan, measure the cells a QPS verdict judged better or worse (the 4 largest "
             "differences; else the largest difference) once more on every arm with `perf` sampling "

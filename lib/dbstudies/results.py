@@ -190,8 +190,8 @@ def variant_name(changed: Mapping[str, Any]) -> str:
 
 def find_run(given: str | os.PathLike, here: Path | None = None) -> Path:
     """A run directory named as a user would: absolute, relative to `here` (a notebook's
-    folder: the kernel's working directory), or relative to the repository (as the README
-    writes `data/runs/…`) — the first that is a run. A clear error otherwise."""
+    folder: the kernel's working directory), or relative to the repository (as the docs
+    write `data/runs/…`) — the first that is a run. A clear error otherwise."""
     path = Path(given).expanduser()
     tries = [path] if path.is_absolute() else [Path(here or Path.cwd()) / path, paths.REPO / path]
     for p in tries:

@@ -1,6 +1,6 @@
 """The plan of a run: which steps, in which order, on which servers, and how long it takes.
 
-Two designs (README "Statistics"). *Blocks* (`block_order`): per repeat every arm gets one
+Two designs (docs/statistics.md). *Blocks* (`block_order`): per repeat every arm gets one
 block on a fresh start, arms shuffled per repeat and cells per block. *Paired*
 (`paired_order`): per round every cell is measured once on every arm, the arms of a cell back
 to back (a *pair*) in an order balanced across rounds, cells shuffled per round. `steps` is
@@ -66,14 +66,14 @@ def paired_order(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed
     return df
 
 
-def design(p: Any) -> str:
-    """The study's design: "paired" or "blocks" (studies without the parameter: blocks)."""
-    return getattr(p, "design", "blocks")
+def design(p: StudyParams) -> str:
+    """The study's design: "paired" or "blocks"."""
+    return p.design
 
 
 def rounds(p: StudyParams) -> int:
     """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
-    return MAX_ROUNDS if getattr(p, "budget", None) else p.repeats
+    return MAX_ROUNDS if p.budget else p.repeats
 
 
 def steps(study: StudyModule, p: StudyParams) -> pd.DataFrame:
@@ -120,7 +120,7 @@ def describe(study: StudyModule, p: StudyParams) -> str:
 
 def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
     """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
-    if getattr(p, "budget", None):
+    if p.budget:
         return p.budget * 60
     return p.repeats * round_seconds(study, p)
 

@@ -1,9 +1,9 @@
 """The parts studies are built from: the parameters every study shares (`StudyParams`,
 `SysbenchParams`, `MultiServerParams`, `CpuProfiled` — each with what its parameters mean,
-`MEANINGS`, for the README's tables and `dbstudies list`), their checks, and the arms a study
+`MEANINGS`, for the study READMEs' tables and `dbstudies list`), their checks, and the arms a study
 compares (`Arm`; named configurations, schedulers, the A/A twin).
 
-A study's `__init__` imports this module as `S` (README "Writing a study"). Here too: the
+A study's `__init__` imports this module as `S` (docs/writing-a-study.md). Here too: the
 contract a study fulfils (`StudyModule`, its optional hooks, `arms_of`, `cells_of`); finding
 and loading studies is `dbstudies.study`'s.
 """
@@ -52,7 +52,7 @@ class Arm:
 class StudyParams:
     """What every study has: server flavour, repeats, seed, the verdict's draw threshold,
     the A/A control, server pinning and extra my.cnf settings."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "server flavour (`env/servers/<flavour>.toml`)",
         "repeats": (
             "paired rounds (blocks per arm with `design` blocks); ≥ 2 for a verdict to be possible;"
@@ -152,7 +152,7 @@ class SysbenchParams(StudyParams):
     """A sysbench study: workloads × client threads, on tables it loads once per server.
     `tables` × `table_size` is the OLTP workloads' scale, `warehouses` the TPC-C-like one's,
     `nodes` the LinkBench-like one's (`workloads.OURS`)."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "workloads": (
             "sysbench OLTP workloads, or ours: `tpcc` (TPC-C-like, the source's TPCC-10 case), "
             "`linkbench` (LinkBench-like)"),
@@ -242,7 +242,7 @@ class SysbenchParams(StudyParams):
 @dataclass(frozen=True, kw_only=True)
 class MultiServerParams(SysbenchParams):
     """A sysbench study over several servers: `flavours`, the baseline `flavour` among them."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavours": (
             "the servers measured, `flavour` (the baseline's) among them; with several, every "
             "server × scheduler is an arm compared with the baseline, and a pool a flavour lacks "

@@ -36,7 +36,7 @@ class StallRate:
     """The `stall_factor` parameter of the studies with stall-rate tables (mixed in before a
     `SysbenchParams`): an analysis parameter — a finished run re-analysed at another value
     gets a variant of its own."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "stall_factor": (
             "the stall rate's threshold T per cell and arm: this × the arm's own median p50 latency there "
             "(analysis only: re-analyse a run at another value with `run_dir`, or `dbstudies report "

@@ -41,9 +41,9 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 
 @dataclass(frozen=True, kw_only=True)
 class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
-    """The study's parameters (README: "Checkpoint-stall study parameters")."""
+    """The study's parameters (its README.md: what each means, per profile)."""
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"stall_fraction"}  # re-analysable
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks)",
         "settings": "settings of every configuration",
         "design": (
@@ -91,8 +91,8 @@ class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
 _CONFIGS = {"redo 1G": {"redo_log": "1G"}, "redo 16M": {"redo_log": "16M"}}
 # paired: a paired A/A here (quick, 5 rounds + the twin) showed no disturbance from the idle
 # server — its flushing is waited out after each write step (3–12 s), the position within a
-# pair moved TPS by ≤ 2.6 % (SD of a pair 0.07–0.10), the A/A verdict a draw (README
-# "Statistics")
+# pair moved TPS by ≤ 2.6 % (SD of a pair 0.07–0.10), the A/A verdict a draw
+# (docs/statistics.md)
 _COMMON = dict(configs=_CONFIGS, stall_fraction=0.5, settings={"innodb_flush_log_at_trx_commit": 0},
                warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {

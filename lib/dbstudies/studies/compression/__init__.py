@@ -69,8 +69,8 @@ COUNTERS = Table("counters", 1, {
 
 @dataclass(frozen=True, kw_only=True)
 class Params(S.SysbenchParams):
-    """The study's parameters (README: "Compression study parameters")."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    """The study's parameters (its README.md: what each means, per profile)."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "repeats": "blocks per candidate: each loads, restarts and runs again",
         "seed": (
             "random seed: order of blocks and steps, sysbench `--rand-seed` of loads and runs "

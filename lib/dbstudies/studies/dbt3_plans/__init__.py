@@ -61,8 +61,8 @@ FORCED = Table("forced", 1, {"arm": "str", "query": "int64", "order_of": "str", 
 
 @dataclass(frozen=True, kw_only=True)
 class Params(S.StudyParams):
-    """The study's parameters (README: "DBT3 study parameters")."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    """The study's parameters (its README.md: what each means, per profile)."""
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "the server of candidates that name none",
         "repeats": "paired rounds: executions of each query per candidate (blocks: one block each)",
         "seed": "random seed: order of blocks and queries",

@@ -47,10 +47,10 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 @dataclass(frozen=True, kw_only=True)
 class Params(pauses.PositiveControl, S.MultiServerParams):
-    """The study's parameters (README "Latency study parameters"). `threads`: the
+    """The study's parameters (its README.md: what each means, per profile). `threads`: the
     connections serving the offered load (and the calibration's closed-loop threads)."""
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"p99_target_ms"}  # re-analysable
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "server flavour of the baseline (`env/servers/<flavour>.toml`)",
         "repeats": "paired rounds of each phase (calibration, then offered load); ≥ 2 for a verdict",
         "seed": "random seed: order of pairs and cells, sysbench `--rand-seed`, the arrival schedule",

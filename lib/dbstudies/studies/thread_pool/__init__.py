@@ -34,9 +34,9 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 @dataclass(frozen=True, kw_only=True)
 class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
-    """The study's parameters (see the README's table and PROFILES for the defaults).
+    """The study's parameters (its README.md: what each means, per profile).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`)",
         "threads": "client thread counts (1 … 4096; the source's 13 powers of two fit with a 3G pool)",
         "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
@@ -56,7 +56,7 @@ PROFILES: dict[str, dict[str, Any]] = {
                   table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
     # measured here (2 vCPUs): run-to-run CV of a step is ≈ 18 % whatever its length (host
     # contention drifts over seconds), so repeats buy more than long steps: 3-s steps, 16
-    # blocks per arm, ≈ 16 min (tests/benchmarks/noise.py; README "Statistics")
+    # blocks per arm, ≈ 16 min (tests/benchmarks/noise.py; docs/statistics.md)
     "quick": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"],
                   threads=[1, 16, 64, 256], tables=4, table_size=100_000, warmup=2, duration=3,
                   repeats=16),

@@ -30,7 +30,7 @@ FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 @dataclass(frozen=True, kw_only=True)
 class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters; `flavour` is the baseline version, one of `flavours`."""
-    MEANINGS: ClassVar[dict[str, str]] = {  # the README's parameter tables, `dbstudies list`
+    MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "the baseline version, one of `flavours`",
         "repeats": "paired rounds (blocks per version with `design` blocks)",
         "server_cpus": "`taskset` CPU list for the servers",
@@ -57,7 +57,7 @@ PROFILES: dict[str, dict[str, Any]] = {
                   threads=[1, 16, 64, 256], table_size=200_000, warmup=2, duration=3, repeats=10),
     # paper-grade in ≈ 3 h: four servers up at once (3G pools: 4 × 3.8 GiB fit 24 GiB),
     # 12 cells × 24 paired rounds of 5-s steps (longer steps do not lower this host's
-    # step-to-step noise: README "Statistics"); all of 1 … 512 threads: `threads`
+    # step-to-step noise: docs/statistics.md); all of 1 … 512 threads: `threads`
     "full": dict(_COMMON, flavours=FOUR, workloads=["oltp_point_select", "oltp_read_only",
                                                     "oltp_read_write"],
                  threads=[1, 16, 64, 256], table_size=1_000_000, warmup=30,
