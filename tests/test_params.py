@@ -1,7 +1,7 @@
 """Parameter validation and the run plan (no server needed)."""
 import pytest
 
-from dbstudies import checks, schedule, schedulers, servers, study
+from dbstudies import checks, schedule, servers, study, thread_handling
 from dbstudies import params as P
 from dbstudies.params import ParamError, parse_value
 from dbstudies.study import load, names
@@ -90,7 +90,8 @@ def test_the_block_plan_interleaves_repeats_and_is_seeded():
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():
     mariadb, mysql = servers.load_flavour("mariadb-10.11"), servers.load_flavour("mysql-9.7")
-    pool, per_connection = schedulers.scheduler_intent(schedulers.POOL, 6), schedulers.scheduler_intent(schedulers.PER_CONNECTION, 6)
+    th = thread_handling
+    pool, per_connection = th.scheduler_intent(th.POOL, 6), th.scheduler_intent(th.PER_CONNECTION, 6)
     assert mariadb.settings_for(pool) == {"thread_handling": "pool-of-threads", "thread_pool_size": 6}
     assert mariadb.settings_for(per_connection) == mysql.settings_for(per_connection) == {
         "thread_handling": "one-thread-per-connection"}

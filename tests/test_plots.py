@@ -227,3 +227,26 @@ def test_an_unbounded_interval_leaves_the_ratio_axis_readable():
     assert plots.problems(props) == []
     assert all(len(p["yticks"]) >= 3 for p in props["panels"])
     assert fig.axes[1].get_ylim()[1] < 2  # not the interval's 4e8
+
+
+def test_an_interval_cut_at_the_frame_is_never_a_point_outside_it():
+    """An unbounded interval is cut at the frame; its cap, drawn at ratio − its distance to
+    the frame, used to land a floating-point hair beyond the limit — "1 data point outside
+    the axes" in a thread-pool smoke run's figure, whose rounds and intervals these are."""
+    import matplotlib.pyplot as plt
+    rounds = {1: (0.8205865938802751, 1.1760644685490718), 8: (0.6986164721183118, 0.38228942114038983),
+              64: (0.42773989127309503, 1.2490834291215869)}
+    pairs = pd.DataFrame([{"workload": "oltp_point_select", "threads": t, "candidate": "pool", "repeat": r + 1,
+                           "ratio": q} for t, qs in rounds.items() for r, q in enumerate(qs)])
+    rel = pd.DataFrame([{"workload": "oltp_point_select", "threads": t, "candidate": "pool", "ratio": q,
+                         "ci_low": lo, "ci_high": hi, "holm_ci_low": hlo, "holm_ci_high": hhi}
+                        for t, q, lo, hi, hlo, hhi in (
+                            (1, 0.9823760667027163, 0.19347634099886285, 4.988014200847284, 0.19347634099886285,
+                             4.988014200847284),
+                            (8, 0.516791724706627, 0.09730646218555743, 2.7446654695549118, 0.04042449293229238,
+                             6.606729419527317),
+                            (64, 0.7309465166231326, 0.11932896751465286, 4.477394058554011, 0.06774388040831798,
+                             7.886805523143443))])
+    props = plots.properties(plots.ratios_per_round(pairs, rel, ylabel="QPS", threshold=0.05))
+    assert props["panels"][0]["outside"] == 0 and plots.problems(props) == []
+    plt.close("all")

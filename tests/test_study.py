@@ -11,7 +11,8 @@ import time
 import pytest
 from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
 
-from dbstudies import checks, errors, experiment, hooks, ownership, pauses, results, servers
+from dbstudies import checks, errors, experiment, ownership, pauses, results, servers
+from dbstudies import steps as step_driver
 from dbstudies.results import INTERVALS, STATUS, Run
 from dbstudies.study import load
 
@@ -118,7 +119,7 @@ def check_partial_report(run, status, error):
 
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(hooks, "_busy", lambda host: True)  # every step sees a busy host
+    monkeypatch.setattr(step_driver, "_busy", lambda host: True)  # every step sees a busy host
     p = checks.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)

@@ -42,7 +42,6 @@ from tqdm import tqdm
 
 from . import errors, live, servers
 from .checks import max_clients
-from .hooks import DEFAULT_HOOKS, Context, keep_scripts
 from .ownership import guard, owns
 from .results import SYSTEM_SCHEMAS, Run, how_far
 from .schedule import (
@@ -55,6 +54,7 @@ from .schedule import (
     session_settings,
 )
 from .schedule import steps as planned_steps
+from .steps import DEFAULT_HOOKS, Context, keep_scripts
 from .studykit import Arm, StudyModule, StudyParams, arms_of, hook, study_name
 from .workloads import sql
 
@@ -311,7 +311,7 @@ class _Loop:
     def pair(self, contexts: dict[str, Context], arms: dict[str, Arm],
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
         """One cell on every arm, back to back: a study with its own `step` measures each as
-        it does in blocks; else the `pair` hook measures them (sysbench's: `hooks.sysbench_pair`).
+        it does in blocks; else the `pair` hook measures them (sysbench's: `steps.sysbench_pair`).
         `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
         def begin(i: int, cell: dict[str, Any]) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)

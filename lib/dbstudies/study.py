@@ -12,7 +12,7 @@ path (`load("./my_study")`, docs/writing-a-study.md) — whose `__init__` declar
 - `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
   client threads from `SysbenchParams.cells`);
 - optionally `client(p, server, record)`, `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`,
-  `pair(begin, cells)`, `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `hooks`,
+  `pair(begin, cells)`, `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `steps`,
   and the sysbench parameters' own estimates — load and drive sysbench), and
   `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
   `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on

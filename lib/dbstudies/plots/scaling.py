@@ -185,7 +185,9 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
                        color=colours[h], lw=0, zorder=2)
             r = rel[(rel[facet] == f) & (rel[hue] == h)].dropna(subset=["ratio"]).sort_values(x)
             xr = place(r[x], i, len(hues))
-            lo, hi = r["ci_low"].clip(lower=low), r["ci_high"].clip(upper=high)
+            # an interval cut at the frame ends a hair inside it: ratio ± (its distance to the
+            # frame) in floating point can land beyond the limit, a cap "outside the axes"
+            lo, hi = r["ci_low"].clip(lower=low * (1 + 1e-9)), r["ci_high"].clip(upper=high / (1 + 1e-9))
             ax.errorbar(xr, r["ratio"], yerr=[r["ratio"] - lo, hi - r["ratio"]],
                         fmt="o", capsize=4, ms=6, lw=2, color=colours[h], zorder=3,
                         label=f"{h}: ratio of geometric means, {said}")

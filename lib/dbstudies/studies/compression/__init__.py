@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ... import analysis, results, schedule, servers, workloads
 from ... import studykit as S
 from ...errors import WorkloadError
-from ...hooks import sysbench_step
 from ...schema import Table
 from ...servers import compression
+from ...steps import sysbench_step
 from . import storage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...hooks import Context
     from ...results import Run
+    from ...steps import Context
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
 # what governs compression and its cost, shown in the report's settings table

@@ -30,8 +30,8 @@ from . import queries as qa
 from .queries import OWN_PLAN
 
 if TYPE_CHECKING:
-    from ...hooks import Context
     from ...results import Run
+    from ...steps import Context
 
 # what governs the optimizer's plans and the joins' cost, shown in the report's settings table
 GOVERNING = ("optimizer_use_condition_selectivity", "optimizer_switch", "optimizer_search_depth",

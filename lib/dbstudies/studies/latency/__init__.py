@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import params as P
 from ... import pauses
-from ... import schedulers as sch
 from ... import studykit as S
+from ... import thread_handling as sch
 from ...workloads import sysbench
 from . import levels as L
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, pauses, profiler
-from ... import schedulers as sch
 from ... import studykit as S
+from ... import thread_handling as sch
 from ...analysis import profiles, scaling, tails
 from ...analysis.words import Claim
 

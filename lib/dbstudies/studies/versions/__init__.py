@@ -4,7 +4,9 @@ simplified OLTP version comparisons and the MariaDB-vs-MySQL assessment in share
 
 Arms: the flavours, the baseline (`flavour`) first; each runs on its own private server
 (other Debian suites in their own rootfs) with the same my.cnf intent in its own dialect.
-Blocks interleave the versions in a shuffled order per repeat, with a restart per block.
+In the paired design (the default) every version's server is up at once and the versions of
+a cell are measured back to back, in rounds, all restarted every `restart_every` rounds; with
+`design` blocks, each version gets a block of its own on a fresh start per repeat.
 Throughput (QPS) and run-level p99 latency of every version are compared with the baseline
 in one table each, one Holm family over all versions × cells.
 """
