@@ -195,3 +195,9 @@ def test_the_chain_counts_files_and_sees_a_taller_house(tmp_path, monkeypatch):
     before = longest_chain()
     (fake / "roof.py").write_text(f"from . import {before[0].rsplit('.', 1)[-1]}\n")
     assert longest_chain() == ["roof", *before] and before[-1] in ("errors", "paths")
+
+
+def test_no_module_is_over_500_lines():
+    """A module that grows past 500 lines is split where a concept splits (issue 44)."""
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 500} == {}

@@ -118,8 +118,7 @@ def test_the_readme_is_short_and_opens_with_a_result():
 
 def cli_excerpt_markers() -> tuple[str, str]:
     run = next(p for p in (REPO / cli.EXCERPT_RUN).iterdir() if (p / "metadata.json").exists())
-    from dbstudies import report
-    return tuple(m.format(run=f"{cli.EXCERPT_RUN}/{run.name}") for m in report.EXCERPT)
+    return tuple(m.format(run=f"{cli.EXCERPT_RUN}/{run.name}") for m in cli.EXCERPT)
 
 
 def test_what_make_study_prints_is_the_generated_excerpt(tmp_path):
