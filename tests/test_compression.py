@@ -194,8 +194,15 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
         expected = (ratios.prod() ** (1 / len(ratios)) - 1) * 100  # the paired rounds' geometric mean
         assert footprint.loc[arm, "delta_pct"] == pytest.approx(expected, abs=0.05)
     counters = run.table(study.COUNTERS).merge(steps[["step", "arm"]], on="step")
-    page = counters[(counters["arm"] == "page:zlib") & (counters["stage"] == "load")]
-    assert page.set_index("variable").loc[["Innodb_num_pages_page_compressed"], "value"].gt(0).all()
+    # every step keeps its counters for the load and for the run. How many pages page
+    # compression wrote by the load's last statement is the page cleaner's timing (the rest are
+    # written compressed at the cold restart): recorded, never asserted (it was 0 in one round of
+    # a CI run under load). The compression itself shows in the footprint, asserted above.
+    kept = counters.groupby(["step", "stage"])["variable"].agg(set)
+    assert len(kept) == 2 * len(steps) and all({"Innodb_num_pages_page_compressed", "Handler_write"} <= v
+                                                 for v in kept)
+    loaded = counters[(counters["stage"] == "load") & (counters["variable"] == "Handler_write")]
+    assert (loaded.set_index("step")["value"] == loads.set_index("step")["rows"]).all()  # what LOADS says
     meta = json.loads((run.path / "metadata.json").read_text())
     assert meta["host"]["storage"]["filesystem"]
     html = (run.path / "report.html").read_text()
