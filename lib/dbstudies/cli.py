@@ -352,8 +352,10 @@ def excerpt(run_dir: Path, figures: Path) -> str:
     plt.close(fig)
     (figures / "qps_vs_threads.svg").unlink()  # the README shows the PNG
     words, concluded = report.answer_text(said, run)
-    text = "\n\n".join(t for t in (words, concluded) if t)
-    return "\n".join(f"> {line}".rstrip() for line in f"**Conclusion**\n\n{text}".splitlines())
+    # each part under a label of its own: the words' last list and the conclusion's first
+    # would otherwise render as one list
+    text = "\n\n".join(f"**{label}**\n\n{t}" for label, t in (("The answer", words), ("The conclusion", concluded)) if t)
+    return "\n".join(f"> {line}".rstrip() for line in text.splitlines())
 
 
 def _list(which: str | None, write_readme: bool) -> int:
