@@ -360,7 +360,7 @@ def excerpt(run_dir: Path, figures: Path) -> str:
 
 def _list(which: str | None, write_readme: bool) -> int:
     """Studies and their parameters: each one's quick value, smoke and full where they
-    differ, and what it means (the README's tables say the same; `--write-readme` writes them)."""
+    differ, and what it means (the study READMEs' tables say the same; `--write-readme` writes them)."""
     if write_readme:
         for readme in study.write_readmes():
             print(f"dbstudies: parameter table written into {readme}")

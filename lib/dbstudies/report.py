@@ -493,4 +493,3 @@ def conclusion(markdown: str) -> None:
     """Show a study's conclusion (Markdown), marked so that `dbstudies run` can print it."""
     from IPython.display import Markdown, display
     display(Markdown(markdown), metadata={CONCLUSION: True})
-
