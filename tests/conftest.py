@@ -144,9 +144,16 @@ def number_problems(text: str) -> list[str]:
 
     >>> number_problems("p = 1.1e-12; nan %; 91,728.612284 QPS; 11,534,336 B; 1,000,000 rows; run 20261125T2146Z-1369e3; 10.11.19; 137,592.9")
     ["e-notation '1.1e-12'", "says 'nan'", "more than 7 significant digits '91,728.612284'", "more than 7 significant digits '11,534,336'"]
+
+    A hash named as one is an identifier, whatever its digits (a commit 91736386e492 failed
+    every smoke report of a CI run as e-notation):
+
+    >>> number_problems("dbstudies commit 91736386e492; sha256 12345678901e; 2e+06 rows")
+    ["e-notation '2e+06'"]
     """
     import re
     out = []
+    text = re.sub(r"\b(commit|sha256) [0-9a-f]{7,64}\b", r"\1 <hash>", text)
     for m in re.finditer(NUMBER, text):
         token = m.group(0)
         if re.search(r"[eE]", token):

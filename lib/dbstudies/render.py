@@ -93,7 +93,8 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
     """The HTML block that opens every report (`stopped`: where the analysis stopped)."""
     meta = run.metadata
     git = meta.get("dbstudies") or {}
-    commit = (git.get("commit") or "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+    commit = (f"commit {git['commit'][:12]}" if git.get("commit") else "commit unknown") \
+        + (" (dirty)" if git.get("dirty") else "")
     status = meta.get("status")
     banner = _banner(run, stopped)
     facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
