@@ -30,7 +30,7 @@ LAYERS = [
     ("measurement loop", ["steps", "experiment"]),
     ("analysis", ["analysis.settings", "analysis.words", "analysis.tails", "analysis", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.scaling", "analysis.runs",
                   "analysis.costs", "analysis.profiles"]),
-    ("studies", ["studies", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
+    ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "sweep", "lab"]),

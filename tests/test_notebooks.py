@@ -75,6 +75,26 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
     assert callable(getattr(study, "answer", None))
 
 
+def test_the_scaling_experiments_two_faces_say_it_once():
+    """thread_pool and versions are two faces of one experiment (`studies.scaling`): each
+    face's module takes its parameters, arms and analysis from there (it adds profiles and
+    words only), and the two notebooks run the same code but for the study they load."""
+    from dbstudies.studies import scaling
+    faces = [registry.load("thread_pool"), registry.load("versions")]
+    for face in faces:
+        assert issubclass(face.Params, scaling.Params) and fields(face.Params) == fields(scaling.Params)
+        assert not [n for n, v in vars(face.Params).items() if callable(v) and not n.startswith("__")]
+        for name in ("arms", "relative", "relative_layout", "summary", "conclusion", "claims", "answer",
+                     "profile_cells", "qps_table"):
+            assert getattr(face, name) is getattr(scaling, name), (face.__name__, name)
+        own = [n for n, v in vars(face).items() if callable(v) and getattr(v, "__module__", "") == face.__name__]
+        assert own == ["Params"], own
+    code = [[c.source for c in nbformat.read(paths.NOTEBOOKS_DIR / f"{f.__name__.rsplit('.', 1)[1]}.ipynb",
+                                              as_version=4).cells if c.cell_type == "code"][1:]
+            for f in faces]
+    assert [s.replace('load("versions")', 'load("thread_pool")') for s in code[1]] == code[0]
+
+
 @pytest.mark.notebook
 @pytest.mark.server
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -28,22 +28,25 @@ def lacks_pool(flavour: str) -> str | None:
     return servers.load_flavour(flavour).unavailable(scheduler_intent(POOL, 1))
 
 
-def scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str) -> str:
-    return scheduler if len(p.flavours) == 1 else f"{flavour_label(flavour)} · {scheduler}"
+def scheduler_label(p: "MultiServerParams", flavour: str, scheduler: str, schedulers: list[str]) -> str:
+    """An arm's name: its scheduler with one server, its server with one scheduler, else both."""
+    if len(p.flavours) == 1:
+        return scheduler
+    return flavour_label(flavour) if len(schedulers) == 1 else f"{flavour_label(flavour)} · {scheduler}"
 
 
 def scheduler_arms(p: "MultiServerParams", schedulers: list[str]) -> list[Arm]:
     """One arm per server × scheduler it has; the baseline (the baseline server's
-    one-thread-per-connection) first. One server: the arms are named by scheduler alone."""
+    first scheduler) first, each named by `scheduler_label`."""
     order = sorted(schedulers, key=SCHEDULERS.index)
-    return [Arm(scheduler_label(p, f, s), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
+    return [Arm(scheduler_label(p, f, s, schedulers), intent=scheduler_intent(s, p.server_cpu_count), flavour=f)
             for f in p.servers() for s in order if s != POOL or not lacks_pool(f)]
 
 
 def schedulers_unavailable(p: "MultiServerParams", schedulers: list[str]) -> list[tuple[str, str]]:
     """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
     a flavour without one (MySQL community)."""
-    return [(scheduler_label(p, f, POOL), f) for f in p.servers()
+    return [(scheduler_label(p, f, POOL, schedulers), f) for f in p.servers()
             if POOL in schedulers and lacks_pool(f)]
 
 
