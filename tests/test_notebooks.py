@@ -56,6 +56,11 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
     # generated from the fields and their meanings: a parameter added, renamed or re-worded in
     # its class and not written into the notebook fails here (`dbstudies list --write-readme`)
     assert params.source == registry.parameters_cell(study), "the parameters cell drifted: run `dbstudies list --write-readme`"
+    # … and papermill, which injects the CLI's values, reads every one of them (a line it cannot
+    # parse — two `=` — makes it warn "Passed unknown parameter" on every run)
+    from papermill.translators import PythonTranslator
+    assert [x.name for x in PythonTranslator.inspect(params)] == [
+        n for n in ast.parse(params.source).body for n in [n.targets[0].id]]
     calls = [n for c in cells for n in ast.walk(ast.parse(c.source))
              if isinstance(n, ast.Call) and getattr(n.func, "attr", "").startswith("resolve")]
     (call,) = calls  # the parameters cell handed over whole: no parameter is named twice

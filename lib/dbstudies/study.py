@@ -183,7 +183,10 @@ def _cell_line(name: str, value: str, meaning: str, most: int = 100) -> str:
 
     >>> _cell_line("x", "None", "client thread counts, each between 1 and 4096 (" + "and more words " * 6 + ")")
     'x = None                   # client thread counts, each between 1 and 4096 …'
+    >>> _cell_line("warmup", "None", "warm-up seconds (0 = none)")
+    'warmup = None              # warm-up seconds (0: none)'
     """
+    meaning = meaning.replace(" = ", ": ")  # one `=` a line: papermill reads a line with two as no parameter
     if len(meaning) > most:
         head = meaning[:most]
         ends = [head.rfind(m) for m in ("; ", " (", " —", ": ")]
