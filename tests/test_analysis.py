@@ -60,7 +60,7 @@ def test_relative_finds_the_effect_and_only_it():
     p99 = tp.relative(steps, p, "p99")
     assert set(p99[p99.verdict == "better"]["threads"]) == {256}  # lower latency is better
     assert (p99[p99.threads == 256].delta_pct < -15).all()  # 1/1.3 = −23 %, give or take noise
-    aa = tp.relative(steps, p, control=True)
+    aa = tp.relative(steps, p, aa=True)
     assert set(aa["candidate"]) == {TWIN} and (aa.verdict == "draw").all() and len(aa) == 8
     layout = tp.relative_layout(rel)
     assert list(layout.columns) == ["threads", f"{POOL} vs {PC} · oltp_point_select",
@@ -71,7 +71,7 @@ def test_relative_finds_the_effect_and_only_it():
 def test_without_the_control_there_is_no_aa_table():
     steps = synthetic_steps()
     steps = steps[steps.arm != TWIN]
-    assert tp.relative(steps, checks.resolve(tp, "quick"), control=True).empty
+    assert tp.relative(steps, checks.resolve(tp, "quick"), aa=True).empty
 
 
 def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
@@ -79,7 +79,7 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     steps["remeasured"] = (steps["step"] == 5) * 3
     p = checks.resolve(tp, "quick", aa_control=True)
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
-              "aa": tp.relative(steps, p, control=True)}
+              "aa": tp.relative(steps, p, aa=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "throughput, pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, 6 draw" in text
     assert "detectable: " in text and "in the median cell" in text
@@ -104,7 +104,7 @@ def test_a_noisy_aa_is_reported_as_such():
     steps = synthetic_steps(cv=0.001)
     steps.loc[steps.arm == TWIN, "qps"] *= 1.5  # a drifting machine: the twin looks faster
     p = checks.resolve(tp, "quick", aa_control=True)
-    text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, control=True)}, p, 2)
+    text = tp.conclusion(tp.summary(steps), {"aa": tp.relative(steps, p, aa=True)}, p, 2)
     assert "**not all draw**" in text
 
 

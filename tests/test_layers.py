@@ -29,7 +29,7 @@ LAYERS = [
     ("plan", ["schedule", "checks"]),
     ("measurement loop", ["steps", "experiment"]),
     ("analysis", ["analysis.settings", "analysis.words", "analysis.tails", "analysis", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.scaling", "analysis.runs",
-                  "analysis.costs", "analysis.profiles"]),
+                  "analysis.costs", "analysis.cpu_profiles"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "report"]),
     ("runner", ["runner"]),

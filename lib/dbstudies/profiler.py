@@ -274,7 +274,7 @@ def parse_cell(text: str) -> dict[str, Any] | None:
 
 @dataclass(frozen=True, kw_only=True)
 class CpuProfiled:
-    """On-CPU profiles after the plan (`profile_cells`, `analysis.profiles`): with
+    """On-CPU profiles after the plan (`profile_cells`, `analysis.cpu_profiles`): with
     `cpu_profile`, each chosen cell is measured once more on every arm while `perf` samples
     its server; `cpu_profile_cells` names the cells (`workload@threads`) instead of the
     verdicts choosing them. Mixed in before a `SysbenchParams`."""

@@ -356,14 +356,14 @@ def shows(profiled: float, verdict: float) -> bool:
 
 
 def cpu_profiles(run: Run, arms: list[Any]) -> None:
-    """Where each arm's server spent its CPU in the profiled cells (`analysis.profiles`):
+    """Where each arm's server spent its CPU in the profiled cells (`analysis.cpu_profiles`):
     per cell the flame graph of every arm, then per candidate the functions whose CPU per
     transaction moved most against the baseline and its difference flame graph; last, what
     profiling cost. The SVGs are also written to the run's (or the variant's) profiles/."""
     from IPython.display import HTML, Markdown, display
 
-    from .analysis import profiles, signed
-    views = profiles.views(run, arms)
+    from .analysis import cpu_profiles, signed
+    views = cpu_profiles.views(run, arms)
     if not views:
         skip("No on-CPU profiles in this run (`cpu_profile = True` takes them after the plan).")
         return
@@ -400,8 +400,8 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
                              "every arm (MariaDB times mutex and rw-lock waits only with "
                              "`performance_schema_instrument: \"wait/synch/%=ON\"` too); its own cost "
                              "is then in every step of those arms.*"))
-    cost = profiles.overhead(run, profiles.profiled(run))
-    cost[profiles.CHANGE] = cost[profiles.CHANGE].map(signed)
+    cost = cpu_profiles.overhead(run, cpu_profiles.profiled(run))
+    cost[cpu_profiles.CHANGE] = cost[cpu_profiles.CHANGE].map(signed)
     details("What profiling cost", table(cost), "Throughput of each profiled step against the median "
             "of the same arm and cell measured without perf in this run (one step each: noise "
             "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")

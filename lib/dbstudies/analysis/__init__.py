@@ -125,11 +125,11 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
 
 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,
-             control: bool = False) -> pd.DataFrame:
+             aa: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
-    with `control`, the A/A table instead (the baseline against its twin)."""
+    with `aa`, the A/A table instead (the baseline against its twin)."""
     column, higher = METRICS[metric]
-    return versus_baseline(steps, arms, p, column, higher, control=control)
+    return versus_baseline(steps, arms, p, column, higher, aa=aa)
 
 
 def over_repeats(run_table: pd.DataFrame, columns: list[str],
@@ -148,11 +148,11 @@ def over_repeats(run_table: pd.DataFrame, columns: list[str],
 
 
 def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: str,
-                    higher_is_better: bool, *, control: bool = False) -> pd.DataFrame:
+                    higher_is_better: bool, *, aa: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) on one per-run `column`, per workload ×
-    threads, one Holm family; with `control`, the A/A table (the baseline against its twin).
+    threads, one Holm family; with `aa`, the A/A table (the baseline against its twin).
     `arms` include the A/A twin when `p.aa_control` (`studykit.with_control`)."""
-    compare = aa_table if control else compare_arms
+    compare = aa_table if aa else compare_arms
     rel = compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
                   threshold=p.draw_threshold)
     return rel.assign(baseline=arms[0].label) if not rel.empty else rel

@@ -40,7 +40,7 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
             "stall_limits": limits,
             "p50": relative(steps, p, "p50"), "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
-            "aa": relative(steps, p, control=True),
+            "aa": relative(steps, p, aa=True),
             "calibration": calibration(steps, arms, p), "shift": shifted,
             "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "stalls")
                              if METRICS[m][0] in steps},

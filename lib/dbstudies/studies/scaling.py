@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import analysis, pauses, profiler
 from .. import studykit as S
 from .. import thread_handling as sch
-from ..analysis import profiles, scaling, tails
+from ..analysis import cpu_profiles, scaling, tails
 from ..analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def not_available(p: Params) -> list[tuple[str, str]]:
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return profiles.cells(run, S.with_control(arms(p), p), p)
+    return cpu_profiles.cells(run, S.with_control(arms(p), p), p)
 
 
 # ---------------------------------------------------------------- analysis
@@ -78,12 +78,12 @@ def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
-             control: bool = False) -> "pd.DataFrame":
+             aa: bool = False) -> "pd.DataFrame":
     """Every arm against the baseline per workload × threads (one Holm family), with a
-    "not available on <flavour>" row per cell for a pool the flavour lacks; with `control`,
+    "not available on <flavour>" row per cell for a pool the flavour lacks; with `aa`,
     the A/A table instead (the baseline against its twin)."""
-    rel = analysis.relative(steps, S.with_control(arms(p), p), p, metric, control=control)
-    if control or rel.empty:
+    rel = analysis.relative(steps, S.with_control(arms(p), p), p, metric, aa=aa)
+    if aa or rel.empty:
         return rel
     return analysis.with_unavailable(rel, not_available(p))
 

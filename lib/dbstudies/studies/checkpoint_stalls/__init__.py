@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, pauses, profiler, results, timeseries
 from ... import studykit as S
-from ...analysis import control, profiles
+from ...analysis import control, cpu_profiles
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def describe(p: Params, steps: int) -> str:
 def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return profiles.cells(run, S.with_control(arms(p), p), p, value="tps")
+    return cpu_profiles.cells(run, S.with_control(arms(p), p), p, value="tps")
 
 
 # ---------------------------------------------------------------- analysis
@@ -179,12 +179,12 @@ def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
-             control: bool = False) -> "pd.DataFrame":
+             aa: bool = False) -> "pd.DataFrame":
     """Every configuration against the baseline per workload × threads (one Holm family);
-    with `control`, the A/A table (the baseline against its twin)."""
+    with `aa`, the A/A table (the baseline against its twin)."""
     column, higher, _ = METRICS[metric]
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, control=control)
+                                              column, higher, aa=aa)
 
 
 def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
@@ -267,7 +267,7 @@ def answer(run: "Run", p: Params) -> S.Answer:
     paused = control.tables(runs_, both, p, control.SECOND_METRICS)
     t = {"steps": steps, "series": series_, "runs": runs_, "stalled": stall_flags(series_, p),
          "summary": summary(runs_), "tps": relative(runs_, p, "tps"), "p99": relative(runs_, p, "p99"),
-         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", control=True),
+         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", aa=True),
          "control_tables": paused,
          "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)

@@ -279,12 +279,12 @@ def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
-             control: bool = False) -> "pd.DataFrame":
+             aa: bool = False) -> "pd.DataFrame":
     """Every candidate against `none` per workload × threads (one Holm family); with
-    `control`, the A/A table (none against its twin)."""
+    `aa`, the A/A table (none against its twin)."""
     column, higher, _ = METRICS[metric]
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, control=control)
+                                              column, higher, aa=aa)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -315,6 +315,6 @@ def answer(run: "Run", p: Params) -> S.Answer:
     series_ = storage.series(run, steps)
     runs_ = runs(series_, steps, run)
     t = {"steps": steps, "series": series_, "runs": runs_, "summary": storage.summary(runs_),
-         **{m: relative(runs_, p, m) for m in METRICS}, "aa": relative(runs_, p, "tps", control=True)}
+         **{m: relative(runs_, p, m) for m in METRICS}, "aa": relative(runs_, p, "tps", aa=True)}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
     return S.Answer(t, dict(VERDICTS), said)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks, experiment, flamegraph, ownership, profiler, results
-from dbstudies.analysis import profiles
+from dbstudies.analysis import cpu_profiles
 from dbstudies.errors import ParamError
 from dbstudies.results import CPU_PROFILES, Run
 from dbstudies.study import load
@@ -69,15 +69,15 @@ def test_shares_count_a_recursive_function_once_per_sample():
 
 
 def test_the_difference_lists_the_largest_change_in_cpu_per_transaction_first():
-    base = profiles.functions({"t;a": 50, "t;b": 50}, us_per_txn=100)       # a: 50 µs, b: 50 µs
-    cand = profiles.functions({"t;a": 20, "t;b": 60, "t;c": 20}, us_per_txn=200)  # a 40, b 120, c 40
-    d = profiles.difference(base, cand)
+    base = cpu_profiles.functions({"t;a": 50, "t;b": 50}, us_per_txn=100)       # a: 50 µs, b: 50 µs
+    cand = cpu_profiles.functions({"t;a": 20, "t;b": 60, "t;c": 20}, us_per_txn=200)  # a 40, b 120, c 40
+    d = cpu_profiles.difference(base, cand)
     assert d["function"].tolist() == ["b", "c", "a", "t"]  # +70, +40, −10, 0 µs
     row = d.set_index("function")
     assert row.loc["b", "change µs/txn"] == pytest.approx(70) and row.loc["a", "change µs/txn"] == pytest.approx(-10)
     assert row.loc["c", "self µs/txn baseline"] == 0 and row.loc["c", "samples candidate"] == 20
     assert row.loc["a", "change (points)"] == pytest.approx(-30)
-    assert profiles.delta_of(base, cand)["c"] == pytest.approx(20)
+    assert cpu_profiles.delta_of(base, cand)["c"] == pytest.approx(20)
 
 
 def test_a_machine_without_perf_or_a_refusing_kernel_is_a_parameter_error(monkeypatch):
@@ -101,7 +101,7 @@ def test_named_cells_must_be_cells_of_the_run():
     assert "cpu_profile is false" in text
     p = checks.resolve(load("thread_pool"), "smoke", cpu_profile=True,
                            cpu_profile_cells=["oltp_point_select@4"])
-    assert profiles.cells(None, [], p) == [{"workload": "oltp_point_select", "threads": 4}]
+    assert cpu_profiles.cells(None, [], p) == [{"workload": "oltp_point_select", "threads": 4}]
 
 
 def test_a_recorder_samples_a_busy_process_and_keeps_only_the_folded_stacks(tmp_path):
@@ -142,7 +142,7 @@ def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_
     run = Run.open(run_dir)
     plan = pd.DataFrame(run.metadata["cpu_profile_plan"])
     cells = plan[["workload", "threads"]].drop_duplicates()
-    assert 1 <= len(cells) <= profiles.MAX_CELLS and (plan.groupby(["workload", "threads"]).size() == 2).all()
+    assert 1 <= len(cells) <= cpu_profiles.MAX_CELLS and (plan.groupby(["workload", "threads"]).size() == 2).all()
     steps = run.table("steps")
     shot = steps[steps["phase"] == "profile"]
     assert sorted(shot["step"]) == sorted(plan["step"])
@@ -165,21 +165,21 @@ def test_named_cells_are_profiled_with_the_waits_of_an_arm_that_turned_performan
                            settings={"performance_schema": "ON"})
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
-    (view,) = profiles.views(run, arms_of(tp, p))
+    (view,) = cpu_profiles.views(run, arms_of(tp, p))
     assert [a["arm"] for a in view["arms"]] == list(tp.SCHEDULERS) and view["title"] == "oltp_point_select, 4 threads"
     waits = view["waits"].set_index("event")
     # every point select reads its row through the handler: one table I/O wait per transaction
     per_k = waits.loc["wait/io/table/sql/handler", [f"{a}: waits per 1,000 txn" for a in tp.SCHEDULERS]]
     assert per_k.between(900, 1100).all(), per_k
-    assert not waits.index.str.startswith(profiles.NOT_WAITS).any()
+    assert not waits.index.str.startswith(cpu_profiles.NOT_WAITS).any()
     assert (run.table("waits")["event"] == "idle").any()  # stored whole, left out of the table
     (diff,) = view["differences"]
-    assert diff["candidate"] == tp.POOL and len(diff["table"]) == profiles.TOP
+    assert diff["candidate"] == tp.POOL and len(diff["table"]) == cpu_profiles.TOP
 
 
 def test_profiled_cells_are_shown_largest_throughput_difference_first():
     rel = pd.DataFrame({"workload": ["w"] * 4, "threads": [1, 8, 64, 64],
                         "delta_pct": [-5.0, 30.0, -40.0, 10.0]})  # 64: two candidates
-    size = profiles.sizes(pd.concat([rel, pd.DataFrame({"workload": ["w"], "threads": [256], "delta_pct": [None]})]))
+    size = cpu_profiles.sizes(pd.concat([rel, pd.DataFrame({"workload": ["w"], "threads": [256], "delta_pct": [None]})]))
     assert size == {("w", 1): 5.0, ("w", 8): 30.0, ("w", 64): 40.0}  # 256: not compared
     assert sorted([1, 8, 64, 256], key=lambda t: -size.get(("w", t), 0.0)) == [64, 8, 1, 256]
