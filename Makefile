@@ -15,7 +15,7 @@ test: setup  ## the whole test suite (CI's command); the 15 slowest tests are li
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile --durations=15
 
 check: setup  ## the fast tier for the edit loop: unit tests, doctests, layers, README drift, ruff — no server, kernel or browser
-	$(VENV)/bin/python -m pytest -q -m "not server and not notebook and not browser"
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not server and not notebook and not browser"
 
 lab: setup  ## JupyterLab on notebooks/ with the dbstudies kernel; study notebooks saved to data/lab/
 	$(VENV)/bin/dbstudies lab

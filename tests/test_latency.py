@@ -1,10 +1,11 @@
-"""The latency study: parameters checked before anything starts, a calibration that sets the
+"""The latency study: parameters checked before anything starts, a closed-loop peak phase that sets the
 offered levels, open-loop steps stored with their queue and percentiles, levels not sustained
 kept out of the comparisons, the capacity at a p99 target, the report."""
 import math
 
 import pandas as pd
 import pytest
+from conftest import FIXTURES
 
 from dbstudies import checks
 from dbstudies.params import ParamError
@@ -69,42 +70,64 @@ def test_the_capacity_interpolates_the_crossing_and_says_when_it_is_only_a_bound
 
 @pytest.mark.notebook
 @pytest.mark.server
-def test_smoke_run_calibrates_offers_loads_and_keeps_lower_bounds_out_of_verdicts(smoke_run):
+def test_smoke_run_finds_the_peak_offers_loads_and_keeps_lower_bounds_out_of_verdicts(smoke_run):
+    """What the code must do on a live run, whatever the host's noise made of it: the peak
+    phase, then every level at its fraction of the baseline's peak, every open-loop table per
+    step, a step not sustained kept as a lower bound and never compared, levels above 70 % of
+    the peak never compared. Whether 150 % of a 2-s peak is sustained is the host's business
+    (once, on a fresh clone, one such step was): the answers are asserted on the recorded run
+    below."""
     proc, run_dir = smoke_run("latency.ipynb")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     p = checks.resolve(study, "smoke")
-    cal, loaded = L.split(run)
-    # calibration: closed loop, every arm each round; then every level on every arm each round
-    assert len(cal) == 2 * 2 and len(loaded) == 2 * 2 * 2
-    peak = cal[cal["arm"] == "one-thread-per-connection"]["tps"].median()
+    closed, loaded = L.split(run)
+    # the peak phase: closed loop, every arm each round; then every level on every arm each round
+    assert len(closed) == 2 * 2 and len(loaded) == 2 * 2 * 2
+    peak = closed[closed["arm"] == "one-thread-per-connection"]["tps"].median()
     assert sorted(loaded["rate"].unique()) == [round(0.3 * peak, 1), round(1.5 * peak, 1)]
     assert set(loaded["load"]) == {0.3, 1.5}
     # open-loop tables: per step, per second, the histogram
     # (an attempt discarded because the host was busy is kept too, under a negative step)
     for table in (OPEN_LOOP, OL_SECONDS, OL_HISTOGRAMS):
         assert {s for s in run.table(table)["step"] if s > 0} == set(loaded["step"]), table.name
-    low, high = (loaded[loaded["load"] == x] for x in (0.3, 1.5))
-    assert low["ol_sustained"].all() and not high["ol_sustained"].any()  # 150 % of the peak
-    # not kept up with: fewer completed than offered. (Not "under 90 %": the offered rate is
-    # 1.5 × a closed-loop peak measured on a noisy host — a fresh clone's open-loop step
-    # completed 94 % of it once, unsustained all the same.)
-    assert (high["ol_achieved_rate"] < high["rate"]).all() and high["ol_lower_bound"].all()
+    assert (loaded["ol_lower_bound"] == ~loaded["ol_sustained"]).all()
     t = study.tables(run, p)
+    kept = loaded.groupby(["load", "arm"])["ol_sustained"].all()
+    levels = t["levels"].set_index(["load", "arm"])["lower_bound"]
+    assert (levels == ~kept.reindex(levels.index)).all(), (levels, kept)
     for name in ("p99", "p50"):
-        rel = t[name].set_index("load" if "load" in t[name] else "offered")
-        over = t[name][t[name]["offered"].str.contains("150 %")]
-        assert over["verdict"].str.startswith("not compared").all() and over["delta_pct"].isna().all()
-        assert t[name][~t[name]["offered"].str.contains("150 %")]["delta_pct"].notna().all(), rel
-    assert t["levels"]["lower_bound"].tolist() == [False, False, True, True]
+        rel = t[name]
+        over = rel[rel["offered"].str.contains("150 %")]
+        assert over["verdict"].str.startswith("not compared: above 70 % of the peak").all()
+        assert over["delta_pct"].isna().all()
+        for r in rel[rel["offered"].str.contains("30 %")].itertuples():
+            both = kept.loc[0.3, r.baseline] and kept.loc[0.3, r.candidate]
+            assert r.verdict.startswith("not compared") != both and math.isnan(r.delta_pct) != both, r
     assert set(t["capacity"]["arm"]) == {"one-thread-per-connection", "pool-of-threads"}
     html = (run.path / "report.html").read_text()
     assert "DBSTUDIES_RATE={" in html and "above 70 % of the peak" in html
     for figure in ("latency_vs_load", "achieved_vs_offered"):
         assert (run.path / "figures" / f"{figure}.png").exists()
-    assert "Capacity at p99 ≤ 50 ms" in proc.stdout and "Not sustained" in proc.stdout
-    # `dbstudies plan` predicts the per-level tables keyed by level (fractions of the peak
-    # compare across runs); a level not sustained gives no observations
+    assert "Capacity at p99 ≤ 50 ms" in proc.stdout
+    assert ("Not sustained" in proc.stdout) == (not loaded["ol_sustained"].all())
+
+
+def test_a_recorded_smoke_run_keeps_150_percent_of_the_peak_as_lower_bounds():
+    """The answers, on the recorded smoke run: 30 % of the peak sustained by both arms in
+    both rounds, 150 % by none (completed fewer than offered: lower bounds); the planner
+    predicts the per-level tables keyed by level (fractions of the peak compare across runs),
+    and a level not sustained gives no observations."""
+    (fixture,) = (FIXTURES / "runs" / "latency").iterdir()
+    run = Run.open(fixture)
+    p = checks.resolve(study, "smoke")
+    _, loaded = L.split(run)
+    low, high = (loaded[loaded["load"] == x] for x in (0.3, 1.5))
+    assert low["ol_sustained"].all() and not high["ol_sustained"].any()
+    assert (high["ol_achieved_rate"] < high["rate"]).all() and high["ol_lower_bound"].all()
+    t = study.tables(run, p)
+    assert t["levels"]["lower_bound"].tolist() == [False, False, True, True]
+    assert t["p99"][t["p99"]["offered"].str.contains("30 %")]["delta_pct"].notna().all()
     from dbstudies import planner
     noise = planner.cell_noise(study, [run], 0)
     assert noise[["workload", "threads", "level", "df"]].values.tolist() == [["oltp_point_select", 8, 0.3, 1]]

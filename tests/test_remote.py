@@ -65,7 +65,7 @@ def test_arms_that_need_a_restart_are_refused_before_measuring(remote):
 def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_path):
     toml, password = remote
     # the latency study, as a remote target is measured: one named configuration, "as is"
-    # (its calibration and offered-load steps give sysbench the password by option file)
+    # (its closed-loop peak and offered-load steps give sysbench the password by option file)
     argv = [sys.executable, "-m", "dbstudies", "run", "latency", "--profile", "smoke",
             "-p", "flavour", str(toml), "-p", "flavours", f'["{toml}"]', "-p", "configs", '{"as is": {}}',
             "-p", "repeats", "1", "--runs-dir", str(tmp_path / "runs")]
@@ -90,8 +90,8 @@ def test_a_smoke_study_on_a_remote_target_never_writes_its_password(remote, tmp_
     assert {p for p in os.listdir("/tmp") if p.startswith("dbs-remote-")} == secrets_before
     assert (run_dir / "report.html").exists()
     from dbstudies.studies.latency import levels as latency
-    calibration, loaded = latency.split(run)  # one closed-loop step, then the two levels open-loop
-    assert len(calibration) == 1 and sorted(loaded["load"]) == [0.3, 1.5]
+    closed, loaded = latency.split(run)  # one closed-loop step, then the two levels open-loop
+    assert len(closed) == 1 and sorted(loaded["load"]) == [0.3, 1.5]
     # on loopback the server's process is found: its CPU is the server's, not "other load"
     # that would mark every step busy and measure it three times
     assert srv["pid"] and (results.measured(run)["cpu_server_pct"] > 0).all()

@@ -203,7 +203,7 @@ def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):
 def test_a_latency_sweep_shows_each_offered_level_side_by_side(tmp_path):
     """The latency study's runs side by side: per workload × level (a fraction of the peak,
     the same panel whatever each run's peak), the open-loop p99 — none where a level was
-    not sustained — not the closed-loop calibration's."""
+    not sustained — not the closed-loop peak phase's."""
     from conftest import FIXTURES
     (fixture,) = (FIXTURES / "runs" / "latency").iterdir()
     jobs = sweep.expand("latency", {"profile": "smoke", "grid": {"arrivals": ["poisson", "constant"]}})

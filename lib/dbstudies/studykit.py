@@ -447,7 +447,7 @@ class StudyModule(Protocol):
     own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
     `warmup_seconds(p)`, `follow_up(p, run)`, `paired_tables(run)` and `table_cells(p)` (the
     cells of the tables `paired_tables` gives, where they are not the plan's: the latency
-    study's offered levels come after its calibration) and `sweep_steps(run)` (the steps a
+    study's offered levels come after its closed-loop peak phase) and `sweep_steps(run)` (the steps a
     sweep shows side by side; default: every measured step)."""
     __name__: str
     __doc__: str | None

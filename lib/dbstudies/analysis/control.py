@@ -194,7 +194,7 @@ def open_loop(tabs: dict[str, pd.DataFrame], levels: pd.DataFrame, arms: list[Ar
     behind them while the backlog drains — a share d ≈ s / (1 − ρ) of the transactions at
     load ρ (s: the paused share) — so a percentile q moves where d exceeds its tail, whatever
     the connections. `levels`: the study's per-level table (rate, each arm's median
-    percentiles); `peak`: the baseline's calibrated peak per (workload, threads)."""
+    percentiles); `peak`: the baseline's closed-loop peak per (workload, threads)."""
     arm = control_arm(arms)
     if arm is None or not tabs or levels.empty:
         return pd.DataFrame()

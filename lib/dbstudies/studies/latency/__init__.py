@@ -8,11 +8,11 @@ checkpoint-stall study (each its settings, intents and flavour; the first is the
 The measurement has two phases, both in paired rounds (all
 servers up, the arms of a cell back to back):
 
-1. **Calibration**: every arm closed-loop at `threads` connections for `duration` seconds per
+1. **Peak phase**: every arm closed-loop at `threads` connections for `duration` seconds per
    workload — its peak transactions/s (recorded, compared like the thread-pool study's).
-2. **Offered load**: each level of `loads` (fractions of the *baseline's* calibrated peak, so
+2. **Offered load**: each level of `loads` (fractions of the *baseline's* closed-loop peak, so
    every arm gets the same absolute rate) or of `rates` (transactions/s), and
-   `capacity_levels` more placed from the calibration around where the baseline's p99 is
+   `capacity_levels` more placed from the peak phase around where the baseline's p99 is
    expected to cross the target (`levels.ladder`), open-loop: Poisson
    (or constant, `arrivals`) arrivals served by `threads` connections, every transaction timed
    from its scheduled start (`dbs_openloop.lua`). A level an arm could not keep up with is
@@ -48,11 +48,11 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 @dataclass(frozen=True, kw_only=True)
 class Params(pauses.PositiveControl, S.MultiServerParams):
     """The study's parameters (its README.md: what each means, per profile). `threads`: the
-    connections serving the offered load (and the calibration's closed-loop threads)."""
+    connections serving the offered load (and the peak phase's closed-loop threads)."""
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"p99_target_ms"}  # re-analysable
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "server flavour of the baseline (`env/servers/<flavour>.toml`)",
-        "repeats": "paired rounds of each phase (calibration, then offered load); ≥ 2 for a verdict",
+        "repeats": "paired rounds of each phase (the closed-loop peak, then offered load); ≥ 2 for a verdict",
         "seed": "random seed: order of pairs and cells, sysbench `--rand-seed`, the arrival schedule",
         "aa_control": "also measure the baseline a second time, as its own arm (A/A control)",
         "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`)",
@@ -63,22 +63,22 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
         "restart_every": "paired design: every this many rounds all servers are restarted and warmed up",
         "workloads": "sysbench OLTP workloads",
         "threads": (
-            "one value: the connections that serve the offered load (and the calibration's "
+            "one value: the connections that serve the offered load (and the peak phase's "
             "closed-loop threads)"),
         "warehouses": "not used (OLTP workloads only)",
         "nodes": "not used (OLTP workloads only)",
-        "duration": "seconds of each step (calibration and every offered level)",
+        "duration": "seconds of each step (the peak phase and every offered level)",
         "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
         "flavours": "the servers measured, `flavour` among them (as in the thread-pool study)",
         "schedulers": "`thread_handling` values compared; the pool gets `thread_pool_size` = server CPUs",
         "loads": (
-            "offered levels as fractions of the **baseline's** median calibrated peak (the same "
+            "offered levels as fractions of the **baseline's** median closed-loop peak (the same "
             "absolute rate for every arm); at most 3"),
         "rates": "offered levels in transactions/s instead (then `loads` is ignored)",
         "arrivals": "`poisson` (exponential gaps) or `constant` (evenly spaced)",
         "p99_target_ms": "the capacity is the highest offered rate whose p99 stays under this",
         "capacity_levels": (
-            "this many levels more, placed from the calibration around where the baseline's p99 "
+            "this many levels more, placed from the peak phase around where the baseline's p99 "
             "is expected to cross `p99_target_ms` (a ladder ×2 apart in headroom below the peak), so "
             "that every round brackets the target; 0: `loads` (or `rates`) alone"),
         "configs": (
@@ -134,7 +134,7 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
 
     def levels(self) -> list[float]:
         """The offered-load levels given, in order: transactions/s, or fractions of the peak
-        (the `capacity_levels` placed from the calibration come on top)."""
+        (the `capacity_levels` placed from the peak phase come on top)."""
         return sorted(self.rates or self.loads)
 
 
@@ -160,7 +160,7 @@ def describe(p: Params, steps: int) -> str:
     """The plan in one line (`schedule.describe`), `steps` long."""
     arms_, levels = S.with_control(arms(p), p), p.levels()
     return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): closed-loop "
-            f"calibration, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
+            f"the closed-loop peak, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
             f"{' tx/s' if p.rates else ' × the baseline peak'})"
             + (f" and {p.capacity_levels} placed around the expected capacity" if p.capacity_levels else ""))
 
@@ -179,13 +179,13 @@ def not_available(p: Params) -> list[tuple[str, str]]:
 
 
 def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
-    """The offered-load cells, from the calibration the plan measured: per workload, each
+    """The offered-load cells, from the peak phase the plan measured: per workload, each
     level as a rate (a fraction of the baseline's median peak transactions/s, or `rates`)."""
     return L.load_cells(run, p, arms(p)[0].label)
 
 
 def block_seconds(p: Params) -> float:
-    """One round per arm: the calibration cells now, the offered-load cells after (the
+    """One round per arm: the peak-phase cells now, the offered-load cells after (the
     follow-up); both are counted so the estimate covers the whole run."""
     cells = len(p.workloads) * (1 + len(p.levels()) + p.capacity_levels)
     return p.warmup + cells * (p.duration + S.STEP_OVERHEAD)
@@ -228,7 +228,7 @@ def sweep_steps(run: "Run") -> "pd.DataFrame":
 
 
 def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
-    """The study's tables from the run: calibration (peak per arm), per level, the
+    """The study's tables from the run: the peak phase (peak per arm), per level, the
     comparisons per level on p99 and p50, and the capacity at the target."""
     return L.tables(run, p, S.with_control(arms(p), p), not_available(p))
 
@@ -243,7 +243,7 @@ VERDICTS = {"capacity at the p99 target": "capacity_rel", "p99 per offered level
 
 
 def answer(run: "Run", p: Params) -> S.Answer:
-    """What the run answers (`tables`): the calibration's peaks, the offered levels, p99 and
+    """What the run answers (`tables`): the peak phase's peaks, the offered levels, p99 and
     p50 per level and the capacity at the p99 target against the baseline, and the
     conclusion."""
     t = tables(run, p)

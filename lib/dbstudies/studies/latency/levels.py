@@ -1,4 +1,4 @@
-"""The latency study's analysis: calibration (closed-loop peak per arm), the offered-load
+"""The latency study's analysis: the peak phase (closed-loop peak per arm), the offered-load
 cells it implies, per-level latency from the scheduled start, comparisons per level that
 never treat a lower bound as a number, and the capacity at a p99 target."""
 from __future__ import annotations
@@ -37,7 +37,7 @@ PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency
 
 
 def split(run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The measured steps as (calibration: closed loop, offered load: open loop with their
+    """The measured steps as (the peak phase: closed loop, offered load: open loop with their
     open-loop figures — `ol_…` — and `rate`, the offered transactions/s)."""
     steps = results.measured(run)
     planned = pd.DataFrame(run.metadata.get("follow_up") or [], columns=["step", "load"])
@@ -52,13 +52,13 @@ def split(run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     return steps[~steps["step"].isin(loaded["step"])].reset_index(drop=True), loaded
 
 
-def peaks(calibration: pd.DataFrame) -> pd.DataFrame:
+def peaks(closed: pd.DataFrame) -> pd.DataFrame:
     """Per workload × threads × arm: the closed-loop transactions/s (median, min, max over
     rounds) and the closed-loop p99 (median)."""
-    if calibration.empty:
+    if closed.empty:
         return pd.DataFrame(columns=["workload", "threads", "arm", "n", "tps_median", "tps_min",
                                      "tps_max", "closed_p99_ms_median"])
-    g = calibration.groupby(["workload", "threads", "arm"], sort=False)
+    g = closed.groupby(["workload", "threads", "arm"], sort=False)
     return g.agg(n=("tps", "size"), tps_median=("tps", "median"), tps_min=("tps", "min"),
                  tps_max=("tps", "max"), closed_p99_ms_median=("latency_p99_ms", "median")).reset_index()
 
@@ -86,16 +86,16 @@ def ladder(peak: float, target_ms: float, n: int) -> list[float]:
 
 def load_cells(run: Run, p: Any, baseline: str) -> list[dict[str, Any]]:
     """The offered-load cells: per workload, each level as transactions/s — `rates` as
-    given, else each of `loads` × the baseline's median calibrated peak (so every arm is
+    given, else each of `loads` × the baseline's median closed-loop peak (so every arm is
     offered the same rate) — and the `capacity_levels` of the `ladder` around the expected
     crossing of `p99_target_ms`, from that peak."""
-    cal, _ = split(run)
+    closed, _ = split(run)
     cells = []
     for w in p.workloads:
         for t in p.threads:
-            mine = cal[(cal["workload"] == w) & (cal["threads"] == t) & (cal["arm"] == baseline)]
+            mine = closed[(closed["workload"] == w) & (closed["threads"] == t) & (closed["arm"] == baseline)]
             if mine.empty and (not p.rates or p.capacity_levels):
-                raise StoreError(f"no calibration step of {baseline} ({w}, {t} connections): "
+                raise StoreError(f"no closed-loop peak step of {baseline} ({w}, {t} connections): "
                                  "the offered loads are placed from its peak")
             peak = float(mine["tps"].median()) if len(mine) else math.nan
             given = ([(math.nan, float(r)) for r in sorted(p.rates)] if p.rates
@@ -356,25 +356,25 @@ def capacity_view(per_arm: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------- the study's tables and text
 
 def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = ()) -> dict[str, pd.DataFrame]:
-    """Everything the report shows: `peaks` (calibration), `peak` (closed-loop tps
+    """Everything the report shows: `peaks` (the peak phase), `peak` (closed-loop tps
     comparison), `levels`, `p99` and `p50` (per level), `capacity` (per arm) and
     `capacity_rel` (the comparison); with a paused twin, the positive control's tables per
     percentile (`control_tables`) and what each found against what the pause must do
     (`control`)."""
-    cal, loaded = split(run)
-    peak = baseline_peak(cal, arms[0].label)
+    closed, loaded = split(run)
+    peak = baseline_peak(closed, arms[0].label)
     if len(loaded):  # levels given as rates: their fraction of the baseline's peak too
         top = pd.Series([peak.get((w, t), math.nan) for w, t in zip(loaded["workload"], loaded["threads"])],
                         index=loaded.index)
         loaded = loaded.assign(load=loaded["load"].fillna(loaded["rate"] / top))
-    peak_rel = compare_arms(cal, arms, by=["workload", "threads"], value="tps",
-                            higher_is_better=True, threshold=p.draw_threshold) if len(cal) else pd.DataFrame()
+    peak_rel = compare_arms(closed, arms, by=["workload", "threads"], value="tps",
+                            higher_is_better=True, threshold=p.draw_threshold) if len(closed) else pd.DataFrame()
     per_arm, cap_rel = compare_capacity(loaded, arms, p) if len(loaded) else (pd.DataFrame(), pd.DataFrame())
     lv = levels(loaded)
     paused = control.control_arm(arms)
     ctl = ({m: compare_levels(loaded, arms, p, m, candidates=[paused.label]) for m in control.OPEN_TAIL}
            if paused is not None and len(loaded) else {})
-    return {"peaks": peaks(cal), "peak": peak_rel.assign(baseline=arms[0].label) if len(peak_rel) else peak_rel,
+    return {"peaks": peaks(closed), "peak": peak_rel.assign(baseline=arms[0].label) if len(peak_rel) else peak_rel,
             "levels": lv,
             "p99": compare_levels(loaded, arms, p, "p99", missing),
             "p50": compare_levels(loaded, arms, p, "p50", missing),
@@ -383,16 +383,16 @@ def tables(run: Run, p: Any, arms: list[Arm], missing: list[tuple[str, str]] = (
             "control": control.found(ctl, control.open_loop(ctl, lv, arms, peak), by=control.OPEN_BY)}
 
 
-def baseline_peak(calibration: pd.DataFrame, baseline: str) -> pd.Series:
-    """The baseline's median calibrated transactions/s per (workload, threads)."""
-    mine = calibration[calibration["arm"] == baseline]
+def baseline_peak(closed: pd.DataFrame, baseline: str) -> pd.Series:
+    """The baseline's median closed-loop transactions/s per (workload, threads)."""
+    mine = closed[closed["arm"] == baseline]
     return mine.groupby(["workload", "threads"])["tps"].median() if len(mine) else pd.Series(dtype=float)
 
 
 def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded): the
     capacity verdicts first (the headline, with what they could detect), then each arm's
-    capacity and calibrated peak, the per-level verdicts, the levels not sustained and the
+    capacity and closed-loop peak, the per-level verdicts, the levels not sustained and the
     positive control."""
     base = arms[0].label
     lines = []
