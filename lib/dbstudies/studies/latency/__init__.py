@@ -159,7 +159,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 def describe(p: Params, steps: int) -> str:
     """The plan in one line (`schedule.describe`), `steps` long."""
     arms_, levels = S.with_control(arms(p), p), p.levels()
-    return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): closed-loop "
+    return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): "
             f"the closed-loop peak, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
             f"{' tx/s' if p.rates else ' × the baseline peak'})"
             + (f" and {p.capacity_levels} placed around the expected capacity" if p.capacity_levels else ""))
