@@ -157,3 +157,20 @@ def test_a_profile_lists_only_what_it_changes(name):
         assert same == [], f"{name} {profile}: {same} equal the field's default — leave them out"
         resolved = P.profile_values(s.Params, s.PROFILES, profile)
         assert set(resolved) == set(P.fields(s.Params)) | {"profile"}, f"{name} {profile}: a field with no default and no value"
+
+
+def test_a_smoke_run_measures_no_busy_step_again_unless_asked():
+    """`busy_retries` is declared once (SysbenchParams, default 2) with a smoke overlay of 0
+    for every sysbench study (`PROFILE_DEFAULTS`), under each study's own profile; the README
+    tables, the re-run's "changed parameters" and parameter loading read the same values."""
+    from dbstudies.studykit import SysbenchParams
+    sysbench = [n for n in names() if issubclass(load(n).Params, SysbenchParams)]
+    assert len(sysbench) == 5 and "dbt3_plans" not in sysbench
+    for name in sysbench:
+        s = load(name)
+        assert checks.resolve(s, "smoke").busy_retries == 0 and checks.resolve(s, "quick").busy_retries == 2
+        assert P.profile_values(s.Params, s.PROFILES, "smoke")["busy_retries"] == 0
+        assert "busy_retries" not in s.PROFILES["smoke"]  # said once, in the class
+        assert "| `busy_retries` | 0 | 2 | 2 |" in study.readme_of(s).read_text()
+    assert checks.resolve(tp, "smoke", busy_retries=1).busy_retries == 1
+    assert "busy_retries: must be ≥ 0" in " ".join(problems(busy_retries=-1))

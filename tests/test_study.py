@@ -120,7 +120,8 @@ def check_partial_report(run, status, error):
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(step_driver, "_busy", lambda host: True)  # every step sees a busy host
-    p = checks.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1)
+    # a smoke run measures nothing again (`busy_retries` 0 in every smoke profile): two here
+    p = checks.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1, busy_retries=2)
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
     raw = run.table("steps")

@@ -115,7 +115,13 @@ def profile_values(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile
     >>> profile_values(X, {"quick": {"b": 2}, "full": {"a": 3, "b": 4}}, "full")
     {'a': 3, 'profile': 'full', 'b': 4}
     """
-    return {**defaults(cls), "profile": profile, **profiles[profile]}
+    return {**defaults(cls), **shared_profile(cls, profile), "profile": profile, **profiles[profile]}
+
+
+def shared_profile(cls: type, profile: str) -> dict[str, Any]:
+    """What `profile` changes for every study of `cls`'s kind (its `PROFILE_DEFAULTS`, e.g. a
+    smoke run measures no busy step again), under the study's own profile."""
+    return dict(getattr(cls, "PROFILE_DEFAULTS", {}).get(profile, {}))
 
 
 def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: str,
@@ -126,7 +132,7 @@ def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: 
     if profile not in profiles:
         raise ParamError([f"profile: unknown profile {profile!r}; choose one of {', '.join(profiles)}"])
     known = fields(cls)
-    values = dict(profiles[profile])
+    values = {**shared_profile(cls, profile), **profiles[profile]}
     problems = [f"{name}: unknown parameter; known: {', '.join(known)}"
                 for name in (overrides or {}) if name not in known]
     bad: set[str] = set()

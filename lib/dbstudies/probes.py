@@ -66,10 +66,6 @@ HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
 # a step is flagged as measured on a busy host when, on average over the step, other
 # processes used more than this share of the machine (or the hypervisor stole more)
 BUSY_OTHER_PCT, BUSY_STEAL_PCT = 10.0, 5.0
-# A step measured while others used the machine (host_busy) is measured again, at most this
-# often: on these shared 2-vCPU machines steal above 20 % halves a 1-thread step's QPS, and
-# such steps made up most of the run-to-run noise (docs/statistics.md).
-BUSY_RETRIES = 2
 COLUMNS = ["second", "offset_s", "variable", "value"]
 # per-transaction costs of a step (columns of the steps table): column → (the counter sampled
 # — the first one the server gives —, its scale, what it is in words)

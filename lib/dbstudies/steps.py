@@ -6,7 +6,7 @@ OLTP — our TPC-C-/LinkBench-like workloads alone: with themselves — (`sysben
 and measure one workload × client threads cell per step (`sysbench_step`): one sysbench run
 with the 1 Hz sampler, its intervals and status samples streamed to the run as they come (a
 step that dies keeps them), then stored whole. A measured step that ran on a busy host is
-measured again (`BUSY_RETRIES`); the discarded attempts are kept with phase `busy`. A cell
+measured again (the run's `busy_retries`); the discarded attempts are kept with phase `busy`. A cell
 with `cpu_profile` is measured with `perf` sampling its server (`profiler`): stored with
 phase `profile`, its folded stacks under profiles/ and a row of `cpu_profiles` (and, where
 performance_schema is on, the waits of the step in `waits`).
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths, pauses, probes, profiler, servers, workloads
-from .probes import BUSY_OTHER_PCT, BUSY_RETRIES, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import (
     CPU_PROFILES,
     HISTOGRAMS,
@@ -135,8 +135,9 @@ def sysbench_pair(begin: Callable[[int, dict[str, Any]], Context], cells: list[d
     """The steps of one pair (a cell on every arm, back to back; `begin(i, cell)` readies the
     `i`-th step's context): after a step that wrote, its server settles before the next
     starts, and if any step ran on a busy host the whole pair is measured again (up to
-    `BUSY_RETRIES` times; the discarded attempts are kept, phase busy)."""
-    for attempt in range(BUSY_RETRIES + 1):
+    `busy_retries` times; the discarded attempts are kept, phase busy)."""
+    retries = begin(0, cells[0]).params.busy_retries
+    for attempt in range(retries + 1):
         held = []
         for i, cell in enumerate(cells):
             ctx = begin(i, cell)
@@ -144,7 +145,7 @@ def sysbench_pair(begin: Callable[[int, dict[str, Any]], Context], cells: list[d
             if workloads.writes(cell["workload"]):
                 a.settle_s, _ = probes.settle(ctx.server, SETTLE_TIMEOUT)
             held.append(a)
-        busy = attempt < BUSY_RETRIES and any(a.busy for a in held)
+        busy = attempt < retries and any(a.busy for a in held)
         for i, (a, cell) in enumerate(zip(held, cells)):
             ctx = begin(i, cell)
             if busy:
@@ -253,11 +254,12 @@ def keep(ctx: Context, attempt: Attempt, step: int, phase: str) -> None:
 
 def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
                   duration: int | None = None, seed: int | None = None,
-                  retries: int = BUSY_RETRIES) -> SysbenchResult:
+                  retries: int | None = None) -> SysbenchResult:
     """One sysbench run of `cell` (workload, threads), flushed (`sysbench_attempt`). A
     measured step that ran on a busy host (`host_busy`) is measured again, up to `retries`
-    times (a study whose step changes the state it measures passes 0); each discarded
-    attempt is kept, with phase `busy`."""
+    times (default: the run's `busy_retries`; a study whose step changes the state it
+    measures passes 0); each discarded attempt is kept, with phase `busy`."""
+    retries = ctx.params.busy_retries if retries is None else retries
     for attempt in range(retries + 1):
         a = sysbench_attempt(ctx, cell, duration=duration, seed=seed, measured=phase == "measure")
         busy = phase == "measure" and attempt < retries and a.busy

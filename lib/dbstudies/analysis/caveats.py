@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import probes, stats
 from ..results import INTERVALS, Run
+from ..studykit import SysbenchParams
 from . import BY, is_paired, settings, signed, threads
 from .words import listing, percent, span, thread_words
 
@@ -280,8 +281,9 @@ def virtual_machine(meta: dict[str, Any]) -> str:
             "from other tenants is part of every figure.")
 
 
-def busy(steps: pd.DataFrame | None) -> str:
-    """Busy-host re-measurements and steps still measured on a busy host."""
+def busy(steps: pd.DataFrame | None, retries: int = SysbenchParams.busy_retries) -> str:
+    """Busy-host re-measurements and steps still measured on a busy host after the run's
+    `retries` (its `busy_retries`; a run that predates the parameter had the default)."""
     if steps is None or "host_busy" not in steps:
         return ""
     again = int(steps["remeasured"].sum()) if "remeasured" in steps else 0
@@ -296,7 +298,7 @@ def busy(steps: pd.DataFrame | None) -> str:
                      f"{'were' if again != 1 else 'was'} discarded and measured again (kept in the run's steps table as busy attempts)")
     if still:
         parts.append(f"{still} measured step{'s' if still != 1 else ''} still ran on a busy host after "
-                     f"{probes.BUSY_RETRIES} retries (marked busy in the summary's busy-step count)")
+                     f"{retries} retr{'y' if retries == 1 else 'ies'} (marked busy in the summary's busy-step count)")
     return "**Busy host.** " + "; ".join(parts) + "."
 
 
@@ -332,6 +334,7 @@ def caveats(run: Run, tables: dict[str, Any], throughput: str | None) -> list[st
     pinned = pinned_apart(meta)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
-    out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta), busy(steps),
+    out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta),
+           busy(steps, meta.get("parameters", {}).get("busy_retries", SysbenchParams.busy_retries)),
            settings.beyond_varied(meta)]
     return [c for c in out if c]
