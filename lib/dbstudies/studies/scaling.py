@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 
     from ..results import Run
 
+# what a face takes whole (`from ..scaling import *`): the study contract and the names its
+# profiles and tests use; `GOVERNING` a face takes by name where its report should show it
+__all__ = ["PER_CONNECTION", "POOL", "SCHEDULERS", "answer", "arms", "claims", "conclusion", "not_available",
+           "profile_cells", "qps_table", "relative", "relative_layout", "summary"]
+
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = sch.PER_CONNECTION, sch.POOL, sch.SCHEDULERS
 GOVERNING = sch.GOVERNING  # shown in the report's settings table

@@ -15,22 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..scaling import (  # noqa: F401
-    GOVERNING,
-    PER_CONNECTION,
-    POOL,
-    SCHEDULERS,
-    answer,
-    arms,
-    claims,
-    conclusion,
-    not_available,
-    profile_cells,
-    qps_table,
-    relative,
-    relative_layout,
-    summary,
-)
+from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
+from ..scaling import GOVERNING  # noqa: F401 — the pool's settings, shown in the report
 from ..scaling import Params as Scaling
 
 

@@ -17,19 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..scaling import (  # noqa: F401
-    PER_CONNECTION,
-    answer,
-    arms,
-    claims,
-    conclusion,
-    not_available,
-    profile_cells,
-    qps_table,
-    relative,
-    relative_layout,
-    summary,
-)
+from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
+from ..scaling import PER_CONNECTION
 from ..scaling import Params as Scaling
 
 FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
