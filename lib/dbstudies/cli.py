@@ -298,6 +298,10 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     import signal
 
     from . import proc, sweep
+    # Ctrl-C (SIGINT) ends each of these even when it was started with SIGINT ignored, as a
+    # background job of a non-interactive shell is (bash does that): `kill -INT` must work
+    # (a scheduler and a worker started so outlived SIGINT: the suite waited 2 × 30 s on them)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.command == "scheduler":
         return proc.call(sweep.scheduler_argv(args.port),
                          env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
@@ -309,9 +313,6 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     s = sweep.Sweep(studykit.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
-    # Ctrl-C (SIGINT) ends the sweep even when it was started with SIGINT ignored, as a
-    # background job of a non-interactive shell is (bash does that): `kill -INT` must work
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         s.run_on(args.scheduler) if args.scheduler else s.run_here()
     except KeyboardInterrupt:
