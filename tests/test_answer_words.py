@@ -200,7 +200,7 @@ def test_the_stall_rate_is_a_paired_share_and_zero_stalls_compare_as_equal(tmp_p
     """The pool's steps at 256 threads have 2 % of their transactions past T, the baseline's
     none: judged worse there; at the other thread counts neither arm stalls (shares of
     zero, continuity-corrected): a draw, never an undefined ratio."""
-    from dbstudies.analysis import tails
+    from dbstudies import tails
     s = steps({}).assign(latency_p50_ms=1.0)
     hist = []
     for st, arm, t in zip(s["step"], s["arm"], s["threads"]):
@@ -222,7 +222,7 @@ def test_the_stall_rate_measures_the_tail_not_a_body_that_moved(tmp_path):
     point_select@256), with no tail of its own: under a threshold shared by both arms (4 × the
     baseline's p50) 10 % of its transactions would count as stalls; under its own (4 × its
     own p50) none does — a draw, as the stall rate must say of a body that moved."""
-    from dbstudies.analysis import tails
+    from dbstudies import tails
     s = steps({})
     s = s.assign(latency_p50_ms=np.where(s["arm"] == POOL, 2.2, 1.0))
     hist = []
@@ -243,7 +243,7 @@ def test_the_stall_rate_measures_the_tail_not_a_body_that_moved(tmp_path):
 def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
     """Percentiles cannot be averaged: the run's p99 comes from every step's histogram merged;
     its CI from resampling whole rounds is wider where rounds disagree."""
-    from dbstudies.analysis import tails
+    from dbstudies import tails
     rows, steps_ = [], []
     for r in range(1, 9):
         slow = 300 if r % 2 else 0  # half the rounds have a stall

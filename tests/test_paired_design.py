@@ -9,6 +9,7 @@ import pytest
 import scipy.stats
 
 from dbstudies import analysis, checks, experiment, planner, render, results, schedule, stats
+from dbstudies.analysis import aa
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -151,17 +152,17 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
     run = fake_paired_run(tmp_path, sd_own=0.07, rounds=16, cells=(1, 4, 16, 64), twin=True)
     steps = results.measured(run)
     arms = [Arm("base"), Arm("base (A/A)", twin_of="base")]
-    d = analysis.aa_differences(steps, arms)
+    d = aa.differences(steps, arms)
     assert d.shape == (16, 4)
     p = checks.resolve(tp, "smoke")
-    cal = analysis.calibration(steps, arms, p)
+    cal = aa.calibration(steps, arms, p)
     assert cal["shift_pct"].tolist() == [0.0, 10.0, 20.0] and (cal["comparisons"] == 4).all()
     fpr, power10, power20 = cal["tables_any_verdict"][0], cal["cells_better"][1], cal["cells_better"][2]
     assert fpr <= 0.1 and power10 < power20 and power20 >= 0.8
     assert (cal["cells_worse"][1:] == 0).all()
-    (line,) = analysis.calibration_line(cal)
+    (line,) = aa.calibration_line(cal)
     assert line.startswith("- Judged on this run's own A/A noise (16 rounds resampled, 4 cells, Holm over 4)")
-    assert analysis.calibration(steps, [Arm("base"), Arm("base (A/A)")], p).empty  # no twin
+    assert aa.calibration(steps, [Arm("base"), Arm("base (A/A)")], p).empty  # no twin
 
 
 def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):

@@ -12,7 +12,7 @@ from . import live, servers
 from . import params as P
 from .results import Run, find_run
 from .schedule import design, round_seconds, server_key, servers_needed
-from .studykit import Arm, StudyModule, StudyParams, arms_of, remote_problems
+from .studykit import Arm, StudyModule, StudyParams, arms_of
 
 # memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
 # connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
@@ -23,14 +23,17 @@ MEMORY_SHARE = 0.8         # the servers may plan on this share of the available
 def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> StudyParams:
     """The study's validated parameters: the profile's values, with non-None overrides
     applied (each problem a line of one `ParamError`, before anything starts); on a remote
-    target no arm may need a restart or a config change; a time budget must hold two rounds;
+    target no arm may need a restart or a config change; a time budget must hold two rounds
+    (with a precision `target`: its first `repeats` rounds);
     the servers kept up at once must fit this machine's memory."""
     p = P.from_profile(study.Params, study.PROFILES, profile, overrides)
     arms = arms_of(study, p)
-    problems = remote_problems(arms, p)
-    if p.budget and p.budget * 60 < 2 * round_seconds(study, p):
-        problems.append(f"budget: {p.budget:g} min cannot hold the two "
-                        f"{'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs "
+    problems = remote_problems(arms, p) + target_problems(p)
+    first = p.repeats if p.target else 2
+    if p.budget and p.budget * 60 < first * round_seconds(study, p):
+        what = (f"the {first} rounds every cell gets first with a `target` (`repeats`)" if p.target else
+                f"the two {'rounds' if design(p) == 'paired' else 'repeats'} a verdict needs")
+        problems.append(f"budget: {p.budget:g} min cannot hold {what} "
                         f"(≈ {round_seconds(study, p) / 60:.1f} min each)")
     if not problems:
         problems += memory_problems(arms, p)
@@ -141,3 +144,51 @@ def memory_problems(arms: list[Arm], p: StudyParams, available: int | None = Non
 def max_clients(p: Any) -> int:
     """The most client connections one step opens (sysbench's largest thread count)."""
     return max(getattr(p, "threads", None) or [0])
+
+
+def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
+    """What these arms ask of a remote server that dbstudies cannot do: start it with
+    settings or an intent (thread pool, redo log size, buffer pool …) — said before anything
+    is measured."""
+    problems = []
+    for arm in arms:
+        flavour = servers.load_flavour(arm.flavour or p.flavour)
+        if not flavour.remote:
+            continue
+        asks = sorted({**dict(p.settings), **dict(arm.settings),
+                       **(arm.intent.asdict() if arm.intent else {})})
+        if asks:
+            problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
+                            f"{flavour.name} is a remote server dbstudies does not restart or "
+                            "reconfigure; measure it as it is (no settings, no intents)")
+        if arm.pause is not None:
+            problems.append(f"positive_control: pausing {flavour.name}, a remote server, is not "
+                            "ours to do (its process is not on this machine)")
+        if getattr(p, "cold", False):  # DBT3's cold executions restart the server
+            problems.append(f"cold: cold executions restart {flavour.name}, a remote server "
+                            "dbstudies does not restart")
+    return list(dict.fromkeys(problems))
+
+
+def target_problems(p: StudyParams) -> list[str]:
+    """A precision target names this study's tables, by fractions, in the paired design,
+    with a budget and at least three first rounds."""
+    if not p.target:
+        return []
+    if not isinstance(p.target, dict):
+        return [f"target: {{metric: fraction}}, e.g. {{\"qps\": 0.05}}; got {p.target!r}"]
+    if not p.TARGETS:
+        return ["target: this study's comparison tables take no precision target"]
+    problems = [f"target: {k!r} is not one of this study's tables ({', '.join(p.TARGETS)})"
+                for k in p.target if k not in p.TARGETS]
+    problems += [f"target: {k} must be a fraction in (0, 1) — 0.05 for 5 % — got {v!r}"
+                 for k, v in p.target.items() if not (isinstance(v, (int, float)) and 0 < v < 1)]
+    if p.design != "paired":
+        problems.append("target: measuring to a target needs `design` paired (cells are given rounds one "
+                        "pair at a time)")
+    if not p.budget:
+        problems.append("target: needs a `budget` (minutes): the time the run may spend reaching it")
+    if p.repeats < 3:
+        problems.append(f"target: `repeats` is the rounds every cell gets first, at least 3 (a "
+                        f"variance to judge its precision by); got {p.repeats}")
+    return problems

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from typing import Any, Callable
 
@@ -40,14 +41,16 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, live, servers
+from . import errors, live, precision, servers
 from .checks import max_clients
 from .ownership import guard, owns
 from .results import SYSTEM_SCHEMAS, Run, how_far
 from .schedule import (
+    MAX_ROUNDS,
     PLAN_COLUMNS,
     design,
     estimated_seconds,
+    next_order,
     next_phase,
     rounds_in,
     server_key,
@@ -110,6 +113,8 @@ def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], step
         provision(sorted({a.flavour or p.flavour for a in arms}), run, len(steps))
         paired, by_label = design(p) == "paired", {a.label: a for a in arms}
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
+        if paired and p.target:  # then rounds only where a cell's precision is short of its target
+            loop.refine(steps, by_label, progress)
         more = hook(study, "follow_up", lambda p, run: [])(p, run)
         if more:
             follow = next_phase(arms, more, p.repeats, p.seed + 1, steps, paired)
@@ -154,6 +159,8 @@ class _Loop:
         self.client_record = {"version": None, "calls": []}  # the `client` hook's: version, argv of every call
         self.warmups = [0]  # one counter for all servers of the run
         self.done = 0       # steps measured so far (the progress of a later phase counts on)
+        self.pair_seconds: dict[tuple, list[float]] = {}  # per cell: how long its pairs took
+        self.restart_seconds: list[float] = []            # how long restarting every server took
         budget = p.budget
         self.deadline = time.monotonic() + budget * 60 if budget else None
 
@@ -273,27 +280,19 @@ class _Loop:
         restarted and warmed up (for every arm it serves), then each pair's steps run back to
         back (`pair`). `before`: steps measured by earlier phases."""
         per_round = int((steps["repeat"] == steps["repeat"].iloc[0]).sum())
-        total = before + (len(steps) if self.deadline is None else per_round * rounds_in(
+        total = before + (len(steps) if self.deadline is None or self.p.target else per_round * rounds_in(
             self.study, self.p, self.deadline - time.monotonic()))
         bar = tqdm(total=total - before, disable=not progress, unit="step", mininterval=2,
                    desc=study_name(self.study) + (" (follow-up)" if before else ""))
         self.run.set_progress(before, total, "starting the servers")
-        keys = {label: server_key(arm, self.p) for label, arm in arms.items()}
-        served = {k: [a for a in arms.values() if keys[a.label] == k] for k in dict.fromkeys(keys.values())}
-        contexts = {k: self.context(k, mine[0].flavour or self.p.flavour, mine) for k, mine in served.items()}
-        for k, mine in served.items():  # the cells a warm-up goes through: the round's
-            contexts[k].cells = _cells(steps[(steps["repeat"] == steps["repeat"].iloc[0])
-                                             & (steps["arm"] == mine[0].label)])
+        keys, served, contexts = self.servers(steps, arms)
         done, durations = before, []
         try:
             for repeat, block in steps.groupby("repeat", sort=False):
                 if self.out_of_time(durations):
                     break
                 t0 = time.monotonic()
-                if (int(repeat) - 1) % self.p.restart_every == 0:
-                    for k, mine in served.items():
-                        self.run.set_progress(done, total, f"r{repeat}: restarting {k}")
-                        self.restart(contexts[k], mine[0], repeat, also=mine[1:])
+                self.restart_due(int(repeat), served, contexts, done, total)
                 for _, pair in block.groupby("pair", sort=False):
                     done = self.pair({a: contexts[k] for a, k in keys.items()}, arms,
                                      pair.to_dict("records"), int(repeat), done, total, bar)
@@ -307,6 +306,99 @@ class _Loop:
             self.run.set_progress(done, done if self.deadline else total, "done")
         finally:
             bar.close()
+
+    def servers(self, steps: pd.DataFrame, arms: dict[str, Arm]) -> tuple[
+            dict[str, str], dict[str, list[Arm]], dict[str, Context]]:
+        """The paired design's servers: each arm's server key, the arms each server serves,
+        and each server's context (started and prepared on first use; a warm-up goes through
+        the cells of `steps`' first round)."""
+        keys = {label: server_key(arm, self.p) for label, arm in arms.items()}
+        served = {k: [a for a in arms.values() if keys[a.label] == k] for k in dict.fromkeys(keys.values())}
+        contexts = {k: self.context(k, mine[0].flavour or self.p.flavour, mine) for k, mine in served.items()}
+        for k, mine in served.items():  # the cells a warm-up goes through: the round's
+            contexts[k].cells = _cells(steps[(steps["repeat"] == steps["repeat"].iloc[0])
+                                             & (steps["arm"] == mine[0].label)])
+        return keys, served, contexts
+
+    def restart_due(self, repeat: int, served: dict[str, list[Arm]], contexts: dict[str, Context],
+                    done: int, total: int) -> None:
+        """Every `restart_every` rounds, restart and warm up every server (for every arm it
+        serves), timed."""
+        if (repeat - 1) % self.p.restart_every:
+            return
+        t0 = time.monotonic()
+        for k, mine in served.items():
+            self.run.set_progress(done, total, f"r{repeat}: restarting {k}")
+            self.restart(contexts[k], mine[0], repeat, also=mine[1:])
+        self.restart_seconds.append(time.monotonic() - t0)
+
+    def refine(self, first: pd.DataFrame, arms: dict[str, Arm], progress: bool) -> None:
+        """With a precision target, after `first` (every cell's first rounds): round after
+        round, one pair of every cell still short of its target that the time left can take
+        to it (`precision.fund`, fewest pairs to go first), cells shuffled per round, each
+        cell's arm orders kept balanced (`schedule.next_order`), servers restarted every
+        `restart_every` rounds as before. Ends when every cell meets its target, or when no
+        cell still short fits the budget; what it decided is kept in the run's `precision`
+        metadata after every round (so an interrupted run says it too)."""
+        p, run = self.p, self.run
+        rng = np.random.default_rng(p.seed + 3)
+        plan_cells = _cells(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
+        history = {_key(c): [tuple(g.sort_values("position")["arm"])
+                             for _, g in first[_matches(first, c)].groupby("pair", sort=False)] for c in plan_cells}
+        repeat, pair_no, step_no = int(first["repeat"].max()), int(first["pair"].max()), int(first["step"].max())
+        keys, served, contexts = self.servers(first, arms)
+        bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,
+                   desc=study_name(self.study) + " (to the target)")
+        done, record = self.done, {"target": dict(p.target), "first_rounds": repeat}
+        try:
+            while repeat < MAX_ROUNDS:
+                short = precision.shortfall(self.study, p, run)
+                by = short.attrs.get("by") or []
+                of_table = {tuple(c[b] for b in by): c for c in plan_cells}  # a table's cell → the plan's
+                chosen, left = precision.fund(short, lambda cell, of=of_table: self.seconds_per_pair(_key(of[cell])),
+                                              self.deadline - time.monotonic(),
+                                              float(np.mean(self.restart_seconds or [0.0])), p.restart_every)
+                record = precision.record(record, short, left, repeat)
+                if not chosen:
+                    record["stopped"] = ("every cell met its target" if not left else
+                                         f"{len(left)} cell{'s' if len(left) != 1 else ''} short of the target "
+                                         f"need{'s' if len(left) == 1 else ''} more rounds than the budget has left")
+                    break
+                run.update(precision=record)
+                repeat += 1
+                todo = [of_table[cell] for cell in chosen]
+                rows = []
+                for i in rng.permutation(len(todo)):
+                    cell = todo[i]
+                    order = next_order(history[_key(cell)], rng)
+                    history[_key(cell)].append(order)
+                    pair_no += 1
+                    for position, label in enumerate(order):
+                        step_no += 1
+                        rows.append({"step": step_no, "repeat": repeat, "arm": label, **cell, "pair": pair_no,
+                                     "position": position})
+                more = int(short.loc[short["more"].apply(math.isfinite), "more"].clip(upper=MAX_ROUNDS).sum())
+                total = done + len(rows) + max(more - len(todo), 0) * len(arms)
+                bar.total = total - self.done
+                self.restart_due(repeat, served, contexts, done, total)
+                for pair in pd.DataFrame(rows).groupby("pair", sort=False):
+                    done = self.pair({a: contexts[k] for a, k in keys.items()}, arms,
+                                     pair[1].to_dict("records"), repeat, done, total, bar)
+            else:
+                record["stopped"] = f"the most rounds a run plans ({MAX_ROUNDS})"
+            record["rounds"] = repeat
+            run.update(precision=record, rounds_done=repeat)
+            self.done = done
+            run.set_progress(done, done, "done")
+            print(f"to the target: {record['stopped']} after {repeat} rounds", flush=True)
+        finally:
+            bar.close()
+
+    def seconds_per_pair(self, cell: tuple) -> float:
+        """How long a pair of `cell` took so far (its mean; the mean of all pairs for a cell
+        not timed yet)."""
+        own = self.pair_seconds.get(cell)
+        return float(np.mean(own if own else [t for ts in self.pair_seconds.values() for t in ts] or [0.0]))
 
     def pair(self, contexts: dict[str, Context], arms: dict[str, Arm],
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
@@ -322,13 +414,28 @@ class _Loop:
             return ctx
 
         own_step = hook(self.study, "step")
+        t0 = time.monotonic()
         if own_step is not None:
             for i, cell in enumerate(cells):
                 own_step(begin(i, cell), cell)
         else:
             _hook(self.study, "pair")(begin, cells)
+        self.pair_seconds.setdefault(_key(_cells(pd.DataFrame(cells[:1]))[0]), []).append(time.monotonic() - t0)
         bar.update(len(cells))
         return done + len(cells)
+
+
+def _key(cell: dict[str, Any]) -> tuple:
+    """A cell's values, in its order: the key of its pairs' times and orders."""
+    return tuple(cell.values())
+
+
+def _matches(steps: pd.DataFrame, cell: dict[str, Any]) -> pd.Series:
+    """Which of `steps` measure `cell`."""
+    hit = pd.Series(True, index=steps.index)
+    for k, v in cell.items():
+        hit &= steps[k] == v
+    return hit
 
 
 def _cells(steps: pd.DataFrame) -> list[dict[str, Any]]:

@@ -23,8 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from . import analysis, checks, experiment, ownership, paths, results, schedule, stats
-from .analysis import tails
+from . import analysis, checks, experiment, ownership, paths, precision, schedule, stats
 from .results import Run, list_runs
 from .study import load
 from .studykit import StudyModule, StudyParams, arms_of, cells_of, hook, study_name
@@ -33,25 +32,9 @@ PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used
 
 
-# what a table is predicted from: (its words, the measured observations, cell columns, value)
-Observations = tuple[str, pd.DataFrame, list[str], str]
-
-
-def sysbench_tables(run: Run) -> list[Observations]:
-    """The sysbench studies' paired tables: QPS, p95, p99 and the stall rate per workload ×
-    threads (the stall rate where the run stored its histograms)."""
-    steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
-    arms = run.metadata.get("arms") or []
-    if len(steps) and arms:
-        steps = tails.with_stall_rate(run, steps, run.metadata["parameters"].get("stall_factor", tails.STALL_FACTOR))
-    tables = [("qps", "throughput (QPS)"), ("p95", "p95 latency"), ("p99", "p99 latency")]
-    tables += [("stalls", "stall rate")] if "stall_pct" in steps else []
-    return [(words, steps, analysis.BY, analysis.METRICS[metric][0]) for metric, words in tables]
-
-
-def paired_tables(study: StudyModule, run: Run) -> list[Observations]:
-    """The tables `dbstudies plan` predicts for `study`, with `run`'s observations."""
-    return hook(study, "paired_tables", sysbench_tables)(run)
+def paired_tables(study: StudyModule, run: Run) -> list[precision.Observations]:
+    """The tables `dbstudies plan` predicts for `study`, with `run`'s observations, in order."""
+    return list(precision.paired_tables(study, run).values())
 
 
 def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
@@ -83,11 +66,8 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFr
             continue
         _, frame, by, value = tables[table]
         labels = [a["label"] for a in run.metadata.get("arms") or []]
-        for cand in labels[1:]:
-            d = stats.pair_up(frame, by=by, factor="arm", baseline=labels[0],
-                              candidate=cand, value=value, pair="repeat")
-            g = d.groupby(by)["d"]
-            parts.append(pd.DataFrame({"ss": g.var(ddof=1) * (g.size() - 1), "df": g.size() - 1}))
+        t = precision.cell_variances(frame, by, value, labels[0], labels[1:])
+        parts.append(t.assign(ss=t["s2"] * (t["n"] - 1), df=t["n"] - 1).set_index(by)[["ss", "df"]])
     if not parts:
         return pd.DataFrame(columns=[*(by or []), "s2", "df"])
     both = pd.concat(parts).groupby(level=list(range(len(by)))).sum()
@@ -126,7 +106,7 @@ def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame, *,
 def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
     budget), as an ordinary run under `root`."""
-    p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None,
+    p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None, "target": {},
                                               "aa_control": False, "design": "paired"})
     run = ownership.create_run(study, p, root, "notebook")
     run.update(pilot=True)

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from . import css, paths, results
+from . import css, paths, precision, results
 from .analysis import settings
 from .errors import DbStudiesError
 from .results import Run
@@ -354,6 +354,10 @@ def _design(meta: dict[str, Any], arms: list[dict[str, Any]], params: dict[str, 
         cells = f" × {len(first)} cells" if first else ""
         every = params.get("restart_every", 1)
         budget = f" ({params['budget']:g}-minute budget)" if params.get("budget") else ""
+        aimed = meta.get("precision") or {}
+        if aimed.get("target"):  # measured to a precision target
+            rounds = (f"{aimed.get('first_rounds')} rounds of every cell, then rounds only for the cells still "
+                      f"above their target ({precision.words(aimed)}) — {aimed.get('rounds')}")
         n_servers = len(set((meta.get("arm_servers") or {}).values())) or len(arms)
         where = (f"each on a server of its own ({n_servers} running at once)" if n_servers == len(arms)
                  else f"on {n_servers} server{'s' if n_servers > 1 else ''} they share, each "

@@ -66,14 +66,36 @@ def paired_order(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed
     return df
 
 
+def next_order(orders: list[tuple[str, ...]], rng: np.random.Generator) -> tuple[str, ...]:
+    """The arm order of a cell's next pair, given its pairs' orders so far (the first one its
+    base order; every one a rotation of it, as `paired_order` makes them): a rotation used
+    least often so far, chosen at random among those — so a cell measured pair by pair keeps
+    every arm in every position equally often, within one.
+
+    >>> rng = np.random.default_rng(0)
+    >>> orders = [("A", "B", "C")]
+    >>> for _ in range(7):
+    ...     orders.append(next_order(orders, rng))
+    >>> sorted({a: [o.index(a) for o in orders].count(0) for a in "ABC"}.values())
+    [2, 3, 3]
+    """
+    base = orders[0]
+    turns = [base[i:] + base[:i] for i in range(len(base))]
+    used = [orders.count(t) for t in turns]
+    fewest = [t for t, u in zip(turns, used) if u == min(used)]
+    return fewest[int(rng.integers(len(fewest)))]
+
+
 def design(p: StudyParams) -> str:
     """The study's design: "paired" or "blocks"."""
     return p.design
 
 
 def rounds(p: StudyParams) -> int:
-    """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit."""
-    return MAX_ROUNDS if p.budget else p.repeats
+    """Rounds (repeats) planned: `repeats`, or as many as a time budget may fit; with a
+    precision target, `repeats` first (then rounds go only where the target is not met:
+    `experiment`, `precision`)."""
+    return MAX_ROUNDS if p.budget and not p.target else p.repeats
 
 
 def steps(study: StudyModule, p: StudyParams) -> pd.DataFrame:

@@ -69,6 +69,12 @@ class StudyParams:
             "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
             "measured back to back in rounds; `blocks`: per repeat, each arm in a block of its own "
             "on a fresh start (see Statistics)"),
+        "target": (
+            "precision target per comparison table, {metric: fraction}, e.g. `{\"qps\": 0.05, \"p95\": 0.25}`: "
+            "the smallest difference the run must be able to detect there. Every cell gets `repeats` "
+            "rounds first; then rounds go only to the cells still above their target (fewest rounds "
+            "to go first) until every cell meets it or the `budget` (required) cannot take a cell's "
+            "rounds; a draw then reads *the same within ±x %* or *undecided* (see Statistics)"),
         "restart_every": (
             "paired design: every this many rounds all servers are restarted and warmed up, so that"
             " start-to-start variance stays in the estimate"),
@@ -89,6 +95,7 @@ class StudyParams:
     budget: float | None = None  # minutes: as many repeats (rounds) as fit, instead of `repeats`
     design: str = "blocks"       # "paired" (rounds of adjacent pairs) | "blocks" (experiment)
     restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
+    target: dict = field(default_factory=dict)  # {metric: fraction}: measure each cell until it can tell that
     align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
     # parameters only the analysis reads: a finished run re-analysed at other values of these
@@ -97,6 +104,8 @@ class StudyParams:
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False
+    # the comparison tables a precision `target` may name (the keys of the study's `paired_tables`)
+    TARGETS: ClassVar[tuple[str, ...]] = ()
 
     def analysis_changes(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
         """The analysis parameters (`ANALYSIS`) whose values here differ from a run's
@@ -147,6 +156,14 @@ class StudyParams:
         return len(os.sched_getaffinity(0))
 
 
+BY = ["workload", "threads"]                                      # a sysbench study's cell
+METRICS = {"qps": ("qps", True), "p50": ("latency_p50_ms", False),  # a step's column, higher is better
+           "p95": ("latency_p95_ms", False), "p99": ("latency_p99_ms", False),
+           "stalls": ("stall_pct", False)}  # stalls: `tails`
+SYSBENCH_TABLES = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency",
+                   "stalls": "stall rate"}  # a sysbench study's verdict tables, and their words
+
+
 @dataclass(frozen=True, kw_only=True)
 class SysbenchParams(StudyParams):
     """A sysbench study: workloads × client threads, on tables it loads once per server.
@@ -193,6 +210,7 @@ class SysbenchParams(StudyParams):
     # (docs/statistics.md)
     busy_retries: int = 2
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
+    TARGETS: ClassVar[tuple[str, ...]] = tuple(SYSBENCH_TABLES)
     SCRIPTS: ClassVar[bool] = True  # whether a workload may be a Lua script of the user's own
     MAX_THREADS: ClassVar[int] = 4096
 
@@ -376,30 +394,6 @@ def configs_problems(what: str, configs: Any, flavour: str,
             continue
         problems += settings_problems(label, {**said, **plain}, [server])
     return problems
-
-
-def remote_problems(arms: list[Arm], p: StudyParams) -> list[str]:
-    """What these arms ask of a remote server that dbstudies cannot do: start it with
-    settings or an intent (thread pool, redo log size, buffer pool …) — said before anything
-    is measured."""
-    problems = []
-    for arm in arms:
-        flavour = servers.load_flavour(arm.flavour or p.flavour)
-        if not flavour.remote:
-            continue
-        asks = sorted({**dict(p.settings), **dict(arm.settings),
-                       **(arm.intent.asdict() if arm.intent else {})})
-        if asks:
-            problems.append(f"{arm.label}: needs a server start with {', '.join(asks)}, but "
-                            f"{flavour.name} is a remote server dbstudies does not restart or "
-                            "reconfigure; measure it as it is (no settings, no intents)")
-        if arm.pause is not None:
-            problems.append(f"positive_control: pausing {flavour.name}, a remote server, is not "
-                            "ours to do (its process is not on this machine)")
-        if getattr(p, "cold", False):  # DBT3's cold executions restart the server
-            problems.append(f"cold: cold executions restart {flavour.name}, a remote server "
-                            "dbstudies does not restart")
-    return list(dict.fromkeys(problems))
 
 
 def with_control(arms: list[Arm], p: StudyParams) -> list[Arm]:

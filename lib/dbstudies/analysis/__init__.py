@@ -17,12 +17,8 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..studykit import Arm
+from ..studykit import BY, METRICS, Arm  # a sysbench cell; a metric's column and whether higher is better
 
-BY = ["workload", "threads"]                                      # one cell of a table
-METRICS = {"qps": ("qps", True), "p50": ("latency_p50_ms", False),  # column, higher is better
-           "p95": ("latency_p95_ms", False), "p99": ("latency_p99_ms", False),
-           "stalls": ("stall_pct", False)}  # stalls: `tails`
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
 
@@ -129,7 +125,7 @@ def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", 
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
     with `aa`, the A/A table instead (the baseline against its twin)."""
     column, higher = METRICS[metric]
-    return versus_baseline(steps, arms, p, column, higher, aa=aa)
+    return versus_baseline(steps, arms, p, column, higher, aa=aa, metric=metric)
 
 
 def over_repeats(run_table: pd.DataFrame, columns: list[str],
@@ -148,14 +144,58 @@ def over_repeats(run_table: pd.DataFrame, columns: list[str],
 
 
 def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: str,
-                    higher_is_better: bool, *, aa: bool = False) -> pd.DataFrame:
+                    higher_is_better: bool, *, aa: bool = False, metric: str | None = None) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) on one per-run `column`, per workload ×
     threads, one Holm family; with `aa`, the A/A table (the baseline against its twin).
-    `arms` include the A/A twin when `p.aa_control` (`studykit.with_control`)."""
+    `arms` include the A/A twin when `p.aa_control` (`studykit.with_control`). `metric`:
+    the table's name in a precision `target` (`to_target`)."""
     compare = aa_table if aa else compare_arms
     rel = compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
-                  threshold=p.draw_threshold)
-    return rel.assign(baseline=arms[0].label) if not rel.empty else rel
+                  threshold=threshold(p, metric))
+    return to_target(rel.assign(baseline=arms[0].label) if not rel.empty else rel, p, metric)
+
+
+def threshold(p: Any, metric: str | None) -> float:
+    """A table's draw threshold: `draw_threshold`, or the table's precision target where that
+    is smaller (a run measured to see 3 % calls a significant 4 % difference).
+
+    >>> from types import SimpleNamespace as NS
+    >>> threshold(NS(draw_threshold=0.05, target={"qps": 0.03}), "qps"), threshold(NS(draw_threshold=0.05, target={}), "qps")
+    (0.03, 0.05)
+    """
+    target = (getattr(p, "target", None) or {}).get(metric)
+    return min(p.draw_threshold, target) if target else p.draw_threshold
+
+
+def to_target(rel: pd.DataFrame, p: Any, metric: str | None) -> pd.DataFrame:
+    """A paired table whose metric has a precision target, with what each draw says of it
+    (`stats.target_readings`: the same within ±target, or undecided); other tables as they are."""
+    target = (getattr(p, "target", None) or {}).get(metric)
+    if not target or rel.empty or "sd_diff" not in rel:
+        return rel
+    return stats.target_readings(rel, target)
+
+
+def verdict_text(r: Any) -> str:
+    """A comparison's verdict as a table says it: better, worse, draw — or, measured to a
+    precision target, *the same within ±5 %* or *undecided* with what the cell could see.
+
+    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "same", "target_pct": 5.0}))
+    'the same within ±5 %'
+    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 25.0,
+    ...                         "target_mde_pct": 38.2, "more_pairs": 14}))
+    'undecided: could see 38 %, the target 25 % needs about 14 more rounds'
+    """
+    reading = field(r, "reading")
+    if reading == "same":
+        return f"the same within ±{field(r, 'target_pct'):g} %"
+    if reading == "undecided":
+        more = field(r, "more_pairs")
+        need = ("is out of reach" if not more < float("inf") else
+                f"needs about {int(more)} more round{'s' if more != 1 else ''}")
+        return (f"undecided: could see {stats.mde_text(field(r, 'target_mde_pct'))}, the target "
+                f"{field(r, 'target_pct'):g} % {need}")
+    return str(field(r, "verdict"))
 
 
 def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]],
@@ -230,10 +270,10 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     if pd.isna(r.delta_pct):
         return str(r.verdict)
     if r.ci_low == r.ci_high == 1:
-        return f"{r.verdict}: identical in every repeat"
+        return f"{verdict_text(r)}: identical in every repeat"
     lo, hi = adjusted(r)
-    text = f"{signed(r.delta_pct)} {interval(r, lo, hi)} {r.verdict}"
-    if r.verdict == "draw" and (r[lo] > 1 or r[hi] < 1):
+    text = f"{signed(r.delta_pct)} {interval(r, lo, hi)} {verdict_text(r)}"
+    if r.verdict == "draw" and not field(r, "reading") and (r[lo] > 1 or r[hi] < 1):
         text += (f": not significant after Holm (p {p_text(r.p_holm)})" if r.p_holm >= alpha
                  else ": significant, but within the draw threshold")
     return text
@@ -264,6 +304,7 @@ def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
         tested = rel[rel["delta_pct"].notna()]
         pairs = (rel["candidate"] + " vs " + rel["baseline"]) if "baseline" in rel else rel["candidate"]
         counts = rel["verdict"].astype(str).value_counts()
+        readings = rel["reading"].value_counts() if "reading" in rel else pd.Series(dtype=int)
         big = tested.loc[tested["delta_pct"].abs().idxmax()] if len(tested) else None
         largest = "–" if big is None else (
             f"{big.delta_pct:+.1f}".replace("-", "−") + f" % ({_cell_name(big)}"
@@ -271,11 +312,16 @@ def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
         mde = tested["mde_pct"].median() if "mde_pct" in tested and len(tested) else float("nan")
         rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)),
                      "n": len(tested), "better": int(counts.get("better", 0)),
-                     "worse": int(counts.get("worse", 0)), "draw": int(counts.get("draw", 0)),
+                     "worse": int(counts.get("worse", 0)),
+                     "draw": int(counts.get("draw", 0) - readings.get("same", 0) - readings.get("undecided", 0)),
+                     "same within target": int(readings.get("same", 0)),
+                     "undecided": int(readings.get("undecided", 0)),
                      "largest difference": largest,
                      "MDE, median cell": stats.mde_text(mde) if mde == mde else "–"})
-    return pd.DataFrame(rows, columns=["comparison", "compared", "n", "better", "worse", "draw",
-                                       "largest difference", "MDE, median cell"])
+    out = pd.DataFrame(rows, columns=["comparison", "compared", "n", "better", "worse", "draw",
+                                      "same within target", "undecided", "largest difference", "MDE, median cell"])
+    judged = any("reading" in rel for rel in tables.values() if rel is not None)  # measured to a target
+    return out if judged else out.drop(columns=["same within target", "undecided"])
 
 
 def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
@@ -290,7 +336,10 @@ def threads(n: int) -> str:
 
 
 def verdicts(rel: pd.DataFrame) -> str:
-    """'2 better, 5 draw' for a table."""
+    """'2 better, 5 draw' for a table (measured to a target: '1 better, 4 the same within ±5 %, 2 undecided')."""
+    if "reading" in rel:
+        rel = rel.assign(verdict=[("the same within ±" + f"{t:g} %") if g == "same" else "undecided" if g == "undecided"
+                                  else v for v, g, t in zip(rel["verdict"], rel["reading"], rel["target_pct"])])
     counts = rel["verdict"].value_counts().to_dict()
     known = [f"{counts[v]} {v}" for v in stats.VERDICTS if v in counts]
     return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in stats.VERDICTS])
@@ -421,46 +470,3 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
 NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed between them "
                    "(host load, kernel, firmware, other tenants) is confounded with the "
                    "difference. Prefer one run with both configurations as arms.")
-
-
-# ---------------------------------------------------------------- calibration on real A/A pairs
-
-def aa_differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
-    """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
-    the log ratio twin / baseline of that round (rounds missing a cell left out). Empty
-    without a twin or pairs."""
-    twins = [a.label for a in arms if a.aa]
-    if not twins or not is_paired(steps):
-        return pd.DataFrame()
-    column, higher = METRICS[metric]
-    d = stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=twins[0],
-                      value=column, pair="repeat")
-    sign = 1 if higher else -1
-    return (d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d").dropna())
-
-
-def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps",
-                comparisons: int | None = None) -> pd.DataFrame:
-    """The verdict rule judged on this run's own A/A pairs (`stats.rule_on_resamples`): the
-    false-positive rate per table and the power for +10 % and +20 %, with a Holm family the
-    size of the study's table (`comparisons`, default: its cells × its candidates). Empty
-    without an A/A twin measured in pairs."""
-    d = aa_differences(steps, arms, metric)
-    if d.empty or len(d) < 3:
-        return pd.DataFrame()
-    cands = len([a for a in arms[1:] if a.twin_of is None]) or 1
-    m = comparisons or d.shape[1] * cands
-    out = stats.rule_on_resamples(d.to_numpy(), m, threshold=p.draw_threshold)
-    return out.assign(rounds=len(d), cells=d.shape[1], comparisons=m)
-
-
-def calibration_line(cal: pd.DataFrame | None) -> list[str]:
-    """The calibration in words: false positives per table, power at +10 % and +20 %."""
-    if cal is None or cal.empty:
-        return []
-    r = cal.set_index("shift_pct")
-    return [f"- Judged on this run's own A/A noise ({int(cal['rounds'].iloc[0])} rounds resampled, "
-            f"{int(cal['cells'].iloc[0])} cells, Holm over {int(cal['comparisons'].iloc[0])}): a "
-            f"table with no true difference shows a non-draw in {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % "
-            f"of tables; a true +10 % is found in {r.loc[10.0, 'cells_better'] * 100:.0f} % of cells, "
-            f"+20 % in {r.loc[20.0, 'cells_better'] * 100:.0f} %."]

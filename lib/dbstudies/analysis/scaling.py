@@ -8,10 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from .. import results
+from .. import results, tails
 from ..results import Run
 from ..studykit import Answer, Arm
-from . import BY, METRICS, calibration, caveats, control, summary, tails
+from . import BY, METRICS, caveats, control, summary
+from .aa import calibration
 
 # the verdict tables of a sysbench scaling study: words → table key
 VERDICTS = {"throughput (QPS)": "qps", "p50 latency": "p50", "p95 latency": "p95", "p99 latency": "p99",

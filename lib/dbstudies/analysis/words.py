@@ -158,7 +158,22 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
                 out.append(" ".join(x for x in (span(part['delta_pct'].abs().tolist()), word, f"({verdict})",
                                                  where(part, full), f"({_cells(len(part), total)})",
                                                  client_clause(part, client, cpus)) if x))
-    same = tested[tested["verdict"] == "draw"]
+    draws = tested[tested["verdict"] == "draw"]
+    reading = draws["reading"] if "reading" in draws else pd.Series("", index=draws.index)
+    equal = draws[reading == "same"]
+    if len(equal):  # measured to a target: the interval inside ±target
+        out.append(" ".join(x for x in (f"the same within ±{equal['target_pct'].iloc[0]:g} %", where(equal, full),
+                                         f"({_cells(len(equal), total)})") if x))
+    open_ = draws[reading == "undecided"]
+    if len(open_):  # measured to a target and still above it
+        more = open_["more_pairs"][open_["more_pairs"] < float("inf")].astype(int)
+        need = ("out of reach" if more.empty else f"about {more.min()} more rounds would reach it" if more.min() == more.max()
+                else f"about {more.min()}–{more.max()} more rounds would reach it")
+        out.append(" ".join(x for x in ("undecided", where(open_, full),
+                                         f"({_cells(len(open_), total)}: could see "
+                                         f"{stats.mde_text(open_['target_mde_pct'].median())} in the median one, "
+                                         f"the target is {open_['target_pct'].iloc[0]:g} %; {need})") if x))
+    same = draws[~reading.isin(["same", "undecided"])]
     if len(same):
         mde = same["mde_pct"].dropna() if "mde_pct" in same else pd.Series(dtype=float)
         seen = (f"; it could have seen {stats.mde_text(mde.median())} or more" if len(mde) and

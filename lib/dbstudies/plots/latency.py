@@ -106,7 +106,7 @@ def _tail_x(q: float) -> float:
 def shift(d: pd.DataFrame, *, marked: Sequence[float] = (95, 99), threshold: float = 0.0,
           hue: str = "candidate") -> plt.Figure:
     """The shift function per cell (a panel per workload × client threads): each
-    candidate's ratio to the baseline at each percentile (`analysis.tails.shift`: ratio,
+    candidate's ratio to the baseline at each percentile (`tails.shift`: ratio,
     low, high), its round-resampled band shaded, on a log axis labelled as differences; the
     x axis spaces the tail (p90, p99, p99.9 evenly); the percentiles with a verdict table
     (`marked`) drawn larger; the draw band ±`threshold` in grey."""

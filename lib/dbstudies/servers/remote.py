@@ -7,7 +7,7 @@ is done.
 
 A remote server cannot be restarted or reconfigured by us: a start or restart that asks for
 settings or an intent raises `Unavailable`, and studies refuse such arms before measuring
-(`studykit.remote_problems`). Every block therefore measures the server as it is, without a
+(`checks.remote_problems`). Every block therefore measures the server as it is, without a
 fresh start between blocks; sampling, intervals, statistics and the report work unchanged
 (no server CPU or process I/O: that process is not ours to read).
 

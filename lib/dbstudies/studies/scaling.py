@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, pauses, profiler
+from .. import analysis, pauses, profiler, tails
 from .. import studykit as S
 from .. import thread_handling as sch
-from ..analysis import cpu_profiles, scaling, tails
+from ..analysis import aa, cpu_profiles, scaling
 from ..analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
         *analysis.peak_lines(summ),
         *analysis.comparison_lines(tables, compared(p)),
         *analysis.aa_line(tables.get("aa"), arms(p)[0].label),
-        *analysis.calibration_line(calibration),
+        *aa.calibration_line(calibration),
         *analysis.host_lines(summ, p, host_cpus)])
 
 

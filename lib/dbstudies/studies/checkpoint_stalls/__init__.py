@@ -43,6 +43,7 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     """The study's parameters (its README.md: what each means, per profile)."""
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"stall_fraction"}  # re-analysable
+    TARGETS: ClassVar[tuple[str, ...]] = ("tps", "p99", "stalls")  # `METRICS`, the keys of `paired_tables`
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks)",
         "settings": "settings of every configuration",
@@ -184,10 +185,10 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     with `aa`, the A/A table (the baseline against its twin)."""
     column, higher, _ = METRICS[metric]
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, aa=aa)
+                                              column, higher, aa=aa, metric=metric)
 
 
-def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, from the run summaries of
     the measured steps (none when the run measured none)."""
     steps = results.measured(run)
@@ -195,7 +196,7 @@ def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]
         series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
     if "stall_seconds" in table:
         table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
-    return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
+    return {key: (words, table, ["workload", "threads"], column) for key, (column, _, words) in METRICS.items()}
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":

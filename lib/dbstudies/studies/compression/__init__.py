@@ -110,6 +110,7 @@ class Params(S.SysbenchParams):
     min_data_ratio: float
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     SCRIPTS: ClassVar[bool] = False  # each step loads, verifies and sizes its own tables
+    TARGETS: ClassVar[tuple[str, ...]] = ()  # its steps load their own tables: blocks, not pairs of rounds
     RESERVED: ClassVar[frozenset[str]] = frozenset({
         "innodb_buffer_pool_size", "innodb_flush_method", "innodb_doublewrite",
         "innodb_compression_algorithm", "plugin_load_add", "innodb_buffer_pool_load_at_startup",
@@ -271,11 +272,11 @@ def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.Data
     return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
 
-def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the verdict tables, per measured step."""
     steps = results.measured(run)
     table = steps if steps.empty else runs(storage.series(run, steps), steps, run)
-    return [(words, table, ["workload", "threads"], column) for column, _, words in METRICS.values()]
+    return {key: (words, table, ["workload", "threads"], column) for key, (column, _, words) in METRICS.items()}
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
@@ -284,7 +285,7 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
     `aa`, the A/A table (none against its twin)."""
     column, higher, _ = METRICS[metric]
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, aa=aa)
+                                              column, higher, aa=aa, metric=metric)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":

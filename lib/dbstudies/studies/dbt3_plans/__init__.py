@@ -96,6 +96,7 @@ class Params(S.StudyParams):
     timeout: float
     RESERVED: ClassVar[frozenset[str]] = frozenset()
     SHARED_SERVER: ClassVar[bool] = True  # candidates' settings are given to each session
+    TARGETS: ClassVar[tuple[str, ...]] = ("seconds",)  # `paired_tables`: seconds per query
 
     def check(self) -> list[str]:
         problems = S.configs_problems("candidates", self.candidates, self.flavour)
@@ -287,10 +288,10 @@ def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     return q[q["phase"] == phase].reset_index(drop=True)
 
 
-def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts (planner): the per-query table, from the measured
     executions' seconds."""
-    return [("seconds per query", executions(run), ["query"], "seconds")]
+    return {"seconds": ("seconds per query", executions(run), ["query"], "seconds")}
 
 
 def answers_line(run: "Run", p: Params) -> str:

@@ -15,7 +15,17 @@ import numpy as np
 import pandas as pd
 
 from ... import stats
-from ...analysis import adjusted, compare_arms, interval, is_paired, signed, verdicts
+from ...analysis import (
+    adjusted,
+    compare_arms,
+    interval,
+    is_paired,
+    signed,
+    threshold,
+    to_target,
+    verdict_text,
+    verdicts,
+)
 from ...studykit import Arm
 from ...workloads import sql
 
@@ -43,10 +53,11 @@ def summary(ex: pd.DataFrame) -> pd.DataFrame:
 
 
 def censored(ex: pd.DataFrame, by: list[str], factor: str, baseline: str, candidates: list[str],
-             p: Any) -> pd.DataFrame:
-    """`stats.censored_table` in the design the executions were measured in."""
+             p: Any, metric: str | None = None) -> pd.DataFrame:
+    """`stats.censored_table` in the design the executions were measured in (`metric`: the
+    table's name in a precision target, which may lower its draw threshold)."""
     return stats.censored_table(ex, by=by, factor=factor, baseline=baseline, candidates=candidates,
-                                timeout=p.timeout, paired=is_paired(ex), threshold=p.draw_threshold)
+                                timeout=p.timeout, paired=is_paired(ex), threshold=threshold(p, metric))
 
 
 def relative(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
@@ -54,8 +65,8 @@ def relative(ex: pd.DataFrame, arms: list[Arm], p: Any) -> pd.DataFrame:
     family over the table. A query with a timeout on either side is not tested (its times
     are censored): its verdict says so."""
     a = _compared(arms)
-    rel = censored(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:]], p)
-    return rel.assign(baseline=a[0].label) if not rel.empty else rel
+    rel = censored(ex, ["query"], "arm", a[0].label, [c.label for c in a[1:]], p, "seconds")
+    return to_target(rel.assign(baseline=a[0].label) if not rel.empty else rel, p, "seconds")
 
 
 def execution_ratios(ex: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
@@ -178,7 +189,7 @@ def relative_text(r: Any) -> str:
     if pd.isna(r.get("ratio")):
         bound = r.get("bound")
         return f"{bound} {r['verdict']}" if isinstance(bound, str) and bound else str(r["verdict"])
-    return f"{r['ratio'] * 100:.0f} % {share_interval(r)} {r['verdict']}"
+    return f"{r['ratio'] * 100:.0f} % {share_interval(r)} {verdict_text(r)}"
 
 
 def share_text(r: dict[str, Any], whose: str) -> str:

@@ -96,6 +96,7 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
     configs: dict | None = None  # named configurations as the arms, instead of the schedulers
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
+    TARGETS: ClassVar[tuple[str, ...]] = ()  # its offered levels come from its peak phase, during the run
 
     def check(self) -> list[str]:
         if self.configs is None:
@@ -199,15 +200,15 @@ def table_cells(p: Params) -> list[dict[str, Any]]:
             for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
 
 
-def paired_tables(run: "Run") -> list[tuple[str, "pd.DataFrame", list[str], str]]:
+def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
     """What `dbstudies plan` predicts: p99 and p50 per offered level, keyed by the level (a
     fraction of the peak stays comparable between runs whose peaks differ)."""
     _, loaded = L.split(run)
     loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
     loaded = loaded[~(loaded["load"] > L.VERDICT_LOAD)]   # no latency verdict above 0.7 of the peak
     loaded = loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
-    return [(f"{name} per offered level", loaded, ["workload", "threads", "level"], f"ol_{col}")
-            for name, col in (("p99", L.PERCENTILES["p99"]), ("p50", L.PERCENTILES["p50"]))]
+    return {name: (f"{name} per offered level", loaded, ["workload", "threads", "level"], f"ol_{col}")
+            for name, col in (("p99", L.PERCENTILES["p99"]), ("p50", L.PERCENTILES["p50"]))}
 
 
 # ---------------------------------------------------------------- analysis

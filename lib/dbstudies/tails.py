@@ -24,11 +24,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..results import HISTOGRAMS, Run
-from ..studykit import StudyParams
+from .results import HISTOGRAMS, Run
+from .studykit import BY, StudyParams
 
 STALL_FACTOR = 4.0
-BY = ["workload", "threads"]  # one cell (analysis.BY; this module comes before analysis)
 
 
 @dataclass(frozen=True, kw_only=True)

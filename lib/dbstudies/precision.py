@@ -1,0 +1,147 @@
+"""How precisely a run knows each cell so far, and where its next rounds go: what the loop
+asks after every round when a run has a precision `target` (`experiment`), and what
+`dbstudies plan` predicts from earlier runs (`planner`).
+
+A study's comparison tables come from its `paired_tables(run)` hook — {metric: (words, the
+observations, cell columns, value)} — by default the sysbench ones (`sysbench_tables`: QPS,
+p95, p99 and the stall rate per workload × threads). Per cell and metric with a target, the
+pairs measured so far give the paired log ratios' variance (every compared arm against the
+baseline; moderated across the table's cells as the verdicts are); from it the cell's MDE
+now (`stats.paired_mde`, without the draw threshold) and the pairs it needs to reach the
+target (`stats.rounds_for`). `fund` then chooses the cells the next round measures: those
+still short, fewest pairs to go first, as many as the time left can take to their target;
+a short cell whose pairs do not fit is left, and named.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import results, stats, tails
+from .results import Run
+from .studykit import BY, METRICS, SYSBENCH_TABLES, StudyModule, StudyParams, hook
+
+# what a table is judged on: (its words, the measured observations, cell columns, value)
+Observations = tuple[str, pd.DataFrame, list[str], str]
+
+
+def sysbench_tables(run: Run) -> dict[str, Observations]:
+    """The sysbench studies' paired tables: QPS, p95, p99 and the stall rate per workload ×
+    threads (the stall rate where the run stored its histograms)."""
+    steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
+    arms = run.metadata.get("arms") or []
+    if len(steps) and arms:
+        steps = tails.with_stall_rate(run, steps, run.metadata["parameters"].get("stall_factor", tails.STALL_FACTOR))
+    return {metric: (words, steps, BY, METRICS[metric][0]) for metric, words in SYSBENCH_TABLES.items()
+            if metric != "stalls" or "stall_pct" in steps}
+
+
+def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
+    """The study's comparison tables with `run`'s observations (its `paired_tables` hook, else
+    the sysbench ones)."""
+    return hook(study, "paired_tables", sysbench_tables)(run)
+
+
+def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,
+                   candidates: list[str]) -> pd.DataFrame:
+    """Per candidate × cell of `by`: the pairs with both sides (`n`) and the variance of their
+    log ratios against `baseline` (`s2`, NaN below two pairs)."""
+    parts = []
+    for cand in candidates:
+        d = stats.pair_up(frame, by=by, factor="arm", baseline=baseline, candidate=cand, value=value, pair="repeat")
+        g = d.groupby(by)["d"]
+        parts.append(pd.DataFrame({"n": g.size(), "s2": g.var(ddof=1)}).reset_index().assign(candidate=cand))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, "n", "s2", "candidate"])
+
+
+def compared(run: Run) -> tuple[str, list[str]]:
+    """The run's baseline and the arms its tables compare with it (no twin)."""
+    arms = run.metadata.get("arms") or []
+    return arms[0]["label"], [a["label"] for a in arms[1:] if a.get("twin_of") is None]
+
+
+def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
+    """Per cell (`cell`: the tuple of its table's cell columns): the fewest pairs any compared
+    arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
+    (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`);
+    `more`: the most pairs still to go over the metrics (0: every target met, inf: out of
+    reach). `attrs["by"]`: the cell columns."""
+    tables = paired_tables(study, run)
+    baseline, candidates = compared(run)
+    out: pd.DataFrame | None = None
+    by: list[str] = []
+    for metric, target in p.target.items():
+        _, frame, by, value = tables[metric]
+        t = cell_variances(frame, by, value, baseline, candidates)
+        if t.empty:
+            continue
+        s2, dof, d0 = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
+        m = len(t)
+        t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
+                     mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
+                          for v, n, f in zip(s2, t["n"], dof)],
+                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s2])
+        per = t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"))
+        per = per.rename(columns={"mde": f"mde_{metric}", "needs": f"needs_{metric}"})
+        out = per if out is None else out.join(per.drop(columns="pairs"), how="outer")
+    if out is None:
+        out = pd.DataFrame(columns=["cell", "pairs", "more"])
+    else:
+        needs = out[[c for c in out if c.startswith("needs_")]].max(axis=1)
+        out = out.assign(more=np.maximum(needs - out["pairs"], 0)).reset_index()
+    out.attrs["by"] = by  # the cell columns `cell` holds the values of
+    return out
+
+
+def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
+         restart: float = 0.0, restart_every: int = 1) -> tuple[list[Any], list[Any]]:
+    """The cells the next rounds measure: of `short` (`shortfall`), those with pairs to go,
+    fewest first, as long as all of them fit to their target in `remaining` seconds (each
+    pair of a cell `seconds(cell)`, a restart of every server `restart` seconds every
+    `restart_every` rounds). Returns (funded cells, cells left short: their pairs do not fit).
+
+    >>> s = pd.DataFrame({"cell": ["a", "b", "c", "d"], "more": [0, 3, 10, 40]})
+    >>> fund(s, lambda c: 10.0, remaining=200.0)
+    (['b', 'c'], ['d'])
+    """
+    todo = short[short["more"] > 0].sort_values("more", kind="stable")
+    funded, left, spent, rounds = [], [], 0.0, 0
+    for cell, more in zip(todo["cell"], todo["more"]):
+        cost = spent + more * seconds(cell) if math.isfinite(more) else math.inf
+        longest = max(rounds, more)
+        if cost + math.ceil(longest / max(restart_every, 1)) * restart <= remaining:
+            funded.append(cell)
+            spent, rounds = cost, int(longest)
+        else:
+            left.append(cell)
+    return funded, left
+
+
+def record(record: dict[str, Any], short: pd.DataFrame, left: list[Any], repeat: int) -> dict[str, Any]:
+    """The run's `precision` metadata after `repeat` rounds: per cell its pairs, the pairs
+    still to go (None: out of reach), its MDE per metric, and whether the budget left it."""
+    cells = []
+    for r in short.to_dict("records"):
+        more = r["more"]
+        cells.append({"cell": list(r["cell"]), "pairs": int(r["pairs"]),
+                      "more": int(more) if math.isfinite(more) else None, "left": r["cell"] in left,
+                      "mde_pct": {k.removeprefix("mde_"): round(float(v), 2) for k, v in r.items()
+                                  if k.startswith("mde_") and v == v}})
+    return {**record, "rounds": repeat, "cells": cells}
+
+
+def words(aimed: dict[str, Any]) -> str:
+    """A run's precision target and how its rounds to it ended (`precision.record`), in words.
+
+    >>> words({"target": {"qps": 0.05, "p95": 0.25}, "stopped": "every cell met its target",
+    ...                  "cells": [{"pairs": 4}, {"pairs": 19}]})
+    'QPS 5 %, p95 25 %; every cell met its target; 4–19 pairs per cell'
+    """
+    target = ", ".join(f"{'QPS' if k == 'qps' else k} {v * 100:g} %" for k, v in aimed["target"].items())
+    pairs = [c["pairs"] for c in aimed.get("cells") or []]
+    spread = (f"; {min(pairs)}–{max(pairs)} pairs per cell" if pairs and min(pairs) != max(pairs)
+              else f"; {pairs[0]} pairs per cell" if pairs else "")
+    return target + (f"; {aimed['stopped']}" if aimed.get("stopped") else "") + spread

@@ -1,0 +1,160 @@
+"""Precision targets: how many pairs a cell needs to see a difference of a chosen size, what
+a table says of a cell measured to its target — *the same within ±x %*, or *undecided* — and
+the adaptive rule judged on resampled real A/A rounds.
+
+A cell is measured until its minimum detectable effect (`paired_mde`, without the draw
+threshold's floor) is at most its target: a rule on the cell's *variance*, never on its
+estimate, so stopping leaves the test's error rates as they are (docs/statistics.md,
+"Measuring to a target"). An interval inside ±target is an equivalence statement — the two
+one-sided tests at the table's Holm-adjusted level — and a draw whose cell ended above its
+target says how many more pairs it would have needed."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from .paired import moderated, paired_mde
+from .samples import ALPHA, POWER, THRESHOLD, holm, verdict
+
+MOST_PAIRS = 100_000  # beyond this a target is out of reach (rounds_for: inf)
+
+
+def rounds_for(sd_diff: float, target: float, m: int = 1, prior_df: float = 0.0, *,
+               alpha: float = ALPHA, power: float = POWER) -> float:
+    """The fewest pairs n ≥ 2 at which a cell whose log differences have SD `sd_diff` can
+    detect `target` (a fraction) with 80 % power, Holm's first step over `m` comparisons, on
+    n − 1 + `prior_df` degrees of freedom (the prior a moderated table lends); inf beyond
+    `MOST_PAIRS` or without a finite SD.
+
+    >>> rounds_for(0.14, 0.10, m=8), rounds_for(0.14, 0.05, m=8), rounds_for(0.0, 0.05)
+    (32, 109, 2)
+    """
+    if not (np.isfinite(sd_diff) and target > 0):
+        return math.inf
+
+    def reaches(n: int) -> bool:
+        return paired_mde(sd_diff, n, m, n - 1 + prior_df, alpha=alpha, power=power, threshold=0) <= target
+
+    if reaches(2):
+        return 2
+    if not reaches(MOST_PAIRS):
+        return math.inf
+    lo, hi = 2, MOST_PAIRS      # reaches(hi), not reaches(lo)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
+    return hi
+
+
+def within(low: float, high: float, target: float) -> bool:
+    """Whether an interval of ratios [low, high] lies inside ±target, symmetric on the log
+    scale (1/(1 + target) … 1 + target).
+
+    >>> within(0.97, 1.04, 0.05), within(0.94, 1.02, 0.05), within(float("nan"), 1.0, 0.05)
+    (True, False, False)
+    """
+    bound = math.log1p(target)
+    return bool(low > 0 and high > 0 and -bound < math.log(low) and math.log(high) < bound)
+
+
+def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
+                    power: float = POWER) -> pd.DataFrame:
+    """A paired table (`paired_table`) measured to a precision `target` (a fraction), with
+    what each draw says: `reading` "same" when the Holm-adjusted interval lies inside
+    ±target (`within`), "undecided" when the cell's MDE (`target_mde_pct`, without the draw
+    threshold) is still above the target — with `more_pairs`, how many more pairs its noise
+    says it needs — else "" (a better/worse verdict, or a draw precise enough yet not inside
+    ±target). `target_pct` is the target in %."""
+    if table.empty:
+        return table.assign(target_pct=[], target_mde_pct=[], reading=[], more_pairs=[])
+    m = max(int(table["p_value"].notna().sum()), 1)
+    rows = []
+    for r in table.itertuples(index=False):
+        n, sd, df, prior = r.n_baseline, float(r.sd_diff), float(r.df), float(getattr(r, "prior_df", 0.0))
+        n = int(n) if n == n else 0  # a censored query: not tested
+        mde = paired_mde(sd, n, m, df, alpha=alpha, power=power, threshold=0) if n >= 2 else math.nan
+        need = rounds_for(sd, target, m, prior, alpha=alpha, power=power)
+        holm_low = getattr(r, "holm_ci_low", math.nan)
+        lo, hi = (holm_low, r.holm_ci_high) if holm_low == holm_low else (r.ci_low, r.ci_high)
+        if r.verdict != "draw":
+            reading = ""
+        elif within(lo, hi, target):
+            reading = "same"
+        elif not mde <= target:
+            reading = "undecided"
+        else:
+            reading = ""
+        rows.append({"target_mde_pct": mde * 100, "reading": reading,
+                     "more_pairs": (max(need - n, 1) if math.isfinite(need) else math.inf)
+                     if reading == "undecided" else 0})
+    extra = pd.DataFrame(rows, index=table.index)
+    return table.assign(target_pct=target * 100, **{c: extra[c] for c in extra})
+
+
+def ragged_verdicts(values: Sequence[np.ndarray], m: int, *, threshold: float = THRESHOLD,
+                    alpha: float = ALPHA) -> np.ndarray:
+    """The paired rule on cells with their own numbers of pairs (`values[i]`: cell i's log
+    differences): variances moderated across the cells, a t per cell, Holm over a family of
+    `m` ≥ cells (the cells' p-values repeated to fill it)."""
+    n = np.array([len(v) for v in values], float)
+    s2, df, _ = moderated(np.array([np.var(v, ddof=1) for v in values]), n - 1)
+    mean = np.array([np.mean(v) for v in values])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * sps.t.sf(np.abs(mean / np.sqrt(s2 / n)), df)
+    p_holm = holm(np.resize(p, max(m, len(values))))[:len(values)]
+    return np.array([verdict(math.exp(x), q, threshold=threshold, alpha=alpha) for x, q in zip(mean, p_holm)])
+
+
+def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 4, most: int = 64,
+                          shifts: Sequence[float] = (0.0,), draws: int = 400, seed: int = 0,
+                          threshold: float = THRESHOLD, alpha: float = ALPHA) -> pd.DataFrame:
+    """The adaptive rule judged on real noise. `d[round, cell]`: A/A log differences (a
+    baseline against its twin), centred per cell (true ratio 1), plus log(1 + shift). Each
+    draw takes `first` whole rounds (resampled with replacement: what a round's cells share
+    stays shared), then adds one resampled pair at a time to every cell whose MDE at the
+    table's moderated variance is above `target` — as the loop does — until every cell meets
+    it or has `most` pairs; then the rule (`ragged_verdicts`, threshold at most the target).
+    Per shift: the share of tables with a non-draw (at 0: the false-positive rate per table),
+    of cells called better, of cells that met the target, and the pairs spent per cell
+    (mean) against `most` for everyone.
+
+    >>> rng = np.random.default_rng(1)
+    >>> r = adaptive_on_resamples(rng.normal(0, 0.1, (16, 6)), m=6, target=0.15, draws=100)
+    >>> bool(r["tables_any_verdict"].iloc[0] <= 0.1), bool(r["cells_met"].iloc[0] > 0.9)
+    (True, True)
+    """
+    rng = np.random.default_rng(seed)
+    centred = d - d.mean(axis=0)
+    rounds, cells = centred.shape
+    limit = min(threshold, target)
+    rows = []
+    for shift in shifts:
+        anyv = better = met = spent = 0
+        for _ in range(draws):
+            start = centred[rng.integers(0, rounds, first)] + math.log1p(shift)
+            values = [list(start[:, j]) for j in range(cells)]
+            while True:
+                s2, df, d0 = moderated(np.array([np.var(v, ddof=1) for v in values]),
+                                       np.array([len(v) - 1.0 for v in values]))
+                short = [j for j in range(cells) if len(values[j]) < most and not
+                         paired_mde(math.sqrt(s2[j]), len(values[j]), m, df[j], threshold=0) <= target]
+                if not short:
+                    break
+                for j in short:
+                    values[j].append(centred[rng.integers(0, rounds), j] + math.log1p(shift))
+            s2, df, _ = moderated(np.array([np.var(v, ddof=1) for v in values]),
+                                  np.array([len(v) - 1.0 for v in values]))
+            met += sum(paired_mde(math.sqrt(s2[j]), len(values[j]), m, df[j], threshold=0) <= target
+                       for j in range(cells))
+            v = ragged_verdicts([np.array(x) for x in values], m, threshold=limit, alpha=alpha)
+            anyv += bool((v != "draw").any())
+            better += int((v == "better").sum())
+            spent += sum(len(x) for x in values)
+        rows.append({"shift_pct": shift * 100, "tables_any_verdict": anyv / draws,
+                     "cells_better": better / (draws * cells), "cells_met": met / (draws * cells),
+                     "pairs_per_cell": spent / (draws * cells), "fixed_pairs": most})
+    return pd.DataFrame(rows)
