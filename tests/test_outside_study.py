@@ -27,11 +27,14 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def outside(tmp_path_factory):
-    """The study copied outside the repository, and the run its smoke profile made there."""
+    """The study copied outside the repository, and the run its smoke profile made there —
+    measured to a precision target through the shared skeleton (3 first rounds, then rounds
+    while a cell is short of it, within a 1-minute budget)."""
     home = tmp_path_factory.mktemp("home")
     assert not home.is_relative_to(paths.REPO)
     shutil.copytree(FIXTURE, home / "outside_study", ignore=shutil.ignore_patterns("__pycache__"))
-    p = cli("run", "./outside_study", "--profile", "smoke", "--runs-dir", "runs", cwd=home)
+    p = cli("run", "./outside_study", "--profile", "smoke", "--runs-dir", "runs", "-p", "repeats", "3",
+            "-p", "budget", "1", "-p", "target", '{"qps": 0.9, "p95": 0.9}', cwd=home)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     (run,) = (home / "runs" / "outside_study").iterdir()
     return home, run, p.stdout
@@ -48,6 +51,14 @@ def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
     assert "redo 16M vs redo 1G" in out  # the conclusion, printed from the executed notebook
     assert (run / "report.html").stat().st_size > 0 and (run / "figures" / "qps_vs_threads.png").exists()
     assert report_problems((run / "report.html").read_text()) == []  # a researcher's report is held to ours
+    aimed = meta["precision"]  # the rounds to the target: what the loop decided, kept in the run
+    assert aimed["target"] == {"qps": 0.9, "p95": 0.9} and aimed["first_rounds"] == 3
+    assert aimed["stopped"] in ("every cell met its target", "1 cell short of the target needs more rounds "
+                                "than the budget has left")
+    (cell,) = aimed["cells"]
+    assert cell["cell"] == ["oltp_read_write", 2] and cell["pairs"] >= 3 and set(cell["mde_pct"]) == {"qps", "p95"}
+    assert (cell["more"] == 0) == (max(cell["mde_pct"].values()) <= 90)
+    assert "then rounds only for the cells still above their target (QPS 90 %, p95 90 %" in (run / "report.html").read_text()
 
 
 @pytest.mark.notebook
@@ -60,6 +71,9 @@ def test_plan_runs_and_report_take_the_folder_too(outside):
     assert planned.returncode == 0, planned.stderr
     assert "outside_study (smoke): paired design, 2 rounds × 1 cells × 2 arms (redo 1G, redo 16M)" in planned.stdout
     assert re.search(r"from the noise of \d earlier paired run\(s\) of outside_study", planned.stdout)
+    aimed = cli("plan", "./outside_study", "--profile", "smoke", "--no-pilot", "--runs-dir", "runs", "-p", "repeats", "3",
+                "-p", "budget", "1", "-p", "target", '{"qps": 0.5}', cwd=home)
+    assert aimed.returncode == 0 and "to the target (QPS 50 %): about " in aimed.stdout, aimed.stderr
     (run / "report.html").unlink()
     again = cli("report", "--analyse", str(run), cwd=paths.REPO)  # loaded again from study_dir
     assert again.returncode == 0 and (run / "report.html").exists(), again.stderr[-2000:]

@@ -19,7 +19,8 @@ def problems(**overrides):
 def test_profiles_resolve_and_differ():
     smoke, quick, full = (checks.resolve(tp, p) for p in ("smoke", "quick", "full"))
     assert smoke.duration < quick.duration <= full.duration
-    assert smoke.profile == "smoke" and full.repeats > quick.repeats
+    assert smoke.profile == "smoke" and full.repeats >= 3 and not quick.target
+    assert full.target == {"qps": 0.05, "p95": 0.20} and full.budget == 180  # paper-grade: a precision
     # the source's 1 … 4096 threads stay reachable: a smaller pool keeps both servers in memory
     seeds = checks.resolve(tp, "full", threads=[2 ** i for i in range(13)],
                        settings={"innodb_buffer_pool_size": "3G"})

@@ -175,8 +175,6 @@ def target_problems(p: StudyParams) -> list[str]:
     with a budget and at least three first rounds."""
     if not p.target:
         return []
-    if not isinstance(p.target, dict):
-        return [f"target: {{metric: fraction}}, e.g. {{\"qps\": 0.05}}; got {p.target!r}"]
     if not p.TARGETS:
         return ["target: this study's comparison tables take no precision target"]
     problems = [f"target: {k!r} is not one of this study's tables ({', '.join(p.TARGETS)})"

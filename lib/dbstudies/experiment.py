@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import time
 from typing import Any, Callable
 
@@ -114,7 +113,7 @@ def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], step
         paired, by_label = design(p) == "paired", {a.label: a for a in arms}
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
         if paired and p.target:  # then rounds only where a cell's precision is short of its target
-            loop.refine(steps, by_label, progress)
+            steps = pd.concat([steps, loop.refine(steps, by_label, progress)], ignore_index=True)
         more = hook(study, "follow_up", lambda p, run: [])(p, run)
         if more:
             follow = next_phase(arms, more, p.repeats, p.seed + 1, steps, paired)
@@ -161,6 +160,7 @@ class _Loop:
         self.done = 0       # steps measured so far (the progress of a later phase counts on)
         self.pair_seconds: dict[tuple, list[float]] = {}  # per cell: how long its pairs took
         self.restart_seconds: list[float] = []            # how long restarting every server took
+        self.note = ""      # what the progress says after each step's words (the rounds to a target)
         budget = p.budget
         self.deadline = time.monotonic() + budget * 60 if budget else None
 
@@ -332,14 +332,15 @@ class _Loop:
             self.restart(contexts[k], mine[0], repeat, also=mine[1:])
         self.restart_seconds.append(time.monotonic() - t0)
 
-    def refine(self, first: pd.DataFrame, arms: dict[str, Arm], progress: bool) -> None:
+    def refine(self, first: pd.DataFrame, arms: dict[str, Arm], progress: bool) -> pd.DataFrame:
         """With a precision target, after `first` (every cell's first rounds): round after
         round, one pair of every cell still short of its target that the time left can take
         to it (`precision.fund`, fewest pairs to go first), cells shuffled per round, each
         cell's arm orders kept balanced (`schedule.next_order`), servers restarted every
         `restart_every` rounds as before. Ends when every cell meets its target, or when no
         cell still short fits the budget; what it decided is kept in the run's `precision`
-        metadata after every round (so an interrupted run says it too)."""
+        metadata after every round (so an interrupted run says it too). Returns the steps it
+        measured (a later phase numbers its steps and pairs on from them)."""
         p, run = self.p, self.run
         rng = np.random.default_rng(p.seed + 3)
         plan_cells = _cells(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
@@ -349,7 +350,7 @@ class _Loop:
         keys, served, contexts = self.servers(first, arms)
         bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,
                    desc=study_name(self.study) + " (to the target)")
-        done, record = self.done, {"target": dict(p.target), "first_rounds": repeat}
+        done, record, measured = self.done, {"target": dict(p.target), "first_rounds": repeat}, []
         try:
             while repeat < MAX_ROUNDS:
                 short = precision.shortfall(self.study, p, run)
@@ -365,6 +366,8 @@ class _Loop:
                                          f"need{'s' if len(left) == 1 else ''} more rounds than the budget has left")
                     break
                 run.update(precision=record)
+                self.note = (f" · to the target: {len(chosen)} cell{'s' if len(chosen) != 1 else ''} short"
+                             + (f", {len(left)} beyond the budget" if left else ""))
                 repeat += 1
                 todo = [of_table[cell] for cell in chosen]
                 rows = []
@@ -377,7 +380,9 @@ class _Loop:
                         step_no += 1
                         rows.append({"step": step_no, "repeat": repeat, "arm": label, **cell, "pair": pair_no,
                                      "position": position})
-                more = int(short.loc[short["more"].apply(math.isfinite), "more"].clip(upper=MAX_ROUNDS).sum())
+                measured += rows
+                to_go = dict(zip(short["cell"], short["more"]))
+                more = int(sum(to_go[c] for c in chosen))  # the funded cells' pairs still to go
                 total = done + len(rows) + max(more - len(todo), 0) * len(arms)
                 bar.total = total - self.done
                 self.restart_due(repeat, served, contexts, done, total)
@@ -391,12 +396,12 @@ class _Loop:
             self.done = done
             run.set_progress(done, done, "done")
             print(f"to the target: {record['stopped']} after {repeat} rounds", flush=True)
+            return pd.DataFrame(measured, columns=first.columns)
         finally:
             bar.close()
 
     def seconds_per_pair(self, cell: tuple) -> float:
-        """How long a pair of `cell` took so far (its mean; the mean of all pairs for a cell
-        not timed yet)."""
+        """How long a pair of `cell` took so far on average (untimed yet: every pair's)."""
         own = self.pair_seconds.get(cell)
         return float(np.mean(own if own else [t for ts in self.pair_seconds.values() for t in ts] or [0.0]))
 
@@ -407,7 +412,7 @@ class _Loop:
         `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
         def begin(i: int, cell: dict[str, Any]) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
-            now = f"r{repeat} {cell['arm']} " + _cell_text(cell)
+            now = f"r{repeat} {cell['arm']} " + _cell_text(cell) + self.note
             bar.set_postfix_str(now)
             self.run.set_progress(done + i, total, now)
             ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
@@ -425,8 +430,7 @@ class _Loop:
         return done + len(cells)
 
 
-def _key(cell: dict[str, Any]) -> tuple:
-    """A cell's values, in its order: the key of its pairs' times and orders."""
+def _key(cell: dict[str, Any]) -> tuple:  # a cell's values, in order: the key of its pairs' times, orders
     return tuple(cell.values())
 
 

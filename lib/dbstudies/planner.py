@@ -76,8 +76,9 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFr
 
 
 def planned_rounds(study: StudyModule, p: StudyParams) -> int:
-    """The rounds a run will measure: `repeats`, or as many as the time budget fits."""
-    if p.budget:
+    """The rounds a run will measure: `repeats`, or as many as the time budget fits (with a
+    precision target: the `repeats` every cell gets first)."""
+    if p.budget and not p.target:
         return schedule.rounds_in(study, p, p.budget * 60)
     return p.repeats
 
@@ -101,6 +102,52 @@ def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame, *,
             for cell in cells[by].itertuples(index=False)]
     return {"median": float(np.median(mdes)), "min": min(mdes), "max": max(mdes),
             "rounds": n, "comparisons": m}
+
+
+def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) -> list[str]:
+    """How long a run with a precision target will take, from earlier runs' noise per cell:
+    the rounds each cell needs for every metric's target (`stats.rounds_for`, moderated as
+    the tables are), the time to spend them as the loop does (`precision.fund` within the
+    budget), what the same MDE in every cell would take with fixed rounds, the cells that
+    need the most, and those expected to end undecided."""
+    cells = pd.DataFrame(cells_of(study, p))
+    m = len(cells) * max(len([a for a in arms_of(study, p)[1:] if a.twin_of is None]), 1)
+    keys = list(precision.paired_tables(study, runs[0]))
+    need: dict[tuple, float] = {}
+    by: list[str] = []
+    for metric, target in p.target.items():
+        noise = cell_noise(study, runs, keys.index(metric)) if metric in keys else pd.DataFrame()
+        if noise.empty:
+            return [f"to the target: no earlier pairs of {metric} to predict from"]
+        by = [c for c in noise.columns if c not in ("s2", "df")]
+        s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
+        known, typical = dict(zip(map(tuple, noise[by].to_numpy()), s2)), float(np.median(s2))
+        for cell in map(tuple, cells[by].itertuples(index=False)):
+            n = stats.rounds_for(math.sqrt(known.get(cell, typical)), target, m, d0)
+            need[cell] = max(need.get(cell, p.repeats), n)
+    restart, pair = schedule.round_parts(study, p)
+    first = p.repeats * (restart + pair * len(cells))
+    short = pd.DataFrame({"cell": list(need), "more": [n - p.repeats for n in need.values()]})
+    funded, left = precision.fund(short, lambda cell: pair, p.budget * 60 - first, restart, p.restart_every)
+    more = dict(zip(short["cell"], short["more"]))
+    spent = first + sum(more[c] for c in funded) * pair + math.ceil(
+        max([more[c] for c in funded] or [0]) / p.restart_every) * restart
+    finite = [n for n in need.values() if math.isfinite(n)]
+    fixed = max(finite or [p.repeats])
+    name = {c: analysis.cell_name(dict(zip(by, c))) for c in need}
+    most = sorted(need, key=lambda c: -need[c])[:3]
+    lines = [f"to the target ({precision.words({'target': p.target})}): about {spent / 60:.0f} min — "
+             f"{p.repeats} rounds of every cell ({first / 60:.0f} min), then "
+             f"{int(sum(more[c] for c in funded))} pairs where a cell is short; the same MDE in every "
+             f"cell with fixed rounds: {fixed} rounds, about {fixed * (restart + pair * len(cells)) / 60:.0f} min; "
+             f"from {source}",
+             "  the cells needing the most rounds: " + "; ".join(
+                 f"{name[c]} ({need[c]:.0f})" if math.isfinite(need[c]) else f"{name[c]} (out of reach)" for c in most)]
+    if left:
+        lines.append(f"  expected undecided within the {p.budget:g}-minute budget: " + "; ".join(
+            f"{name[c]} (needs about {need[c]:.0f} rounds)" if math.isfinite(need[c]) else f"{name[c]} (out of reach)"
+            for c in left))
+    return lines
 
 
 def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
@@ -150,6 +197,8 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
         say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
         runs = [pilot(study, profile, overrides, root)]
         source = f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
+    if p.target:
+        lines += to_target(study, p, runs, source)
     for i, (words, *_) in enumerate(paired_tables(study, runs[0])):
         noise = cell_noise(study, runs, i)
         if noise.empty:

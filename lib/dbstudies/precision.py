@@ -19,10 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from scipy.stats import chi2
 
 from . import results, stats, tails
 from .results import Run
 from .studykit import BY, METRICS, SYSBENCH_TABLES, StudyModule, StudyParams, hook
+
+HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bound needs more than the budget has
 
 # what a table is judged on: (its words, the measured observations, cell columns, value)
 Observations = tuple[str, pd.DataFrame, list[str], str]
@@ -68,7 +71,9 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
     arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
     (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`);
     `more`: the most pairs still to go over the metrics (0: every target met, inf: out of
-    reach). `attrs["by"]`: the cell columns."""
+    reach); `hope`: the same at the lower 80 % bound of each cell's variance (`HOPE`), what
+    the budget is judged by — a cell whose first pairs drew an outlier is not given up on
+    before its noise is known. `attrs["by"]`: the cell columns."""
     tables = paired_tables(study, run)
     baseline, candidates = compared(run)
     out: pd.DataFrame | None = None
@@ -80,28 +85,33 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
             continue
         s2, dof, d0 = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
         m = len(t)
+        low = s2 * dof / chi2.ppf(HOPE, np.maximum(dof, 1e-9))  # the variance's lower 80 % bound
         t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
                      mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
                           for v, n, f in zip(s2, t["n"], dof)],
-                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s2])
-        per = t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"))
-        per = per.rename(columns={"mde": f"mde_{metric}", "needs": f"needs_{metric}"})
+                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s2],
+                     hopes=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in low])
+        per = t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"),
+                                                hopes=("hopes", "max"))
+        per = per.rename(columns={"mde": f"mde_{metric}", "needs": f"needs_{metric}", "hopes": f"hopes_{metric}"})
         out = per if out is None else out.join(per.drop(columns="pairs"), how="outer")
     if out is None:
-        out = pd.DataFrame(columns=["cell", "pairs", "more"])
+        out = pd.DataFrame(columns=["cell", "pairs", "more", "hope"])
     else:
         needs = out[[c for c in out if c.startswith("needs_")]].max(axis=1)
-        out = out.assign(more=np.maximum(needs - out["pairs"], 0)).reset_index()
+        hopes = out[[c for c in out if c.startswith("hopes_")]].max(axis=1)
+        out = out.assign(more=np.maximum(needs - out["pairs"], 0), hope=np.maximum(hopes - out["pairs"], 0)).reset_index()
     out.attrs["by"] = by  # the cell columns `cell` holds the values of
     return out
 
 
 def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
          restart: float = 0.0, restart_every: int = 1) -> tuple[list[Any], list[Any]]:
-    """The cells the next rounds measure: of `short` (`shortfall`), those with pairs to go,
-    fewest first, as long as all of them fit to their target in `remaining` seconds (each
-    pair of a cell `seconds(cell)`, a restart of every server `restart` seconds every
-    `restart_every` rounds). Returns (funded cells, cells left short: their pairs do not fit).
+    """The cells the next rounds measure: of `short` (`shortfall`), those with pairs to go
+    (`more`), fewest first, as long as all of them fit to their target in `remaining` seconds
+    (each pair of a cell `seconds(cell)`, a restart of every server `restart` seconds every
+    `restart_every` rounds; the pairs counted are `hope`'s where `short` has it). Returns
+    (funded cells, cells left short: their pairs do not fit).
 
     >>> s = pd.DataFrame({"cell": ["a", "b", "c", "d"], "more": [0, 3, 10, 40]})
     >>> fund(s, lambda c: 10.0, remaining=200.0)
@@ -109,9 +119,11 @@ def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
     """
     todo = short[short["more"] > 0].sort_values("more", kind="stable")
     funded, left, spent, rounds = [], [], 0.0, 0
-    for cell, more in zip(todo["cell"], todo["more"]):
-        cost = spent + more * seconds(cell) if math.isfinite(more) else math.inf
-        longest = max(rounds, more)
+    for cell, more in zip(todo["cell"], todo["hope"] if "hope" in todo else todo["more"]):
+        if not math.isfinite(more):  # out of reach at any budget
+            left.append(cell)
+            continue
+        cost, longest = spent + more * seconds(cell), max(rounds, int(more))
         if cost + math.ceil(longest / max(restart_every, 1)) * restart <= remaining:
             funded.append(cell)
             spent, rounds = cost, int(longest)
@@ -122,12 +134,15 @@ def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
 
 def record(record: dict[str, Any], short: pd.DataFrame, left: list[Any], repeat: int) -> dict[str, Any]:
     """The run's `precision` metadata after `repeat` rounds: per cell its pairs, the pairs
-    still to go (None: out of reach), its MDE per metric, and whether the budget left it."""
+    still to go (`more`; `hope` at its variance's lower bound; None: out of reach), its MDE
+    per metric, and whether the budget left it."""
     cells = []
     for r in short.to_dict("records"):
         more = r["more"]
+        hope = r.get("hope", more)
         cells.append({"cell": list(r["cell"]), "pairs": int(r["pairs"]),
-                      "more": int(more) if math.isfinite(more) else None, "left": r["cell"] in left,
+                      "more": int(more) if math.isfinite(more) else None,
+                      "hope": int(hope) if math.isfinite(hope) else None, "left": r["cell"] in left,
                       "mde_pct": {k.removeprefix("mde_"): round(float(v), 2) for k, v in r.items()
                                   if k.startswith("mde_") and v == v}})
     return {**record, "rounds": repeat, "cells": cells}

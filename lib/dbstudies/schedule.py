@@ -119,6 +119,22 @@ def round_seconds(study: StudyModule, p: StudyParams) -> float:
     return len(arms) * (RESTART_SECONDS + block)
 
 
+def round_parts(study: StudyModule, p: StudyParams) -> tuple[float, float]:
+    """A paired round's estimate in its parts: (restarting and warming up every server, its
+    share per round; one pair of one cell — every arm's step of it).
+
+    >>> from dbstudies.study import load
+    >>> from dbstudies import checks
+    >>> tp = load("thread_pool"); p = checks.resolve(tp, "quick")
+    >>> restart, pair = round_parts(tp, p)
+    >>> abs(restart + pair * len(cells_of(tp, p)) - round_seconds(tp, p)) < 1e-9
+    True
+    """
+    cells = len(cells_of(study, p))
+    pair = (estimate(study, p, "block_seconds") - estimate(study, p, "warmup_seconds")) * len(arms_of(study, p)) / max(cells, 1)
+    return round_seconds(study, p) - pair * cells, pair
+
+
 def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
     """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
     two a verdict needs: what a time budget buys."""

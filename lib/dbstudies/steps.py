@@ -180,7 +180,7 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     and samples streamed to the run as they come (a step that dies keeps them). A
     `measured` step of the positive control's arm has its server paused (`pauses.Pauser`)."""
     p = ctx.params
-    seed = p.seed * 100_000 + cell["step"] if seed is None else seed
+    seed = step_seed(p, cell) if seed is None else seed
     duration = duration or p.duration
 
     def interval(df: pd.DataFrame) -> None:
@@ -217,6 +217,18 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []
     return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits,
                    pauser=pauser)
+
+
+def step_seed(p: Any, cell: dict[str, Any]) -> int:
+    """A measured step's sysbench `--rand-seed`: its own per step, or, with `common_seed`, one
+    per pair (common random numbers: the arms of a pair draw the same rows and transactions).
+
+    >>> from types import SimpleNamespace as NS
+    >>> [step_seed(NS(seed=1, common_seed=c), {"step": s, "pair": 7}) for c in (False, True) for s in (13, 14)]
+    [100013, 100014, 100007, 100007]
+    """
+    shared = getattr(p, "common_seed", False) and cell.get("pair")
+    return p.seed * 100_000 + int(cell["pair"] if shared else cell["step"])
 
 
 def profiled_cell(cell: dict[str, Any]) -> bool:

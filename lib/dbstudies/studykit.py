@@ -56,7 +56,7 @@ class StudyParams:
         "flavour": "server flavour (`env/servers/<flavour>.toml`)",
         "repeats": (
             "paired rounds (blocks per arm with `design` blocks); ≥ 2 for a verdict to be possible;"
-            " see Statistics"),
+            " with a `target`: the rounds every cell gets first (≥ 3); see Statistics"),
         "seed": "random seed: order of blocks and steps, sysbench `--rand-seed`",
         "draw_threshold": "a difference below this fraction is a draw",
         "aa_control": "also measure the baseline a second time, as its own interleaved arm (A/A control)",
@@ -186,6 +186,9 @@ class SysbenchParams(StudyParams):
         "workload_options": (
             "options of your own Lua workloads (`workloads` entries ending in `.lua`), e.g. "
             "`{\"--rows\": 1000}` (see Your own workload)"),
+        "common_seed": (
+            "paired design: the steps of a pair run sysbench with one `--rand-seed` (common random "
+            "numbers: every arm draws the same rows and transactions); false: each step its own"),
         "busy_retries": (
             "times a step (paired: its whole pair) that ran on a busy host — other processes over 10 % "
             "of the machine, or the hypervisor's steal over 5 % — is measured again; the discarded "
@@ -209,6 +212,7 @@ class SysbenchParams(StudyParams):
     # halves a 1-thread step's QPS, and such steps made up most of the run-to-run noise
     # (docs/statistics.md)
     busy_retries: int = 2
+    common_seed: bool = False    # paired: one sysbench --rand-seed per pair (common random numbers)
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
     TARGETS: ClassVar[tuple[str, ...]] = tuple(SYSBENCH_TABLES)
     SCRIPTS: ClassVar[bool] = True  # whether a workload may be a Lua script of the user's own

@@ -185,10 +185,16 @@ def verdict_text(r: Any) -> str:
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 25.0,
     ...                         "target_mde_pct": 38.2, "more_pairs": 14}))
     'undecided: could see 38 %, the target 25 % needs about 14 more rounds'
+    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 5.0,
+    ...                         "target_mde_pct": 4.9, "more_pairs": 0}))
+    'undecided: precise to the target (could see 4.9 %), but its interval reaches past ±5 %'
     """
     reading = field(r, "reading")
     if reading == "same":
         return f"the same within ±{field(r, 'target_pct'):g} %"
+    if reading == "undecided" and not field(r, "more_pairs"):
+        return (f"undecided: precise to the target (could see {field(r, 'target_mde_pct'):.1f} %), but its "
+                f"interval reaches past ±{field(r, 'target_pct'):g} %")
     if reading == "undecided":
         more = field(r, "more_pairs")
         need = ("is out of reach" if not more < float("inf") else
@@ -282,7 +288,12 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
 CELL_KEYS = ("workload", "threads", "offered", "query", "all")  # what names a cell, where a table has it
 
 
-def _cell_name(r: Any) -> str:
+def cell_name(r: Any) -> str:
+    """A cell in words, from the keys a row has of `CELL_KEYS`.
+
+    >>> cell_name({"workload": "oltp_point_select", "threads": 256}), cell_name({"query": 7})
+    ('oltp_point_select, 256 client threads', 'Q7')
+    """
     parts = []
     for key in CELL_KEYS:
         v = r.get(key) if hasattr(r, "get") else getattr(r, key, None)
@@ -307,7 +318,7 @@ def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
         readings = rel["reading"].value_counts() if "reading" in rel else pd.Series(dtype=int)
         big = tested.loc[tested["delta_pct"].abs().idxmax()] if len(tested) else None
         largest = "–" if big is None else (
-            f"{big.delta_pct:+.1f}".replace("-", "−") + f" % ({_cell_name(big)}"
+            f"{big.delta_pct:+.1f}".replace("-", "−") + f" % ({cell_name(big)}"
             f"{', ' + big.candidate if pairs.nunique() > 1 else ''}), {big.verdict}")
         mde = tested["mde_pct"].median() if "mde_pct" in tested and len(tested) else float("nan")
         rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)),
@@ -337,12 +348,15 @@ def threads(n: int) -> str:
 
 def verdicts(rel: pd.DataFrame) -> str:
     """'2 better, 5 draw' for a table (measured to a target: '1 better, 4 the same within ±5 %, 2 undecided')."""
+    order = list(stats.VERDICTS)
     if "reading" in rel:
-        rel = rel.assign(verdict=[("the same within ±" + f"{t:g} %") if g == "same" else "undecided" if g == "undecided"
-                                  else v for v, g, t in zip(rel["verdict"], rel["reading"], rel["target_pct"])])
+        same = f"the same within ±{rel['target_pct'].iloc[0]:g} %"
+        order = ["better", "worse", same, "undecided", "draw"]
+        rel = rel.assign(verdict=[same if g == "same" else "undecided" if g == "undecided" else v
+                                  for v, g in zip(rel["verdict"], rel["reading"])])
     counts = rel["verdict"].value_counts().to_dict()
-    known = [f"{counts[v]} {v}" for v in stats.VERDICTS if v in counts]
-    return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in stats.VERDICTS])
+    known = [f"{counts[v]} {v}" for v in order if v in counts]
+    return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in order])
 
 
 def peak_lines(summ: pd.DataFrame) -> list[str]:

@@ -13,12 +13,15 @@ from ..studykit import BY, METRICS, Arm
 from . import is_paired, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)
+MIN_POOL = 8  # A/A pairs a cell needs before its noise is resampled (fewer: duplicates fake precision)
 
 
-def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
+def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps", *,
+                complete: bool = True) -> pd.DataFrame:
     """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
-    the log ratio twin / baseline of that round (rounds missing a cell left out). Empty
-    without a twin or pairs."""
+    the log ratio twin / baseline of that round (rounds missing a cell left out; with
+    `complete` false kept, NaN where a round did not measure the cell). Empty without a twin
+    or pairs."""
     twins = [a.label for a in arms if a.aa]
     if not twins or not is_paired(steps):
         return pd.DataFrame()
@@ -26,7 +29,8 @@ def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd
     d = stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=twins[0],
                       value=column, pair="repeat")
     sign = 1 if higher else -1
-    return (d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d").dropna())
+    out = d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d")
+    return out.dropna() if complete else out
 
 
 def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps",
@@ -37,23 +41,41 @@ def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps
     false-positive rate per table and the power for +10 % and +20 %, with a Holm family the
     size of the study's table (`comparisons`, default: its cells × its candidates). Empty
     without an A/A twin measured in pairs."""
-    d = differences(steps, arms, metric)
-    if d.empty or len(d) < 3:
+    target = (getattr(p, "target", None) or {}).get(metric)
+    d = differences(steps, arms, metric, complete=False)
+    whole = d.dropna()
+    if d.empty or len(whole) < 3:
         return pd.DataFrame()
     cands = len([a for a in arms[1:] if a.twin_of is None]) or 1
     m = comparisons or d.shape[1] * cands
-    target = (getattr(p, "target", None) or {}).get(metric)
+    ragged = len(whole) < len(d)  # measured to a target: cells got pairs where they were needed
     if target:
+        few = int((d.notna().sum() < MIN_POOL).sum())
+        if few:
+            return _not_judged(f"{few} of {d.shape[1]} cells have fewer than {MIN_POOL} A/A pairs to resample")
         most = int(steps[steps["arm"] == arms[0].label].groupby(BY).size().max())
-        out = stats.adaptive_on_resamples(d.to_numpy(), m, target, first=min(p.repeats, len(d)), most=most,
-                                          shifts=SHIFTS, draws=200, threshold=threshold(p, metric))
-        return out.assign(rounds=len(d), cells=d.shape[1], comparisons=m, target_pct=target * 100)
-    out = stats.rule_on_resamples(d.to_numpy(), m, shifts=SHIFTS, threshold=p.draw_threshold)
-    return out.assign(rounds=len(d), cells=d.shape[1], comparisons=m)
+        out = stats.adaptive_on_resamples(d.to_numpy(), m, target, first=p.repeats, most=most, shifts=SHIFTS,
+                                          draws=200, threshold=threshold(p, metric), whole_rounds=not ragged)
+        return out.assign(rounds=int(d.notna().sum().median()), cells=d.shape[1], comparisons=m,
+                          target_pct=target * 100)
+    if ragged and len(whole) < MIN_POOL:
+        return _not_judged(f"only {len(whole)} rounds measured every cell (fewer than {MIN_POOL} to resample)")
+    out = stats.rule_on_resamples(whole.to_numpy(), m, shifts=SHIFTS, threshold=p.draw_threshold)
+    return out.assign(rounds=len(whole), cells=d.shape[1], comparisons=m)
+
+
+def _not_judged(why: str) -> pd.DataFrame:
+    """No calibration, and why (`attrs["why"]`, said by `calibration_line`)."""
+    out = pd.DataFrame()
+    out.attrs["why"] = why
+    return out
 
 
 def calibration_line(cal: pd.DataFrame | None) -> list[str]:
-    """The calibration in words: false positives per table, power at +10 % and +20 %."""
+    """The calibration in words: false positives per table, power at +10 % and +20 % — or why
+    the run's A/A pairs could not be resampled."""
+    if cal is not None and cal.empty and cal.attrs.get("why"):
+        return [f"- Not judged on this run's own A/A noise: {cal.attrs['why']}."]
     if cal is None or cal.empty:
         return []
     r = cal.set_index("shift_pct")

@@ -164,7 +164,11 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
     if len(equal):  # measured to a target: the interval inside ±target
         out.append(" ".join(x for x in (f"the same within ±{equal['target_pct'].iloc[0]:g} %", where(equal, full),
                                          f"({_cells(len(equal), total)})") if x))
-    open_ = draws[reading == "undecided"]
+    wide = draws[(reading == "undecided") & (draws.get("more_pairs", 0) == 0)] if "more_pairs" in draws else draws.iloc[:0]
+    if len(wide):  # precise to the target, yet its interval reaches past it
+        out.append(" ".join(x for x in ("undecided", where(wide, full), f"({_cells(len(wide), total)}: precise to "
+                                         f"the target, but the interval reaches past ±{wide['target_pct'].iloc[0]:g} %)") if x))
+    open_ = draws[(reading == "undecided") & ~draws.index.isin(wide.index)]
     if len(open_):  # measured to a target and still above it
         more = open_["more_pairs"][open_["more_pairs"] < float("inf")].astype(int)
         need = ("out of reach" if more.empty else f"about {more.min()} more rounds would reach it" if more.min() == more.max()

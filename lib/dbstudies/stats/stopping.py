@@ -65,10 +65,11 @@ def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
                     power: float = POWER) -> pd.DataFrame:
     """A paired table (`paired_table`) measured to a precision `target` (a fraction), with
     what each draw says: `reading` "same" when the Holm-adjusted interval lies inside
-    ±target (`within`), "undecided" when the cell's MDE (`target_mde_pct`, without the draw
-    threshold) is still above the target — with `more_pairs`, how many more pairs its noise
-    says it needs — else "" (a better/worse verdict, or a draw precise enough yet not inside
-    ±target). `target_pct` is the target in %."""
+    ±target (`within`), else "undecided" — its MDE (`target_mde_pct`, without the draw
+    threshold) still above the target, with `more_pairs` the pairs its noise says it still
+    needs, or (`more_pairs` 0) precise to the target but with an interval reaching past
+    ±target: a difference of the target's size neither shown nor ruled out. A better or
+    worse verdict reads "". `target_pct` is the target in %."""
     if table.empty:
         return table.assign(target_pct=[], target_mde_pct=[], reading=[], more_pairs=[])
     m = max(int(table["p_value"].notna().sum()), 1)
@@ -80,19 +81,22 @@ def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
         need = rounds_for(sd, target, m, prior, alpha=alpha, power=power)
         holm_low = getattr(r, "holm_ci_low", math.nan)
         lo, hi = (holm_low, r.holm_ci_high) if holm_low == holm_low else (r.ci_low, r.ci_high)
-        if r.verdict != "draw":
-            reading = ""
-        elif within(lo, hi, target):
-            reading = "same"
-        elif not mde <= target:
-            reading = "undecided"
-        else:
-            reading = ""
+        short = not mde <= target
+        reading = "" if r.verdict != "draw" else "same" if within(lo, hi, target) else "undecided"
         rows.append({"target_mde_pct": mde * 100, "reading": reading,
                      "more_pairs": (max(need - n, 1) if math.isfinite(need) else math.inf)
-                     if reading == "undecided" else 0})
+                     if reading == "undecided" and short else 0})
     extra = pd.DataFrame(rows, index=table.index)
     return table.assign(target_pct=target * 100, **{c: extra[c] for c in extra})
+
+
+def _mdes(values: Sequence[Sequence[float]], m: int, alpha: float = ALPHA, power: float = POWER) -> np.ndarray:
+    """Every cell's MDE (a fraction, no threshold) at its own pairs, its variance moderated
+    across the cells — `paired_mde` for all cells at once."""
+    n = np.array([len(v) for v in values], float)
+    s2, df, _ = moderated(np.array([np.var(v, ddof=1) for v in values]), n - 1)
+    z = sps.t.ppf(1 - alpha / (2 * m), df) + sps.t.ppf(power, df)
+    return np.expm1(z * np.sqrt(s2) / np.sqrt(n))
 
 
 def ragged_verdicts(values: Sequence[np.ndarray], m: int, *, threshold: float = THRESHOLD,
@@ -111,13 +115,17 @@ def ragged_verdicts(values: Sequence[np.ndarray], m: int, *, threshold: float = 
 
 def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 4, most: int = 64,
                           shifts: Sequence[float] = (0.0,), draws: int = 400, seed: int = 0,
-                          threshold: float = THRESHOLD, alpha: float = ALPHA) -> pd.DataFrame:
+                          threshold: float = THRESHOLD, alpha: float = ALPHA,
+                          whole_rounds: bool = True) -> pd.DataFrame:
     """The adaptive rule judged on real noise. `d[round, cell]`: A/A log differences (a
-    baseline against its twin), centred per cell (true ratio 1), plus log(1 + shift). Each
-    draw takes `first` whole rounds (resampled with replacement: what a round's cells share
-    stays shared), then adds one resampled pair at a time to every cell whose MDE at the
-    table's moderated variance is above `target` — as the loop does — until every cell meets
-    it or has `most` pairs; then the rule (`ragged_verdicts`, threshold at most the target).
+    baseline against its twin; NaN where a round did not measure a cell, as in a run measured
+    to a target), centred per cell (true ratio 1), plus log(1 + shift). Each draw takes
+    `first` whole rounds (resampled with replacement from the rounds that measured every
+    cell: what a round's cells share stays shared; with `whole_rounds` false, or fewer such
+    rounds than `first`, each cell's from its own pairs), then adds one resampled pair at a time
+    (from the cell's own pairs) to every cell whose MDE at the table's moderated variance is
+    above `target` — as the loop does — until every cell meets it or has `most` pairs; then
+    the rule (`ragged_verdicts`, threshold at most the target).
     Per shift: the share of tables with a non-draw (at 0: the false-positive rate per table),
     of cells called better, of cells that met the target, and the pairs spent per cell
     (mean) against `most` for everyone.
@@ -128,28 +136,28 @@ def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 
     (True, True)
     """
     rng = np.random.default_rng(seed)
-    centred = d - d.mean(axis=0)
-    rounds, cells = centred.shape
+    centred = d - np.nanmean(d, axis=0)
+    whole = centred[~np.isnan(centred).any(axis=1)]
+    own = [centred[~np.isnan(centred[:, j]), j] for j in range(centred.shape[1])]
+    cells = centred.shape[1]
     limit = min(threshold, target)
     rows = []
     for shift in shifts:
         anyv = better = met = spent = 0
         for _ in range(draws):
-            start = centred[rng.integers(0, rounds, first)] + math.log1p(shift)
-            values = [list(start[:, j]) for j in range(cells)]
+            if whole_rounds and len(whole) >= first:
+                start = whole[rng.integers(0, len(whole), first)] + math.log1p(shift)
+                values = [list(start[:, j]) for j in range(cells)]
+            else:
+                values = [list(own[j][rng.integers(0, len(own[j]), first)] + math.log1p(shift)) for j in range(cells)]
             while True:
-                s2, df, d0 = moderated(np.array([np.var(v, ddof=1) for v in values]),
-                                       np.array([len(v) - 1.0 for v in values]))
-                short = [j for j in range(cells) if len(values[j]) < most and not
-                         paired_mde(math.sqrt(s2[j]), len(values[j]), m, df[j], threshold=0) <= target]
+                precise = _mdes(values, m, alpha) <= target
+                short = [j for j in range(cells) if len(values[j]) < most and not precise[j]]
                 if not short:
                     break
                 for j in short:
-                    values[j].append(centred[rng.integers(0, rounds), j] + math.log1p(shift))
-            s2, df, _ = moderated(np.array([np.var(v, ddof=1) for v in values]),
-                                  np.array([len(v) - 1.0 for v in values]))
-            met += sum(paired_mde(math.sqrt(s2[j]), len(values[j]), m, df[j], threshold=0) <= target
-                       for j in range(cells))
+                    values[j].append(own[j][rng.integers(0, len(own[j]))] + math.log1p(shift))
+            met += int((_mdes(values, m, alpha) <= target).sum())
             v = ragged_verdicts([np.array(x) for x in values], m, threshold=limit, alpha=alpha)
             anyv += bool((v != "draw").any())
             better += int((v == "better").sum())

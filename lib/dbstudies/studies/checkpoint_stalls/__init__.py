@@ -45,7 +45,7 @@ class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"stall_fraction"}  # re-analysable
     TARGETS: ClassVar[tuple[str, ...]] = ("tps", "p99", "stalls")  # `METRICS`, the keys of `paired_tables`
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
-        "repeats": "paired rounds (blocks per configuration with `design` blocks)",
+        "repeats": "paired rounds (blocks per configuration with `design` blocks; with a `target`: the rounds every cell gets first)",
         "settings": "settings of every configuration",
         "design": (
             "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
@@ -102,12 +102,14 @@ PROFILES: dict[str, dict[str, Any]] = {
     # 7 paired rounds: ≈ 11 % MDE on median TPS predicted from the A/A run's pairs
     "quick": dict(_COMMON, workloads=["oltp_write_only"], threads=[64], tables=4,
                   table_size=100_000, warmup=10, duration=60, repeats=7),
-    # the sources' read/write runs, in paired rounds that fit ≈ 4 hours: 3-minute steps (each
-    # sees several checkpoints: a 16M redo log fills in seconds, 1G in ≈ 2 min at 64 threads
-    # here), 14 rounds — ≈ 10 % predicted from the quick runs' pairs (`dbstudies plan`); the
-    # sources' 30-minute steps: `-p duration 1800 -p design blocks` (≈ 12 h at 3 repeats)
+    # the sources' read/write runs, measured to a precision: median TPS to 5 % in every cell 4
+    # hours can take there — 3-minute steps (each sees several checkpoints: a 16M redo log
+    # fills in seconds, 1G in ≈ 2 min at 64 threads here), 4 first rounds, then rounds where a
+    # cell is short (`dbstudies plan` says how long); the sources' 30-minute steps: `-p
+    # duration 1800 -p design blocks -p target {}` (≈ 12 h at 3 repeats)
     "full": dict(_COMMON, workloads=["oltp_read_write", "oltp_write_only"], threads=[64],
-                 tables=16, table_size=1_000_000, warmup=60, duration=180, repeats=14,
+                 tables=16, table_size=1_000_000, warmup=60, duration=180, repeats=4, budget=240,
+                 target={"tps": 0.05},
                  settings={"innodb_flush_log_at_trx_commit": 0, "innodb_buffer_pool_size": "6G"}),
 }
 

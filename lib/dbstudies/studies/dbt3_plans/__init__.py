@@ -64,7 +64,7 @@ class Params(S.StudyParams):
     """The study's parameters (its README.md: what each means, per profile)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "flavour": "the server of candidates that name none",
-        "repeats": "paired rounds: executions of each query per candidate (blocks: one block each)",
+        "repeats": "paired rounds: executions of each query per candidate (blocks: one block each; with a `target`: the rounds every query gets first)",
         "seed": "random seed: order of blocks and queries",
         "settings": "settings of every candidate",
         "design": (
