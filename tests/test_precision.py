@@ -164,7 +164,8 @@ def fake_study(values: list[dict]) -> types.ModuleType:
 CLOCK = [0.0]
 
 
-def test_the_loop_spends_rounds_only_where_a_cell_is_short_of_its_target(tmp_path, monkeypatch):
+def refined(tmp_path, monkeypatch, minutes: float) -> tuple[experiment._Loop, pd.DataFrame, pd.DataFrame, Run, list]:
+    """The loop's rounds to a QPS target of 15 % on the fake study, `minutes` after its first 4 rounds."""
     values: list[dict] = []
     study = fake_study(values)
     arms = {"A": Arm("A"), "B": Arm("B")}
@@ -176,18 +177,23 @@ def test_the_loop_spends_rounds_only_where_a_cell_is_short_of_its_target(tmp_pat
     run.update(arms=[{"label": "A", "twin_of": None}, {"label": "B", "twin_of": None}])
     monkeypatch.setattr(experiment.time, "monotonic", lambda: CLOCK[0])
     loop = experiment._Loop(study, p, run)
-    loop.deadline = CLOCK[0] + 20 * 60     # 20 minutes of 10-s pairs: 120 pairs at most
     contexts = {k: NS(arm=None, repeat=0, session=None, progress=None) for k in arms}
     monkeypatch.setattr(loop, "servers", lambda steps, arms_: ({a: a for a in arms}, {a: [arms[a]] for a in arms}, contexts))
     monkeypatch.setattr(loop, "restart_due", lambda *a: None)
     for _, pair in first.groupby("pair", sort=False):  # the first rounds, as `rounds` measures them
         loop.pair(contexts, arms, pair.to_dict("records"), int(pair["repeat"].iloc[0]), 0, 0, NS(
             set_postfix_str=lambda s: None, update=lambda n: None))
-    refined = loop.refine(first, arms, progress=False)
+    loop.deadline = CLOCK[0] + minutes * 60
+    return loop, first, loop.refine(first, arms, progress=False), run, values
+
+
+def test_the_loop_spends_rounds_only_where_a_cell_is_short_of_its_target(tmp_path, monkeypatch):
+    loop, first, measured, run, values = refined(tmp_path, monkeypatch, 20)
     got = pd.DataFrame(values)
+    assert CLOCK[0] <= loop.deadline
     # what it returns is what it measured, numbered on from the first rounds (a later phase goes on from it)
-    assert len(refined) == len(got) - len(first) and refined["step"].min() == first["step"].max() + 1
-    assert refined["pair"].min() == first["pair"].max() + 1 and list(refined.columns) == list(first.columns)
+    assert len(measured) == len(got) - len(first) and measured["step"].min() == first["step"].max() + 1
+    assert measured["pair"].min() == first["pair"].max() + 1 and list(measured.columns) == list(first.columns)
     pairs = got[got["arm"] == "A"].groupby("threads").size()
     record = run.metadata["precision"]
     assert pairs[1] == 4                           # met after its first rounds: nothing more
@@ -233,3 +239,10 @@ def test_stopping_on_precision_keeps_the_false_positive_rate():
     assert r["tables_any_verdict"].iloc[0] <= 0.08 and fixed["tables_any_verdict"].iloc[0] <= 0.08
     assert r["cells_better"].iloc[1] >= 0.85 and r["cells_met"].iloc[0] >= 0.9
     assert r["pairs_per_cell"].iloc[0] < 0.6 * 48
+
+
+def test_the_loop_never_starts_a_round_that_would_end_past_its_budget(tmp_path, monkeypatch):
+    loop, first, more, run, values = refined(tmp_path, monkeypatch, 25 / 60)  # 25 s: two 10-s pairs
+    assert CLOCK[0] <= loop.deadline and len(more) <= 2 * 2
+    assert run.metadata["precision"]["stopped"].endswith("need more rounds than the budget has left") or \
+        run.metadata["precision"]["stopped"].endswith("needs more rounds than the budget has left")

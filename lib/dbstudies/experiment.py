@@ -49,6 +49,7 @@ from .schedule import (
     PLAN_COLUMNS,
     design,
     estimated_seconds,
+    measuring,
     next_order,
     next_phase,
     rounds_in,
@@ -345,7 +346,7 @@ class _Loop:
         rng = np.random.default_rng(p.seed + 3)
         plan_cells = _cells(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
         history = {_key(c): [tuple(g.sort_values("position")["arm"])
-                             for _, g in first[_matches(first, c)].groupby("pair", sort=False)] for c in plan_cells}
+                             for _, g in first[measuring(first, c)].groupby("pair", sort=False)] for c in plan_cells}
         repeat, pair_no, step_no = int(first["repeat"].max()), int(first["pair"].max()), int(first["step"].max())
         keys, served, contexts = self.servers(first, arms)
         bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,
@@ -360,6 +361,11 @@ class _Loop:
                                               self.deadline - time.monotonic(),
                                               float(np.mean(self.restart_seconds or [0.0])), p.restart_every)
                 record = precision.record(record, short, left, repeat)
+                due = 0.0 if repeat % p.restart_every else float(np.mean(self.restart_seconds or [0.0]))
+                if chosen and time.monotonic() + due + sum(self.seconds_per_pair(_key(of_table[c])) for c in chosen) \
+                        > self.deadline:  # the next round would end past the budget, however hopeful
+                    left, chosen = left + chosen, []
+                    record = precision.record(record, short, left, repeat)
                 if not chosen:
                     record["stopped"] = ("every cell met its target" if not left else
                                          f"{len(left)} cell{'s' if len(left) != 1 else ''} short of the target "
@@ -432,14 +438,6 @@ class _Loop:
 
 def _key(cell: dict[str, Any]) -> tuple:  # a cell's values, in order: the key of its pairs' times, orders
     return tuple(cell.values())
-
-
-def _matches(steps: pd.DataFrame, cell: dict[str, Any]) -> pd.Series:
-    """Which of `steps` measure `cell`."""
-    hit = pd.Series(True, index=steps.index)
-    for k, v in cell.items():
-        hit &= steps[k] == v
-    return hit
 
 
 def _cells(steps: pd.DataFrame) -> list[dict[str, Any]]:

@@ -50,13 +50,16 @@ def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
 
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,
                    candidates: list[str]) -> pd.DataFrame:
-    """Per candidate × cell of `by`: the pairs with both sides (`n`) and the variance of their
-    log ratios against `baseline` (`s2`, NaN below two pairs)."""
+    """Per candidate × cell of `by`: the pairs with both sides (`n`), the variance of their
+    log ratios against `baseline` (`s2`, NaN below two pairs) and a variance one outlier does
+    not move (`robust_s2`: (1.4826 × their median absolute deviation)²)."""
     parts = []
     for cand in candidates:
         d = stats.pair_up(frame, by=by, factor="arm", baseline=baseline, candidate=cand, value=value, pair="repeat")
         g = d.groupby(by)["d"]
-        parts.append(pd.DataFrame({"n": g.size(), "s2": g.var(ddof=1)}).reset_index().assign(candidate=cand))
+        mad = g.apply(lambda x: float(np.median(np.abs(x - np.median(x)))) * 1.4826)
+        parts.append(pd.DataFrame({"n": g.size(), "s2": g.var(ddof=1), "robust_s2": mad ** 2}).reset_index()
+                     .assign(candidate=cand))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, "n", "s2", "candidate"])
 
 
@@ -71,9 +74,10 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
     arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
     (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`);
     `more`: the most pairs still to go over the metrics (0: every target met, inf: out of
-    reach); `hope`: the same at the lower 80 % bound of each cell's variance (`HOPE`), what
-    the budget is judged by — a cell whose first pairs drew an outlier is not given up on
-    before its noise is known. `attrs["by"]`: the cell columns."""
+    reach); `hope`: the same at the lower 80 % bound of each cell's variance (`HOPE`), or at
+    its outlier-proof variance where that is lower — what the budget is judged by, so a cell
+    whose first pairs drew an outlier is not given up on before its noise is known.
+    `attrs["by"]`: the cell columns."""
     tables = paired_tables(study, run)
     baseline, candidates = compared(run)
     out: pd.DataFrame | None = None
@@ -85,7 +89,8 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
             continue
         s2, dof, d0 = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
         m = len(t)
-        low = s2 * dof / chi2.ppf(HOPE, np.maximum(dof, 1e-9))  # the variance's lower 80 % bound
+        low = np.fmin(s2 * dof / chi2.ppf(HOPE, np.maximum(dof, 1e-9)),  # the variance's lower 80 % bound,
+                      t["robust_s2"].to_numpy(float))                      # or what its pairs say without an outlier
         t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
                      mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
                           for v, n, f in zip(s2, t["n"], dof)],
@@ -116,6 +121,8 @@ def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
     >>> s = pd.DataFrame({"cell": ["a", "b", "c", "d"], "more": [0, 3, 10, 40]})
     >>> fund(s, lambda c: 10.0, remaining=200.0)
     (['b', 'c'], ['d'])
+    >>> fund(s.assign(hope=[0, 0, 5, 30]), lambda c: 10.0, remaining=5.0)  # hope: never less than one pair
+    ([], ['b', 'c', 'd'])
     """
     todo = short[short["more"] > 0].sort_values("more", kind="stable")
     funded, left, spent, rounds = [], [], 0.0, 0
@@ -123,6 +130,7 @@ def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
         if not math.isfinite(more):  # out of reach at any budget
             left.append(cell)
             continue
+        more = max(more, 1)  # short of its target: at least its next pair
         cost, longest = spent + more * seconds(cell), max(rounds, int(more))
         if cost + math.ceil(longest / max(restart_every, 1)) * restart <= remaining:
             funded.append(cell)

@@ -86,6 +86,14 @@ def next_order(orders: list[tuple[str, ...]], rng: np.random.Generator) -> tuple
     return fewest[int(rng.integers(len(fewest)))]
 
 
+def measuring(steps: pd.DataFrame, cell: dict[str, Any]) -> pd.Series:
+    """Which of `steps` measure `cell` (every one of its values)."""
+    hit = pd.Series(True, index=steps.index)
+    for k, v in cell.items():
+        hit &= steps[k] == v
+    return hit
+
+
 def design(p: StudyParams) -> str:
     """The study's design: "paired" or "blocks"."""
     return p.design
