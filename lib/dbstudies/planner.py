@@ -205,6 +205,7 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
             lines.append(f"{words}: no pairs to predict from")
             continue
         r = predict(study, p, noise)
+        words += ", after the first rounds" if p.target else ""  # the rounds to the target: above
         lines.append(f"{words}: expected minimum detectable effect {r['median']:.0f} % in the median "
                      f"cell ({r['min']:.0f}–{r['max']:.0f} %; {r['rounds']} pairs per cell, "
                      f"{r['comparisons']} comparisons), from {source}")
