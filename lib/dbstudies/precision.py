@@ -60,7 +60,7 @@ def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str
         mad = g.apply(lambda x: float(np.median(np.abs(x - np.median(x)))) * 1.4826)
         parts.append(pd.DataFrame({"n": g.size(), "s2": g.var(ddof=1), "robust_s2": mad ** 2}).reset_index()
                      .assign(candidate=cand))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, "n", "s2", "candidate"])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, "n", "s2", "robust_s2", "candidate"])
 
 
 def compared(run: Run) -> tuple[str, list[str]]:

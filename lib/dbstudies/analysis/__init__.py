@@ -155,6 +155,11 @@ def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: st
     return to_target(rel.assign(baseline=arms[0].label) if not rel.empty else rel, p, metric)
 
 
+def target_of(p: Any, metric: str | None) -> float | None:
+    """The precision target of a table (`metric`) in these parameters, if any."""
+    return (getattr(p, "target", None) or {}).get(metric)
+
+
 def threshold(p: Any, metric: str | None) -> float:
     """A table's draw threshold: `draw_threshold`, or the table's precision target where that
     is smaller (a run measured to see 3 % calls a significant 4 % difference).
@@ -163,14 +168,14 @@ def threshold(p: Any, metric: str | None) -> float:
     >>> threshold(NS(draw_threshold=0.05, target={"qps": 0.03}), "qps"), threshold(NS(draw_threshold=0.05, target={}), "qps")
     (0.03, 0.05)
     """
-    target = (getattr(p, "target", None) or {}).get(metric)
+    target = target_of(p, metric)
     return min(p.draw_threshold, target) if target else p.draw_threshold
 
 
 def to_target(rel: pd.DataFrame, p: Any, metric: str | None) -> pd.DataFrame:
     """A paired table whose metric has a precision target, with what each draw says of it
     (`stats.target_readings`: the same within ±target, or undecided); other tables as they are."""
-    target = (getattr(p, "target", None) or {}).get(metric)
+    target = target_of(p, metric)
     if not target or rel.empty or "sd_diff" not in rel:
         return rel
     return stats.target_readings(rel, target)

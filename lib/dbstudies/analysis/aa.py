@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import stats
 from ..studykit import BY, METRICS, Arm
-from . import is_paired, threshold
+from . import is_paired, target_of, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)
 MIN_POOL = 8  # A/A pairs a cell needs before its noise is resampled (fewer: duplicates fake precision)
@@ -41,7 +41,7 @@ def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps
     false-positive rate per table and the power for +10 % and +20 %, with a Holm family the
     size of the study's table (`comparisons`, default: its cells × its candidates). Empty
     without an A/A twin measured in pairs."""
-    target = (getattr(p, "target", None) or {}).get(metric)
+    target = target_of(p, metric)
     d = differences(steps, arms, metric, complete=False)
     whole = d.dropna()
     if d.empty or len(whole) < 3:
