@@ -161,7 +161,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
     assert fpr <= 0.1 and power10 < power20 and power20 >= 0.8
     assert (cal["cells_worse"][1:] == 0).all()
     (line,) = aa.calibration_line(cal)
-    assert line.startswith("- Judged on this run's own A/A noise (16 rounds resampled, 4 cells, Holm over 4)")
+    assert line.startswith("- Judged on this run's own A/A noise (16 rounds, their labels swapped at random, 4 cells, Holm over 4)")
     assert aa.calibration(steps, [Arm("base"), Arm("base (A/A)")], p).empty  # no twin
 
 

@@ -215,16 +215,46 @@ def test_the_planner_says_how_long_a_target_takes_and_what_it_leaves_undecided()
     tp, run = load("thread_pool"), Run.open(QUICK)
     p = checks.resolve(tp, "quick", repeats=4, budget=35, target={"p95": 0.25})
     head, most, left = planner.to_target(tp, p, [run], "the recorded quick run")
-    # per cell, the rounds its recorded noise needs — the same numbers the loop would go by
+    # per cell, the rounds its recorded noise needs — the same numbers the loop would go by (its
+    # pairs' spread about zero); fixed rounds for the same MDE everywhere go by the test's variance
     short = precision.shortfall(tp, NS(target=p.target), run).set_index("cell")["needs_p95"]
-    assert f"the same MDE in every cell with fixed rounds: {int(short.max())} rounds" in head
+    _, frame, by, value = precision.paired_tables(tp, run)["p95"]
+    v = precision.cell_variances(frame, by, value, *precision.compared(run))
+    s2, _, d0 = stats.moderated(v["s2"].to_numpy(float), v["n"].to_numpy(float) - 1)
+    plain = {tuple(c): stats.rounds_for(math.sqrt(x), 0.25, len(v), d0) for c, x in zip(v[by].to_numpy().tolist(), s2)}
+    fixed = max(plain.values())
+    assert f"the same MDE in every cell with fixed rounds: {fixed} rounds" in head and fixed < short.max()
     worst = short.idxmax()
     assert most.startswith(f"  the cells needing the most rounds: {worst[0]}, {worst[1]} client threads ({short.max():.0f})")
     minutes = float(head.split("about ")[1].split(" min")[0])
     assert minutes <= 35 and left.startswith("  expected undecided within the 35-minute budget")
-    assert f"{worst[0]}, {worst[1]} client threads (needs about {short.max():.0f} rounds)" in left
+    # undecided: what its noise alone needs (a cell whose difference decides it is not undecided)
+    assert f"{worst[0]}, {worst[1]} client threads (needs about {plain[worst]:.0f} rounds)" in left
     roomy = checks.resolve(tp, "quick", repeats=4, budget=600, target={"p95": 0.25})
     assert len(planner.to_target(tp, roomy, [run], "the recorded quick run")) == 2  # nothing left undecided
+
+
+def test_where_rounds_go_never_depends_on_which_arm_of_a_pair_won():
+    """What makes stopping valid: the loop's decisions see each pair's difference only up to its
+    sign. Swapping the two arms' values in some rounds (an A/A pair's labels are exchangeable)
+    leaves every cell's pairs to go as they were — and the test's own variance would not."""
+    tp, run = load("thread_pool"), Run.open(QUICK)
+    p = NS(target={"qps": 0.10, "p95": 0.25})
+    tables = precision.paired_tables(tp, run)
+    base, (cand,) = precision.compared(run)
+    swapped = {}
+    for metric, (label, frame, by, value) in tables.items():
+        f = frame.copy()
+        flip = f["repeat"].isin([2, 3, 5, 8, 13]) & f["arm"].isin([base, cand])
+        f.loc[flip, "arm"] = f.loc[flip, "arm"].map({base: cand, cand: base})
+        swapped[metric] = (label, f, by, value)
+    before = precision.shortfall(tp, p, run).set_index("cell")
+    after = precision.shortfall(NS(paired_tables=lambda r: swapped), p, run).set_index("cell")
+    for c in ("needs_qps", "needs_p95", "hopes_qps", "hopes_p95", "more", "hope"):
+        assert np.allclose(before[c], after[c]), c
+    v = [precision.cell_variances(t[1], t[2], t[3], base, [cand]) for t in (tables["qps"], swapped["qps"])]
+    assert np.allclose(v[0]["s0"], v[1]["s0"]) and not np.allclose(v[0]["s2"], v[1]["s2"])
+    assert (v[0]["s0"] >= v[0]["s2"] - 1e-12).all()  # precise on s0: precise on the test's variance
 
 
 def test_stopping_on_precision_keeps_the_false_positive_rate():

@@ -55,10 +55,11 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
     return out
 
 
-def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFrame:
+def cell_noise(study: StudyModule, runs: list[Run], table: int = 0, spread: str = "s2") -> pd.DataFrame:
     """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, 3 stall rate, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
-    baseline, every run) and its degrees of freedom."""
+    baseline, every run; with `spread` "s0" their mean square about zero, what a run measured
+    to a target stops on: `precision.cell_variances`) and its degrees of freedom."""
     parts, by = [], None
     for run in runs:
         tables = paired_tables(study, run)
@@ -67,7 +68,7 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0) -> pd.DataFr
         _, frame, by, value = tables[table]
         labels = [a["label"] for a in run.metadata.get("arms") or []]
         t = precision.cell_variances(frame, by, value, labels[0], labels[1:])
-        parts.append(t.assign(ss=t["s2"] * (t["n"] - 1), df=t["n"] - 1).set_index(by)[["ss", "df"]])
+        parts.append(t.assign(ss=t[spread] * (t["n"] - 1), df=t["n"] - 1).set_index(by)[["ss", "df"]])
     if not parts:
         return pd.DataFrame(columns=[*(by or []), "s2", "df"])
     both = pd.concat(parts).groupby(level=list(range(len(by)))).sum()
@@ -113,18 +114,27 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
     cells = pd.DataFrame(cells_of(study, p))
     m = len(cells) * max(len([a for a in arms_of(study, p)[1:] if a.twin_of is None]), 1)
     keys = list(precision.paired_tables(study, runs[0]))
-    need: dict[tuple, float] = {}
+    need: dict[tuple, float] = {}  # pairs to the target as the loop judges it (spread about zero)
+    noisy: dict[tuple, float] = {}  # … from the noise alone (the test's variance): what fixed rounds need
+    plain: dict[tuple, float] = {}  # … the same, 0 where a difference its first rounds can see decides the cell
     by: list[str] = []
     for metric, target in p.target.items():
-        noise = cell_noise(study, runs, keys.index(metric)) if metric in keys else pd.DataFrame()
-        if noise.empty:
-            return [f"to the target: no earlier pairs of {metric} to predict from"]
-        by = [c for c in noise.columns if c not in ("s2", "df")]
-        s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
-        known, typical = dict(zip(map(tuple, noise[by].to_numpy()), s2)), float(np.median(s2))
-        for cell in map(tuple, cells[by].itertuples(index=False)):
-            n = stats.rounds_for(math.sqrt(known.get(cell, typical)), target, m, d0)
-            need[cell] = max(need.get(cell, p.repeats), n)
+        spread: dict[str, dict[tuple, float]] = {}
+        for kind in ("s0", "s2"):
+            noise = cell_noise(study, runs, keys.index(metric), kind) if metric in keys else pd.DataFrame()
+            if noise.empty:
+                return [f"to the target: no earlier pairs of {metric} to predict from"]
+            by = [c for c in noise.columns if c not in ("s2", "df")]
+            s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
+            known, typical = dict(zip(map(tuple, noise[by].to_numpy()), s2)), float(np.median(s2))
+            spread[kind] = {cell: known.get(cell, typical) for cell in map(tuple, cells[by].itertuples(index=False))}
+        for cell, s0 in spread["s0"].items():
+            s2 = spread["s2"][cell]
+            need[cell] = max(need.get(cell, p.repeats), stats.rounds_for(math.sqrt(s0), target, m, d0))
+            # a difference (s0 − s2 ≈ its square) its first rounds can see decides the cell without the target
+            seen = math.sqrt(max(s0 - s2, 0)) > math.log1p(stats.paired_mde(math.sqrt(s2), p.repeats, m, p.repeats - 1 + d0))
+            noisy[cell] = max(noisy.get(cell, p.repeats), stats.rounds_for(math.sqrt(s2), target, m, d0))
+            plain[cell] = max(plain.get(cell, 0), 0 if seen else noisy[cell])
     restart, pair = schedule.round_parts(study, p)
     first = p.repeats * (restart + pair * len(cells))
     short = pd.DataFrame({"cell": list(need), "more": [n - p.repeats for n in need.values()]})
@@ -132,10 +142,11 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
     more = dict(zip(short["cell"], short["more"]))
     spent = first + sum(more[c] for c in funded) * pair + math.ceil(
         max([more[c] for c in funded] or [0]) / p.restart_every) * restart
-    finite = [n for n in need.values() if math.isfinite(n)]
+    finite = [n for n in noisy.values() if math.isfinite(n)]
     fixed = max(finite or [p.repeats])
     name = {c: analysis.cell_name(dict(zip(by, c))) for c in need}
     most = sorted(need, key=lambda c: -need[c])[:3]
+    undecided = [c for c in left if plain[c] > p.repeats]  # the others: decided by a difference
     lines = [f"to the target ({precision.words({'target': p.target})}): about {spent / 60:.0f} min — "
              f"{p.repeats} rounds of every cell ({first / 60:.0f} min), then "
              f"{int(sum(more[c] for c in funded))} pairs where a cell is short; the same MDE in every "
@@ -143,10 +154,13 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
              f"from {source}",
              "  the cells needing the most rounds: " + "; ".join(
                  f"{name[c]} ({need[c]:.0f})" if math.isfinite(need[c]) else f"{name[c]} (out of reach)" for c in most)]
-    if left:
+    if undecided:
         lines.append(f"  expected undecided within the {p.budget:g}-minute budget: " + "; ".join(
-            f"{name[c]} (needs about {need[c]:.0f} rounds)" if math.isfinite(need[c]) else f"{name[c]} (out of reach)"
-            for c in left))
+            f"{name[c]} (needs about {plain[c]:.0f} rounds)" if math.isfinite(plain[c]) else f"{name[c]} (out of reach)"
+            for c in undecided))
+    if len(undecided) < len(left):
+        lines.append("  left at their first rounds, their earlier runs differing by more than their noise: "
+                     + "; ".join(name[c] for c in left if c not in undecided))
     return lines
 
 

@@ -51,16 +51,22 @@ def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,
                    candidates: list[str]) -> pd.DataFrame:
     """Per candidate × cell of `by`: the pairs with both sides (`n`), the variance of their
-    log ratios against `baseline` (`s2`, NaN below two pairs) and a variance one outlier does
-    not move (`robust_s2`: (1.4826 × their median absolute deviation)²)."""
+    log ratios against `baseline` (`s2`, the test's; NaN below two pairs), their sum of squares
+    about zero over n − 1 (`s0` ≥ `s2`: a cell precise on `s0` is precise on `s2`) and a spread
+    about zero that one outlier does not move (`robust_s0`: (1.4826 × their
+    median absolute log ratio)²). `s0` and `robust_s0` see each pair's difference only up to
+    its sign — what swapping an A/A pair's labels leaves unchanged — so a run that stops on
+    them keeps the test's false-positive rate (docs/statistics.md, "Measuring to a target");
+    stopping on `s2`, which a pair's sign moves, adds false positives (4 → 6 % of tables)."""
     parts = []
     for cand in candidates:
         d = stats.pair_up(frame, by=by, factor="arm", baseline=baseline, candidate=cand, value=value, pair="repeat")
-        g = d.groupby(by)["d"]
-        mad = g.apply(lambda x: float(np.median(np.abs(x - np.median(x)))) * 1.4826)
-        parts.append(pd.DataFrame({"n": g.size(), "s2": g.var(ddof=1), "robust_s2": mad ** 2}).reset_index()
-                     .assign(candidate=cand))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*by, "n", "s2", "robust_s2", "candidate"])
+        g = d.assign(sq=d["d"] ** 2, mag=d["d"].abs()).groupby(by)
+        n = g.size()
+        parts.append(pd.DataFrame({"n": n, "s2": g["d"].var(ddof=1), "s0": (g["sq"].sum() / (n - 1)).where(n >= 2),
+                                   "robust_s0": (1.4826 * g["mag"].median()) ** 2}).reset_index().assign(candidate=cand))
+    return (pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=[*by, "n", "s2", "s0", "robust_s0", "candidate"]))
 
 
 def compared(run: Run) -> tuple[str, list[str]]:
@@ -72,7 +78,9 @@ def compared(run: Run) -> tuple[str, list[str]]:
 def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
     """Per cell (`cell`: the tuple of its table's cell columns): the fewest pairs any compared
     arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
-    (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`);
+    (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`,
+    judged on the pairs' spread about zero, `cell_variances`' `s0`: a cell with a real
+    difference takes more pairs than its MDE says, never a cell whose pairs happened to agree);
     `more`: the most pairs still to go over the metrics (0: every target met, inf: out of
     reach); `hope`: the same at the lower 80 % bound of each cell's variance (`HOPE`), or at
     its outlier-proof variance where that is lower — what the budget is judged by, so a cell
@@ -87,14 +95,15 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
         t = cell_variances(frame, by, value, baseline, candidates)
         if t.empty:
             continue
-        s2, dof, d0 = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
+        s2, dof, _ = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
+        s0, dof0, d0 = stats.moderated(t["s0"].to_numpy(float), t["n"].to_numpy(float) - 1)
         m = len(t)
-        low = np.fmin(s2 * dof / chi2.ppf(HOPE, np.maximum(dof, 1e-9)),  # the variance's lower 80 % bound,
-                      t["robust_s2"].to_numpy(float))                      # or what its pairs say without an outlier
+        low = np.fmin(s0 * dof0 / chi2.ppf(HOPE, np.maximum(dof0, 1e-9)),  # the spread's lower 80 % bound,
+                      t["robust_s0"].to_numpy(float))                        # or what its pairs say without an outlier
         t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
                      mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
                           for v, n, f in zip(s2, t["n"], dof)],
-                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s2],
+                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s0],
                      hopes=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in low])
         per = t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"),
                                                 hopes=("hopes", "max"))

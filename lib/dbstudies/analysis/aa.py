@@ -1,6 +1,7 @@
 """The A/A control judged on itself: the twin's pairs as a matrix of rounds × cells, and the
-verdict rule on those pairs resampled — the false-positive rate per table and the power for
-+10 % and +20 %, with the run's own rule: fixed rounds, or measured to its precision target
+verdict rule on those pairs dealt again with their labels swapped at random (a randomization
+test: `stats.flips`) — the false-positive rate per table and the power for +10 % and +20 %,
+with the run's own rule: fixed rounds, or measured to its precision target
 (`stats.adaptive_on_resamples`: rounds only where a cell's MDE is above the target)."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..studykit import BY, METRICS, Arm
 from . import is_paired, target_of, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)
-MIN_POOL = 8  # A/A pairs a cell needs before its noise is resampled (fewer: duplicates fake precision)
+MIN_POOL = 8  # whole A/A rounds a fixed-round run needs before its noise is resampled
 
 
 def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps", *,
@@ -50,9 +51,6 @@ def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps
     m = comparisons or d.shape[1] * cands
     ragged = len(whole) < len(d)  # measured to a target: cells got pairs where they were needed
     if target:
-        few = int((d.notna().sum() < MIN_POOL).sum())
-        if few:
-            return _not_judged(f"{few} of {d.shape[1]} cells have fewer than {MIN_POOL} A/A pairs to resample")
         most = int(steps[steps["arm"] == arms[0].label].groupby(BY).size().max())
         out = stats.adaptive_on_resamples(d.to_numpy(), m, target, first=p.repeats, most=most, shifts=SHIFTS,
                                           draws=200, threshold=threshold(p, metric), whole_rounds=not ragged)
@@ -81,7 +79,7 @@ def calibration_line(cal: pd.DataFrame | None) -> list[str]:
     r = cal.set_index("shift_pct")
     rule = (f", measured to the target {cal['target_pct'].iloc[0]:g} % as the run was: "
             f"{r.loc[0.0, 'pairs_per_cell']:.0f} pairs per cell on average" if "target_pct" in cal else "")
-    return [f"- Judged on this run's own A/A noise ({int(cal['rounds'].iloc[0])} rounds resampled, "
+    return [f"- Judged on this run's own A/A noise ({int(cal['rounds'].iloc[0])} rounds, their labels swapped at random, "
             f"{int(cal['cells'].iloc[0])} cells, Holm over {int(cal['comparisons'].iloc[0])}{rule}): a "
             f"table with no true difference shows a non-draw in {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % "
             f"of tables; a true +10 % is found in {r.loc[10.0, 'cells_better'] * 100:.0f} % of cells, "

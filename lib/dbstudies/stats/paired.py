@@ -269,13 +269,16 @@ def paired_verdicts(d: np.ndarray, m: int, *, threshold: float = THRESHOLD, alph
 
 
 def rule_on_resamples(d: np.ndarray, m: int, *, shifts: Sequence[float] = (0.0, 0.10, 0.20),
-                draws: int = 1000, seed: int = 0, threshold: float = THRESHOLD,
-                alpha: float = ALPHA) -> pd.DataFrame:
+                      draws: int = 1000, seed: int = 0, threshold: float = THRESHOLD,
+                      alpha: float = ALPHA) -> pd.DataFrame:
     """The paired rule judged on real noise: `d[round, cell]` holds A/A log differences (the
-    baseline against its twin). Each draw resamples whole rounds with replacement (a round's
-    cells together: what they share stays shared), centres every cell (true ratio 1), adds
-    log(1 + shift) and applies the rule with a Holm family of `m`. Per shift: the share of
-    tables with any non-draw (at 0: the empirical false-positive rate per table), and of
+    baseline against its twin). In an A/A pair the two labels are exchangeable, so each draw
+    swaps them at random round by round (`flips`: the sign of a whole round's differences, its
+    cells together — what they share stays shared), adds log(1 + shift) and applies the rule
+    with a Holm family of `m`: a randomization test of the rule. (Resampling rounds *with
+    replacement* instead repeats pairs, which shrinks the variance a t sees: 7–10 % false
+    positives per table on a 16-round run where sign flips give 3 %.) Per shift: the share
+    of tables with any non-draw (at 0: the empirical false-positive rate per table), and of
     cells called better (the empirical power) and worse.
 
     >>> rng = np.random.default_rng(1)
@@ -284,13 +287,11 @@ def rule_on_resamples(d: np.ndarray, m: int, *, shifts: Sequence[float] = (0.0, 
     ([0.0, 10.0, 20.0], True, True)
     """
     rng = np.random.default_rng(seed)
-    centred = d - d.mean(axis=0)
-    rounds = len(d)
     rows = []
     for shift in shifts:
         anyv = better = worse = 0
         for _ in range(draws):
-            v = paired_verdicts(centred[rng.integers(0, rounds, rounds)] + math.log1p(shift), m,
+            v = paired_verdicts(d * flips(rng, len(d))[:, None] + math.log1p(shift), m,
                                 threshold=threshold, alpha=alpha)
             anyv += bool((v != "draw").any())
             better += int((v == "better").sum())
@@ -299,5 +300,10 @@ def rule_on_resamples(d: np.ndarray, m: int, *, shifts: Sequence[float] = (0.0, 
         rows.append({"shift_pct": shift * 100, "tables_any_verdict": anyv / draws,
                      "cells_better": better / cells, "cells_worse": worse / cells})
     return pd.DataFrame(rows)
+
+
+def flips(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n random signs, ±1: an A/A pair's labels swapped or not (its log difference negated)."""
+    return rng.choice(np.array([-1.0, 1.0]), size=n)
 
 

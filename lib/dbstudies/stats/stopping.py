@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .paired import moderated, paired_mde
+from .paired import flips, moderated, paired_mde
 from .samples import ALPHA, POWER, THRESHOLD, holm, verdict
 
 MOST_PAIRS = 100_000  # beyond this a target is out of reach (rounds_for: inf)
@@ -91,10 +91,11 @@ def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
 
 
 def _mdes(values: Sequence[Sequence[float]], m: int, alpha: float = ALPHA, power: float = POWER) -> np.ndarray:
-    """Every cell's MDE (a fraction, no threshold) at its own pairs, its variance moderated
-    across the cells — `paired_mde` for all cells at once."""
+    """Every cell's MDE (a fraction, no threshold) at its own pairs, judged as the loop
+    judges it: the pairs' sum of squares about zero over n − 1 (blind to their signs), moderated across
+    the cells — `paired_mde` for all cells at once."""
     n = np.array([len(v) for v in values], float)
-    s2, df, _ = moderated(np.array([np.var(v, ddof=1) for v in values]), n - 1)
+    s2, df, _ = moderated(np.array([np.sum(np.square(v)) / (len(v) - 1) for v in values]), n - 1)
     z = sps.t.ppf(1 - alpha / (2 * m), df) + sps.t.ppf(power, df)
     return np.expm1(z * np.sqrt(s2) / np.sqrt(n))
 
@@ -117,15 +118,16 @@ def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 
                           shifts: Sequence[float] = (0.0,), draws: int = 400, seed: int = 0,
                           threshold: float = THRESHOLD, alpha: float = ALPHA,
                           whole_rounds: bool = True) -> pd.DataFrame:
-    """The adaptive rule judged on real noise. `d[round, cell]`: A/A log differences (a
-    baseline against its twin; NaN where a round did not measure a cell, as in a run measured
-    to a target), centred per cell (true ratio 1), plus log(1 + shift). Each draw takes
-    `first` whole rounds (resampled with replacement from the rounds that measured every
-    cell: what a round's cells share stays shared; with `whole_rounds` false, or fewer such
-    rounds than `first`, each cell's from its own pairs), then adds one resampled pair at a time
-    (from the cell's own pairs) to every cell whose MDE at the table's moderated variance is
-    above `target` — as the loop does — until every cell meets it or has `most` pairs; then
-    the rule (`ragged_verdicts`, threshold at most the target).
+    """The adaptive rule judged on real noise, as a randomization test. `d[round, cell]`: A/A
+    log differences (a baseline against its twin; NaN where a round did not measure a cell, as
+    in a run measured to a target). Each draw deals the recorded pairs in a random order,
+    without replacement, each with its labels swapped at random (`flips`: the sign of its
+    difference), plus log(1 + shift): first `first` whole rounds (from the rounds that
+    measured every cell, one sign per round — what a round's cells share stays shared; with
+    `whole_rounds` false, or fewer such rounds than `first`, each cell's own pairs), then one
+    more pair at a time to every cell whose MDE at the table's moderated variance is above
+    `target` — as the loop does — until every cell meets it, has `most` pairs or has used all
+    it recorded; then the rule (`ragged_verdicts`, threshold at most the target).
     Per shift: the share of tables with a non-draw (at 0: the false-positive rate per table),
     of cells called better, of cells that met the target, and the pairs spent per cell
     (mean) against `most` for everyone.
@@ -136,27 +138,31 @@ def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 
     (True, True)
     """
     rng = np.random.default_rng(seed)
-    centred = d - np.nanmean(d, axis=0)
-    whole = centred[~np.isnan(centred).any(axis=1)]
-    own = [centred[~np.isnan(centred[:, j]), j] for j in range(centred.shape[1])]
-    cells = centred.shape[1]
+    cells = d.shape[1]
+    complete = np.flatnonzero(~np.isnan(d).any(axis=1))
+    own = [np.flatnonzero(~np.isnan(d[:, j])) for j in range(cells)]
     limit = min(threshold, target)
     rows = []
     for shift in shifts:
         anyv = better = met = spent = 0
         for _ in range(draws):
-            if whole_rounds and len(whole) >= first:
-                start = whole[rng.integers(0, len(whole), first)] + math.log1p(shift)
-                values = [list(start[:, j]) for j in range(cells)]
+            if whole_rounds and len(complete) >= first:
+                start = rng.permutation(complete)[:first]
+                signs = flips(rng, first)
+                values = [list(d[start, j] * signs + math.log1p(shift)) for j in range(cells)]
+                queues = [list(rng.permutation(np.setdiff1d(own[j], start))) for j in range(cells)]
             else:
-                values = [list(own[j][rng.integers(0, len(own[j]), first)] + math.log1p(shift)) for j in range(cells)]
+                order = [list(rng.permutation(own[j])) for j in range(cells)]
+                values = [list(d[o[:first], j] * flips(rng, len(o[:first])) + math.log1p(shift))
+                          for j, o in enumerate(order)]
+                queues = [o[first:] for o in order]
             while True:
                 precise = _mdes(values, m, alpha) <= target
-                short = [j for j in range(cells) if len(values[j]) < most and not precise[j]]
+                short = [j for j in range(cells) if len(values[j]) < most and queues[j] and not precise[j]]
                 if not short:
                     break
                 for j in short:
-                    values[j].append(own[j][rng.integers(0, len(own[j]))] + math.log1p(shift))
+                    values[j].append(d[queues[j].pop(), j] * flips(rng, 1)[0] + math.log1p(shift))
             met += int((_mdes(values, m, alpha) <= target).sum())
             v = ragged_verdicts([np.array(x) for x in values], m, threshold=limit, alpha=alpha)
             anyv += bool((v != "draw").any())
