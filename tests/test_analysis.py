@@ -94,7 +94,7 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
 
 def test_conclusion_says_when_no_verdict_is_possible():
     steps = synthetic_steps(repeats=1)
-    p = checks.resolve(tp, "quick", repeats=1)
+    p = checks.resolve(tp, "quick", repeats=1, budget=0, target={})
     tables = {"qps": tp.relative(steps, p)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
     assert "no verdict is possible" in text and "8 draw" in text

@@ -9,7 +9,7 @@ import pytest
 
 from dbstudies import checks, stats
 from dbstudies.analysis import caveats, words
-from dbstudies.results import HISTOGRAMS, INTERVALS, STEPS, Run
+from dbstudies.results import INTERVALS, STEPS, Run
 from dbstudies.study import load
 
 tp = load("thread_pool")
@@ -40,7 +40,8 @@ def steps(gain: dict[int, float], rounds: int = 8, cpu: dict[str, tuple[float, f
 
 
 def qps_table(s: pd.DataFrame) -> pd.DataFrame:
-    return tp.relative(s, checks.resolve(tp, "quick"))
+    """The QPS table of fixed rounds (the quick profile's precision target off)."""
+    return tp.relative(s, checks.resolve(tp, "quick", budget=0, target={}))
 
 
 def test_the_verdicts_in_words_name_sizes_directions_and_cells():
@@ -196,48 +197,31 @@ def test_an_interval_too_wide_to_bound_anything_says_so(r, said):
     assert interval(pd.Series(r)) == said
 
 
-def test_the_stall_rate_is_a_paired_share_and_zero_stalls_compare_as_equal(tmp_path):
-    """The pool's steps at 256 threads have 2 % of their transactions past T, the baseline's
-    none: judged worse there; at the other thread counts neither arm stalls (shares of
-    zero, continuity-corrected): a draw, never an undefined ratio."""
+def test_the_tail_ratio_is_each_steps_p99_over_its_own_p50_judged_paired():
+    """The pool's steps at 256 threads have a p99 5 × their p50, the baseline's 3 ×: its tail
+    ratio is judged worse there; at the other thread counts both arms' tails have one shape,
+    a draw."""
     from dbstudies import tails
     s = steps({}).assign(latency_p50_ms=1.0)
-    hist = []
-    for st, arm, t in zip(s["step"], s["arm"], s["threads"]):
-        slow = 200 if (arm == POOL and t == 256) else 0
-        hist += [{"step": st, "value_ms": 1.0, "count": 10_000 - slow}, {"step": st, "value_ms": 50.0, "count": slow}]
-    run = Run.create("thread_pool", {}, root=tmp_path)
-    run.append(HISTOGRAMS, pd.DataFrame(hist))
-    marked = tails.with_stall_rate(run, s)
-    assert set(marked["stall_ms"]) == {tails.STALL_FACTOR * 1.0}
-    assert marked.loc[marked["threads"] == 256, "stall_pct"].max() == pytest.approx(200.5 / 10_001 * 100)
-    assert marked.loc[marked["threads"] == 1, "stall_pct"].max() == pytest.approx(0.5 / 10_001 * 100)
-    rel = tp.relative(marked, checks.resolve(tp, "quick"), "stalls")
+    s = s.assign(latency_p99_ms=np.where((s["arm"] == POOL) & (s["threads"] == 256), 5.0, 3.0))
+    marked = tails.with_tail_ratio(s)
+    assert (marked["tail_ratio"] == marked["latency_p99_ms"] / marked["latency_p50_ms"]).all()
+    rel = tp.relative(marked, checks.resolve(tp, "quick"), "tail")
     assert set(rel.loc[rel["threads"] == 256, "verdict"]) == {"worse"}
     assert set(rel.loc[rel["threads"] != 256, "verdict"]) == {"draw"} and rel["delta_pct"].notna().all()
 
 
-def test_the_stall_rate_measures_the_tail_not_a_body_that_moved(tmp_path):
-    """The pool's typical transaction takes 2.2 × the baseline's (its p50 moved, as at
-    point_select@256), with no tail of its own: under a threshold shared by both arms (4 × the
-    baseline's p50) 10 % of its transactions would count as stalls; under its own (4 × its
-    own p50) none does — a draw, as the stall rate must say of a body that moved."""
+def test_the_tail_ratio_measures_the_tail_not_a_body_that_moved():
+    """The pool's whole distribution takes 2.2 × the baseline's (its p50 moved, as at
+    point_select@256), its shape unchanged: p99 calls it worse, the tail ratio a draw — the
+    tail did not grow beyond the body."""
     from dbstudies import tails
     s = steps({})
-    s = s.assign(latency_p50_ms=np.where(s["arm"] == POOL, 2.2, 1.0))
-    hist = []
-    for st, arm in zip(s["step"], s["arm"]):
-        if arm == POOL:  # body at 2.2 ms, 10 % of it at 4.4 ms: slower than 4 × 1.0, not than 4 × 2.2
-            hist += [{"step": st, "value_ms": 2.2, "count": 9_000}, {"step": st, "value_ms": 4.4, "count": 1_000}]
-        else:
-            hist += [{"step": st, "value_ms": 1.0, "count": 10_000}]
-    run = Run.create("thread_pool", {}, root=tmp_path)
-    run.append(HISTOGRAMS, pd.DataFrame(hist))
-    marked = tails.with_stall_rate(run, s)
-    assert marked.loc[marked["arm"] == POOL, "stall_ms"].tolist() == pytest.approx([8.8] * int((marked["arm"] == POOL).sum()))
-    assert marked["stall_pct"].max() == pytest.approx(0.5 / 10_001 * 100)  # no step has a stall
-    rel = tp.relative(marked, checks.resolve(tp, "quick"), "stalls")
-    assert set(rel["verdict"]) == {"draw"}
+    slower = np.where(s["arm"] == POOL, 2.2, 1.0) * (1 + 0.01 * (s["step"] % 3))  # a little step-to-step noise
+    marked = tails.with_tail_ratio(s.assign(latency_p50_ms=slower, latency_p99_ms=4 * slower))
+    p = checks.resolve(tp, "quick")
+    assert set(tp.relative(marked, p, "p99")["verdict"]) == {"worse"}
+    assert set(tp.relative(marked, p, "tail")["verdict"]) == {"draw"}
 
 
 def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
@@ -262,7 +246,7 @@ def test_the_latency_tables_are_calibrated_on_the_aa_noise_in_one_line():
     from dbstudies.analysis import scaling
     cal = pd.DataFrame({"shift_pct": [0.0, 10.0, 20.0], "tables_any_verdict": [0.06, 0.5, 0.9],
                         "cells_better": [0.0, 0.2, 0.43]})
-    line = scaling.calibration_lines({"p95": cal, "stalls": pd.DataFrame()})
+    line = scaling.calibration_lines({"p95": cal, "tail": pd.DataFrame()})
     assert line == ["- The latency tables judged on the same A/A noise: p95 latency 6 % of tables with a "
                     "non-draw, a 20 % difference found in 43 % of cells."]
     assert scaling.calibration_lines({"p99": pd.DataFrame()}) == []

@@ -49,7 +49,7 @@ def test_a_paired_run_keeps_every_server_up_so_memory_is_checked_first():
     (msg,) = checks.memory_problems(arms, p, available=5 * 2**30)
     assert msg.startswith("memory: the 2 servers this paired design keeps up at once would hold 5.5 GiB")
     assert "design blocks" in msg
-    blocks = checks.resolve(tp, "quick", design="blocks")  # blocks: one server per flavour
+    blocks = checks.resolve(tp, "quick", design="blocks", target={})  # blocks: one server per flavour
     assert len(checks.memory_needed(arms_of(tp, blocks), blocks)) == 1
     with pytest.raises(ParamError, match="memory: the 3 servers this paired design"):
         checks.resolve(tp, "full", aa_control=True, settings={"innodb_buffer_pool_size": "16G"})
@@ -61,10 +61,10 @@ def test_what_the_paired_design_refuses_before_anything_starts():
     with pytest.raises(ParamError, match="restart_every: must be ≥ 1"):
         checks.resolve(tp, "smoke", restart_every=0)
     with pytest.raises(ParamError, match=r"budget: 1 min cannot hold the two rounds a verdict needs"):
-        checks.resolve(tp, "quick", budget=1)
+        checks.resolve(tp, "quick", budget=1, target={})
     with pytest.raises(ParamError, match="budget: minutes > 0"):
         checks.resolve(tp, "quick", budget=-5)
-    p = checks.resolve(tp, "quick", budget=30)
+    p = checks.resolve(tp, "quick", budget=30, target={})
     assert schedule.estimated_seconds(tp, p) == 1800 and schedule.rounds(p) == schedule.MAX_ROUNDS
 
 
@@ -113,7 +113,7 @@ def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
     # a difference of two steps: 2 × 0.08²; each cell's estimate within chi²(29)'s 99.9 % range
     low, high = (scipy.stats.chi2.ppf(q, 29) / 29 * 2 * 0.08 ** 2 for q in (0.0005, 0.9995))
     assert noise["s2"].between(low, high).all()
-    p = checks.resolve(tp, "quick", threads=[1, 16, 64], workloads=["oltp_point_select"])
+    p = checks.resolve(tp, "quick", threads=[1, 16, 64], workloads=["oltp_point_select"], repeats=16, budget=0, target={})
     r = planner.predict(tp, p, noise)
     assert (r["rounds"], r["comparisons"]) == (16, 3)
     expected = stats.paired_mde(math.sqrt(float(noise["s2"].median())), 16, 3) * 100
@@ -166,7 +166,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
 
 
 def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
-    p = checks.resolve(tp, "quick", budget=30)
+    p = checks.resolve(tp, "quick", budget=30, target={})
     loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
     left = loop.deadline - time.monotonic()
     assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
@@ -175,7 +175,8 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     loop.deadline = time.monotonic() + 8 * 60
     assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
-    assert experiment._Loop(tp, checks.resolve(tp, "quick"), loop.run).deadline is None  # repeats instead
+    fixed = checks.resolve(tp, "quick", budget=0, target={})  # 0: the profile's budget off
+    assert experiment._Loop(tp, fixed, loop.run).deadline is None and fixed.budget == 0  # repeats instead
     assert planner.planned_rounds(tp, p) == int(30 * 60 // schedule.round_seconds(tp, p))
 
 

@@ -19,7 +19,8 @@ def problems(**overrides):
 def test_profiles_resolve_and_differ():
     smoke, quick, full = (checks.resolve(tp, p) for p in ("smoke", "quick", "full"))
     assert smoke.duration < quick.duration <= full.duration
-    assert smoke.profile == "smoke" and full.repeats >= 3 and not quick.target
+    assert smoke.profile == "smoke" and full.repeats >= 3 and not smoke.target
+    assert quick.target == {"qps": 0.20, "p95": 0.25} and quick.budget == 20 and quick.repeats == 4  # make study
     assert full.target == {"qps": 0.05, "p95": 0.20} and full.budget == 180  # paper-grade: a precision
     # the source's 1 … 4096 threads stay reachable: a smaller pool keeps both servers in memory
     seeds = checks.resolve(tp, "full", threads=[2 ** i for i in range(13)],
@@ -72,7 +73,7 @@ def test_unknown_profile():
 
 
 def test_the_block_plan_interleaves_repeats_and_is_seeded():
-    p = checks.resolve(tp, "quick", repeats=6, seed=3, design="blocks")  # paired: test_paired_design
+    p = checks.resolve(tp, "quick", repeats=6, seed=3, design="blocks", budget=0, target={})  # paired: test_paired_design
     plan = schedule.steps(tp, p)
     cells = len(p.workloads) * len(p.threads)
     assert len(plan) == 6 * 2 * cells and plan["step"].tolist() == list(range(1, len(plan) + 1))
@@ -86,7 +87,7 @@ def test_the_block_plan_interleaves_repeats_and_is_seeded():
     firsts = plan.groupby("repeat")["arm"].first()
     assert firsts.nunique() == 2
     assert plan.equals(schedule.steps(tp, p))
-    assert not plan.equals(schedule.steps(tp, checks.resolve(tp, "quick", repeats=6, seed=4, design="blocks")))
+    assert not plan.equals(schedule.steps(tp, checks.resolve(tp, "quick", repeats=6, seed=4, design="blocks", budget=0, target={})))
 
 
 def test_schedulers_are_intents_said_in_each_flavours_dialect():
@@ -107,7 +108,7 @@ def test_pool_arm_gets_one_group_per_server_cpu():
 
 
 def test_aa_control_adds_an_interleaved_twin_of_the_baseline():
-    p = checks.resolve(tp, "quick", aa_control=True, repeats=6)
+    p = checks.resolve(tp, "quick", aa_control=True, repeats=6, budget=0, target={})  # 6 fixed rounds
     arms = arms_of(tp, p)
     assert [a.label for a in arms] == [tp.PER_CONNECTION, tp.PER_CONNECTION + " (A/A)", tp.POOL]
     assert arms[1].settings == arms[0].settings and arms[1].twin_of == tp.PER_CONNECTION
@@ -115,7 +116,7 @@ def test_aa_control_adds_an_interleaved_twin_of_the_baseline():
     assert plan.groupby(["repeat", "arm"]).ngroups == 18
     positions = plan.groupby("repeat")["arm"].unique().map(list)
     assert len({tuple(x) for x in positions}) > 1  # the twin's place changes across repeats
-    assert schedule.estimated_seconds(tp, p) == pytest.approx(1.5 * schedule.estimated_seconds(tp, checks.resolve(tp, "quick", repeats=6)))
+    assert schedule.estimated_seconds(tp, p) == pytest.approx(1.5 * schedule.estimated_seconds(tp, checks.resolve(tp, "quick", repeats=6, budget=0, target={})))
     assert [a.label for a in arms_of(tp, checks.resolve(tp, "quick"))] == [tp.PER_CONNECTION, tp.POOL]
 
 

@@ -73,24 +73,26 @@ def test_a_pauser_stopped_mid_pause_lets_the_process_go():
         child.wait()
 
 
-def cell(threads: int, events: int, p95: float, p99: float, stall_pct: float, stall_ms: float) -> dict:
+def cell(threads: int, events: int, p95: float, p99: float) -> dict:
     return {"workload": "w", "threads": threads, "paused_pct": 1.0, "pauses": 10.0, "events": events,
-            "latency_p95_ms": p95, "latency_p99_ms": p99, "stall_pct": stall_pct, "stall_ms": stall_ms}
+            "latency_p95_ms": p95, "latency_p99_ms": p99}
 
 
 def test_what_a_pause_must_show_follows_from_its_size_and_the_transactions_it_delays():
     pause = pauses.Pause(20, 2)
-    exp = pd.DataFrame([cell(1, 200_000, 0.1, 0.2, 0.0009, 0.5),        # d = 0.005 %: hides from p95/p99
-                        cell(64, 20_000, 5.0, 8.0, 0.01, 12.0),        # d = 3.2 %: p99 moves, p95 borderline
-                        cell(256, 10_000, 90.0, 150.0, 0.5, 400.0)])   # pause shorter than T and p99
+    exp = pd.DataFrame([cell(1, 200_000, 0.1, 0.2),        # d = 0.005 %: hides from p95/p99
+                        cell(64, 20_000, 5.0, 8.0),        # d = 3.2 %: p99 moves, p95 borderline
+                        cell(256, 20_000, 90.0, 150.0),    # the pause shorter than p99
+                        cell(512, 4_000, 5.0, 8.0)])       # d = 128 %: p50 moves too
     exp = exp.assign(delayed_pct=exp["threads"] * exp["pauses"] / exp["events"] * 100)
-    by = pd.MultiIndex.from_tuples([("w", t) for t in (1, 64, 256)], names=["workload", "threads"])
-    mde = {m: pd.Series([0.5, 10.0, 10.0], index=by) for m in ("qps", "p95", "p99", "stalls")}
+    by = pd.MultiIndex.from_tuples([("w", t) for t in (1, 64, 256, 512)], names=["workload", "threads"])
+    mde = {m: pd.Series([0.5, 10.0, 10.0, 10.0], index=by) for m in ("qps", "p95", "p99", "tail")}
     e = control.expectations(exp, pause, mde).set_index(["threads", "metric"])["expected"]
     assert e[(1, "qps")] == "yes" and e[(64, "qps")] == "under the MDE"   # 1 % against MDEs 0.5 % and 10 %
     assert e[(1, "p99")] == "no" and e[(64, "p99")] == "yes" and e[(64, "p95")] == "borderline"
-    assert e[(256, "p99")] == "no" and e[(256, "stalls")] == "no"     # 20 ms is no stall above T = 400 ms
-    assert e[(1, "stalls")] == "yes" and e[(64, "stalls")] == "yes"   # d ≥ 5 × the baseline's share
+    # the tail ratio moves where p99 does, while p50 stays (under a quarter of the transactions delayed)
+    assert e[(64, "tail")] == "yes" and e[(1, "tail")] == "no" and e[(256, "tail")] == "no"
+    assert e[(512, "p99")] == "yes" and e[(512, "tail")] == "borderline"
     # the report states the model the expectations come from, the open loop's for the latency study
     found = pd.DataFrame({"workload": ["w"], "threads": [8], "metric": ["p99 latency"]})
     closed, opened = control.model(pause, found), control.model(pause, found.assign(rate=100.0))
@@ -101,7 +103,7 @@ def test_what_a_pause_must_show_follows_from_its_size_and_the_transactions_it_de
 
 
 def test_the_checkpoint_studys_seconds_see_a_pause_only_where_a_second_can_hold_it():
-    exp = pd.DataFrame([cell(16, 50_000, 5.0, 8.0, 0.0, 0.0), cell(64, 50_000, 20.0, 30.0, 0.0, 0.0)])
+    exp = pd.DataFrame([cell(16, 50_000, 5.0, 8.0), cell(64, 50_000, 20.0, 30.0)])
     exp = exp.assign(delayed_pct=exp["threads"] * exp["pauses"] / exp["events"] * 100, paused_pct=20.0)
     by = pd.MultiIndex.from_tuples([("w", 16), ("w", 64)], names=["workload", "threads"])
     own = pd.Series([0.0, 4.0], index=by)         # the baseline's median stall seconds
@@ -127,14 +129,14 @@ def test_the_checkpoint_studys_seconds_see_a_pause_only_where_a_second_can_hold_
 
 def test_outcomes_count_misses_and_unexplained_differences():
     found = pd.DataFrame([
-        {"workload": "w", "threads": 1, "metric": "stall rate", "expected": "yes", "verdict": "worse", "outcome": "found"},
-        {"workload": "w", "threads": 8, "metric": "stall rate", "expected": "yes", "verdict": "draw", "outcome": "missed"},
+        {"workload": "w", "threads": 1, "metric": "tail ratio", "expected": "yes", "verdict": "worse", "outcome": "found"},
+        {"workload": "w", "threads": 8, "metric": "tail ratio", "expected": "yes", "verdict": "draw", "outcome": "missed"},
         {"workload": "w", "threads": 1, "metric": "throughput (QPS)", "expected": "no", "verdict": "better",
          "outcome": "unexplained"},
         {"workload": "w", "threads": 4, "metric": "throughput (QPS)", "expected": "under the MDE",
          "verdict": "worse", "outcome": control.outcome("under the MDE", "worse")}])
     text = "\n".join(control.lines(found, pauses.Pause(20, 2)))
-    assert "found by stall rate in 1 of the 2 cells where it must show — missed at w 8" in text
+    assert "found by tail ratio in 1 of the 2 cells where it must show — missed at w 8" in text
     assert ("throughput (QPS): no cell where it must show; found, though smaller than the MDE promises, "
             "at w 4; better, which no pause explains, at w 1") in text
     assert control.outcome("yes", "better") == "unexplained" and control.outcome("borderline", "worse") == "borderline"

@@ -52,19 +52,6 @@ def test_a_cell_re_analyses_with_the_runs_measurement_and_its_own_analysis_param
     assert ownership.open_run(study, same, str(finished)).variant is None
 
 
-def test_the_stall_threshold_is_an_analysis_parameter_of_its_own(finished, capsys):
-    study = load("thread_pool")
-    base = checks.resolve_cell(study, {"run_dir": str(finished)})
-    assert capsys.readouterr().out == ""  # a run older than the parameter: analysed at its default
-    doubled = checks.resolve_cell(study, {"stall_factor": 8.0, "run_dir": str(finished)})
-    assert "at stall_factor = 8.0 (the run's: 4.0)" in capsys.readouterr().out
-    assert doubled.analysis_changes(Run.open(finished).metadata["parameters"]) == {"stall_factor": 8.0}
-    run = Run.open(finished)
-    t4 = study.answer(run, base).tables["stall_limits"].set_index(["workload", "threads"])["stall_ms"]
-    t8 = study.answer(run, doubled).tables["stall_limits"].set_index(["workload", "threads"])["stall_ms"]
-    assert len(t4) and ((t8 / t4).round(9) == 2.0).all()  # T = factor × the baseline's median p50
-
-
 def test_run_dir_is_found_from_the_notebooks_folder_or_the_repository(finished, monkeypatch):
     monkeypatch.chdir(paths.NOTEBOOKS_DIR)  # where the kernel runs
     assert find_run(FIXTURE.relative_to(REPO)) == FIXTURE.resolve()          # as the README writes it

@@ -62,10 +62,10 @@ def test_the_quick_answer_says_what_its_own_data_qualify(quick_report):
     assert re.search(r"The first second of a step differs from the rest of it\..*?median of \d+ of the cell's 32 steps", text)
 
 
-def test_the_quick_runs_numbers_are_said_once_and_its_stall_rate_reads_the_tail():
+def test_the_quick_runs_numbers_are_said_once_and_its_tail_ratio_reads_the_tail():
     """In-process on the recorded run: the CPU budget's client µs change is the cost table's
-    paired difference (one estimate per quantity), and each arm's stall threshold is its own
-    body's (the pool's typical transaction is slower, so its T is higher where it is)."""
+    paired difference (one estimate per quantity), and the tail ratio's paired ratio is p99's
+    over p50's (the body divided out, nothing estimated twice)."""
     study = load("thread_pool")
     run = Run.open(QUICK)
     p = checks.resolve_cell(study, {"run_dir": str(QUICK)})
@@ -77,7 +77,8 @@ def test_the_quick_runs_numbers_are_said_once_and_its_stall_rate_reads_the_tail(
     for r in b.itertuples():
         budget_pct = (r.client_us[1] / r.client_us[0] - 1) * 100
         assert budget_pct == pytest.approx(table.loc[(r.workload, r.threads, r.candidate), "delta_pct"], abs=1e-6)
-    limits = said.tables["stall_limits"].pivot_table(index=["workload", "threads"], columns="arm", values="stall_ms")
-    p50 = said.tables["p50"].set_index(["workload", "threads"])
-    slower = p50[(p50["verdict"] == "worse")].index
-    assert len(slower) and (limits.loc[slower, "pool-of-threads"] > limits.loc[slower, "one-thread-per-connection"]).all()
+    # the tail ratio divides each step's body out of its p99: per cell its paired ratio is p99's over p50's
+    s = said.tables["steps"]
+    assert ((s["tail_ratio"] - s["latency_p99_ms"] / s["latency_p50_ms"]).abs() < 1e-9).all()
+    p50, p99, tail = (said.tables[m].set_index(["workload", "threads"])["ratio"] for m in ("p50", "p99", "tail"))
+    assert len(tail) == 8 and ((tail - p99 / p50).abs() < 1e-9).all()

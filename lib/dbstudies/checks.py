@@ -183,7 +183,7 @@ def target_problems(p: StudyParams) -> list[str]:
                  for k, v in p.target.items() if not (isinstance(v, (int, float)) and 0 < v < 1)]
     if p.design != "paired":
         problems.append("target: measuring to a target needs `design` paired (cells are given rounds one "
-                        "pair at a time)")
+                        "pair at a time); `-p target '{}' -p budget 0` measures `repeats` fixed rounds")
     if not p.budget:
         problems.append("target: needs a `budget` (minutes): the time the run may spend reaching it")
     if p.repeats < 3:

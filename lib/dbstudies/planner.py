@@ -56,14 +56,14 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
 
 
 def cell_noise(study: StudyModule, runs: list[Run], table: int = 0, spread: str = "s2") -> pd.DataFrame:
-    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, 3 stall rate, per workload
+    """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, 3 tail ratio, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
-    baseline, every run; with `spread` "s0" their mean square about zero, what a run measured
+    baseline, every run; with `spread` "s0" their sum of squares about zero over n − 1, what a run measured
     to a target stops on: `precision.cell_variances`) and its degrees of freedom."""
     parts, by = [], None
     for run in runs:
         tables = paired_tables(study, run)
-        if table >= len(tables):  # a run without this table (the stall rate needs histograms)
+        if table >= len(tables):  # a run without this table (a study with fewer tables)
             continue
         _, frame, by, value = tables[table]
         labels = [a["label"] for a in run.metadata.get("arms") or []]
@@ -145,15 +145,15 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
     finite = [n for n in noisy.values() if math.isfinite(n)]
     fixed = max(finite or [p.repeats])
     name = {c: analysis.cell_name(dict(zip(by, c))) for c in need}
-    most = sorted(need, key=lambda c: -need[c])[:3]
+    most = sorted(noisy, key=lambda c: -noisy[c])[:3]
     undecided = [c for c in left if plain[c] > p.repeats]  # the others: decided by a difference
     lines = [f"to the target ({precision.words({'target': p.target})}): about {spent / 60:.0f} min — "
              f"{p.repeats} rounds of every cell ({first / 60:.0f} min), then "
              f"{int(sum(more[c] for c in funded))} pairs where a cell is short; the same MDE in every "
              f"cell with fixed rounds: {fixed} rounds, about {fixed * (restart + pair * len(cells)) / 60:.0f} min; "
              f"from {source}",
-             "  the cells needing the most rounds: " + "; ".join(
-                 f"{name[c]} ({need[c]:.0f})" if math.isfinite(need[c]) else f"{name[c]} (out of reach)" for c in most)]
+             "  the cells whose noise needs the most rounds: " + "; ".join(
+                 f"{name[c]} ({noisy[c]:.0f})" if math.isfinite(noisy[c]) else f"{name[c]} (out of reach)" for c in most)]
     if undecided:
         lines.append(f"  expected undecided within the {p.budget:g}-minute budget: " + "; ".join(
             f"{name[c]} (needs about {plain[c]:.0f} rounds)" if math.isfinite(plain[c]) else f"{name[c]} (out of reach)"
@@ -167,7 +167,7 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
 def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
     budget), as an ordinary run under `root`."""
-    p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": None, "target": {},
+    p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": 0, "target": {},
                                               "aa_control": False, "design": "paired"})
     run = ownership.create_run(study, p, root, "notebook")
     run.update(pilot=True)

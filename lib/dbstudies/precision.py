@@ -4,7 +4,7 @@ asks after every round when a run has a precision `target` (`experiment`), and w
 
 A study's comparison tables come from its `paired_tables(run)` hook — {metric: (words, the
 observations, cell columns, value)} — by default the sysbench ones (`sysbench_tables`: QPS,
-p95, p99 and the stall rate per workload × threads). Per cell and metric with a target, the
+p95, p99 and the tail ratio per workload × threads). Per cell and metric with a target, the
 pairs measured so far give the paired log ratios' variance (every compared arm against the
 baseline; moderated across the table's cells as the verdicts are); from it the cell's MDE
 now (`stats.paired_mde`, without the draw threshold) and the pairs it needs to reach the
@@ -32,14 +32,10 @@ Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
 def sysbench_tables(run: Run) -> dict[str, Observations]:
-    """The sysbench studies' paired tables: QPS, p95, p99 and the stall rate per workload ×
-    threads (the stall rate where the run stored its histograms)."""
-    steps = results.measured(run) if results.finished_steps(run) else pd.DataFrame()
-    arms = run.metadata.get("arms") or []
-    if len(steps) and arms:
-        steps = tails.with_stall_rate(run, steps, run.metadata["parameters"].get("stall_factor", tails.STALL_FACTOR))
-    return {metric: (words, steps, BY, METRICS[metric][0]) for metric, words in SYSBENCH_TABLES.items()
-            if metric != "stalls" or "stall_pct" in steps}
+    """The sysbench studies' paired tables: QPS, p95, p99 and the tail ratio (p99 ÷ p50) per
+    workload × threads."""
+    steps = tails.with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
+    return {metric: (words, steps, BY, METRICS[metric][0]) for metric, words in SYSBENCH_TABLES.items()}
 
 
 def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:

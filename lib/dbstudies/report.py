@@ -105,7 +105,7 @@ LABELS = {
     "busy_steps": "steps on a busy host", "remeasured": "attempts measured again",
     "shift_pct": "true difference %", "tables_any_verdict": "tables with a non-draw",
     "cells_better": "cells better", "cells_worse": "cells worse",
-    "stall_ms": "stall threshold T, ms", "stall_pct": "stall rate %",
+    "tail_ratio": "tail ratio p99 ÷ p50",
     "run_p99_ms": "p99 of all its transactions", "run_p99_low": "its 95 % CI from", "run_p99_high": "to",
 }
 
@@ -340,7 +340,7 @@ def positive_control(said: Answer, arms: list[Any]) -> None:
     details("The positive control: what the pause must do and what each table found, per cell",
             table(found), "`expectation`: the pause's size against what the metric can see "
             "(the paused share against the cell's MDE; the share of transactions delayed against "
-            "the percentile's tail or the baseline's own stall share); `measured`: the paused twin "
+            "the percentile's tail); `measured`: the paused twin "
             "against the baseline with its 95 % CI.")
 
 

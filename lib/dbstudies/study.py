@@ -21,7 +21,7 @@ path (`load("./my_study")`, docs/writing-a-study.md) — whose `__init__` declar
   tables, its conclusion), shown by every notebook the same way (`report.answer`);
   optionally `paired_tables(run)`: its comparison tables as {metric: (words, observations,
   cell columns, value)} — what `dbstudies plan` predicts and a precision `target` names
-  (`precision`); default: sysbench QPS, p95, p99 and the stall rate per workload × threads.
+  (`precision`); default: sysbench QPS, p95, p99 and the tail ratio per workload × threads.
 
 In the paired design a study's own `step` measures each arm of a pair on that arm's server;
 when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session

@@ -64,7 +64,8 @@ class StudyParams:
         "settings": "extra my.cnf settings on top of `env/cnf/base.cnf`",
         "budget": (
             "minutes: measure as many repeats (paired: rounds) as fit in this time, instead of "
-            "`repeats` (at least two must fit; `dbstudies plan` says what that buys)"),
+            "`repeats` (at least two must fit; `dbstudies plan` says what that buys); 0: none, "
+            "`repeats` decides (a profile's budget off)"),
         "design": (
             "`paired`: every arm on a server of its own, all up at once, the arms of a cell "
             "measured back to back in rounds; `blocks`: per repeat, each arm in a block of its own "
@@ -125,8 +126,8 @@ class StudyParams:
         problems += P.check_min(self, repeats=1, seed=0)
         if not 0 <= self.draw_threshold < 1:
             problems.append(f"draw_threshold: must be in [0, 1), got {self.draw_threshold}")
-        if self.budget is not None and not self.budget > 0:
-            problems.append(f"budget: minutes > 0 (or none: `repeats` decides), got {self.budget}")
+        if self.budget is not None and not self.budget >= 0:
+            problems.append(f"budget: minutes > 0 (or 0: none, `repeats` decides), got {self.budget}")
         problems += check_cpus("server_cpus", self.server_cpus)
         if self.design not in DESIGNS:
             problems.append(f"design: one of {', '.join(DESIGNS)}, got {self.design!r}")
@@ -159,9 +160,9 @@ class StudyParams:
 BY = ["workload", "threads"]                                      # a sysbench study's cell
 METRICS = {"qps": ("qps", True), "p50": ("latency_p50_ms", False),  # a step's column, higher is better
            "p95": ("latency_p95_ms", False), "p99": ("latency_p99_ms", False),
-           "stalls": ("stall_pct", False)}  # stalls: `tails`
+           "tail": ("tail_ratio", False)}  # tail: p99 ÷ p50 of the step, `tails`
 SYSBENCH_TABLES = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency",
-                   "stalls": "stall rate"}  # a sysbench study's verdict tables, and their words
+                   "tail": "tail ratio (p99 ÷ p50)"}  # a sysbench study's verdict tables, and their words
 
 
 @dataclass(frozen=True, kw_only=True)

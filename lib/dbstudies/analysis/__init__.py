@@ -101,7 +101,7 @@ def aa_table(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,
 # ---------------------------------------------------------------- sysbench scaling studies
 
 def summary(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per workload × arm × threads: QPS, p95, p99 and the stall rate where the steps have it
+    """Per workload × arm × threads: QPS, p50, p95, p99 and the tail ratio where the steps have them
     (median, min, max, CV, CI), CPU, busy steps."""
     return step_summary(steps, ["workload", "arm", "threads"],
                         {k: col for k, (col, _) in METRICS.items() if col in steps})

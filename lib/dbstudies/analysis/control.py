@@ -14,8 +14,8 @@ What a pause of `pause_ms` every `every_s` seconds must do, in the closed loop o
   exceeds its tail 1 − q, and then to about pause_ms: a pause hides from p99 where few
   threads run many transactions (coordinated omission: the closed loop does not send what
   would have arrived during the pause; the latency study's open loop does).
-- the **stall rate** (transactions slower than the cell's T, `tails`) rises by d where
-  pause_ms ≥ T: to be found where d is at least 5 × the baseline's own stall share.
+- the **tail ratio** (a step's p99 over its own p50, `tails`) rises where p99 does, as long
+  as p50 stays: where fewer than a quarter of the transactions wait (`BODY`; more: borderline).
 
 Each cell × metric is *expected* (the pause must show), *not expected* (its direct effect is
 too small to show: a difference there goes beyond this model), *under the MDE* (throughput:
@@ -34,16 +34,16 @@ from ..studykit import Arm
 from . import BY, METRICS, design_table, interval, signed
 from .words import listing, percent
 
-WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "stalls": "stall rate",
+WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "tail": "tail ratio (p99 ÷ p50)",
          "p50": "p50 latency", "tps": "median per-second TPS", "stall_seconds": "stall seconds"}
 SECOND_METRICS = {"tps": ("median_tps", True), "p99": ("latency_p99_ms", False),  # the checkpoint study's
                   "stall_seconds": ("stall_seconds_1", False)}
 TAIL = {"p95": 0.05, "p99": 0.01}
 OPEN_TAIL = {"p99": 0.01, "p50": 0.5}   # the latency study's percentiles per offered level
 OPEN_BY = ["workload", "threads", "rate"]
-STALL_MARGIN = 5.0   # the stall rate is expected where d ≥ 5 × the baseline's stall share
 UNDER = "under the MDE"   # the pause must move the metric, by less than the table can detect
 TAIL_MARGIN = 2.0    # a percentile is expected where d ≥ 2 × its tail, not where d ≤ tail / 2
+BODY = 0.25          # p50 is taken to stay where fewer than this share of transactions wait
 COLUMNS = ["workload", "threads", "metric", "expected", "expectation", "measured", "verdict", "outcome"]
 
 
@@ -52,7 +52,7 @@ def control_arm(arms: list[Arm]) -> Arm | None:
     return next((a for a in arms if a.pause is not None), None)
 
 
-CONTROLLED = ("qps", "p95", "p99", "stalls")  # the metrics the pause's model speaks of
+CONTROLLED = ("qps", "p95", "p99", "tail")  # the metrics the pause's model speaks of
 
 
 def tables(steps: pd.DataFrame, arms: list[Arm], p: Any,
@@ -76,8 +76,7 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
     """Per cell what the pause did and met: the paused share of the control's steps
     (measured, `paused_pct`, median), pauses per step, the baseline's transactions per step,
     `delayed_pct` (d: threads × pauses over the baseline's transactions), and the baseline's
-    median p95, p99 and stall share, and the paused twin's own stall threshold T (`stall_ms`,
-    when the steps have it: its median p50 × the factor, which a short pause hardly moves)."""
+    median p95 and p99."""
     arm = control_arm(arms)
     if arm is None or steps.empty:
         return pd.DataFrame()
@@ -89,10 +88,9 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         n = np.floor(mine["seconds"] / arm.pause.every_s + 0.5)
         mine = mine.assign(pauses=n, paused_ms=n * arm.pause.pause_ms)
     mine = mine.assign(paused_pct=mine["paused_ms"] / (mine["seconds"] * 1000) * 100)
-    own_t = {"stall_ms": ("stall_ms", "median")} if "stall_ms" in mine else {}  # the twin's own T
-    got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"), **own_t)
+    got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"))
     base = steps[steps["arm"] == arms[0].label]
-    have = {c: "median" for c in ("events", "latency_p95_ms", "latency_p99_ms", "stall_pct") if c in base}
+    have = {c: "median" for c in ("events", "latency_p95_ms", "latency_p99_ms") if c in base}
     out = got.join(base.groupby(BY).agg(have), how="inner").reset_index()
     return out.assign(delayed_pct=out["threads"] * out["pauses"] / out["events"] * 100)
 
@@ -104,7 +102,7 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
     for r in exp.itertuples():
         cell = (r.workload, r.threads)
         d = r.delayed_pct / 100
-        for metric in ("qps", "p95", "p99", "stalls"):
+        for metric in CONTROLLED:
             m = mde.get(metric)
             if m is None or cell not in m.index:
                 continue
@@ -117,14 +115,10 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
                 tail, base = TAIL[metric], getattr(r, f"latency_{metric}_ms", np.nan)
                 expected, moves = _percentile(d, tail, base, pause)
                 said = f"{_share(d)} delayed, tail {tail * 100:g} %: {moves}"
-            else:
-                limit, own = getattr(r, "stall_ms", np.nan), getattr(r, "stall_pct", np.nan) / 100
-                if not limit == limit:
-                    continue
-                over = pause.pause_ms >= limit
-                expected = _three(over and d >= STALL_MARGIN * own, pause.pause_ms < limit / 2 or d < own / 2)
-                said = (f"{_share(d)} delayed {'over' if over else 'under'} T = {limit:.3g} ms; "
-                        f"baseline {_share(own)}")
+            else:  # the tail ratio: p99's move over a p50 that stays
+                expected, moves = _percentile(d, TAIL["p99"], getattr(r, "latency_p99_ms", np.nan), pause)
+                expected = expected if d < BODY else "borderline"
+                said = f"{_share(d)} delayed: p99 {moves}, p50 {'unmoved' if d < BODY else 'may move'}"
             rows.append({"workload": r.workload, "threads": int(r.threads), "metric": metric,
                          "expected": expected, "expectation": said})
     return pd.DataFrame(rows)
@@ -249,10 +243,10 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
     """The positive control's table at a glance: a row per cell, a column per metric, each
     `found: −21.9 %` — the outcome and the measured difference.
 
-    >>> t = pd.DataFrame({"workload": ["w", "w"], "threads": [8, 8], "metric": ["p99 latency", "stall rate"],
+    >>> t = pd.DataFrame({"workload": ["w", "w"], "threads": [8, 8], "metric": ["p99 latency", "tail ratio"],
     ...                   "measured": ["+3.0 % [−1, +7]", "+50.0 % [+20, +90]"], "outcome": ["as expected", "found"]})
     >>> layout(t).to_dict("records")
-    [{'workload': 'w', 'threads': 8, 'p99 latency': 'as expected: +3.0 %', 'stall rate': 'found: +50.0 %'}]
+    [{'workload': 'w', 'threads': 8, 'p99 latency': 'as expected: +3.0 %', 'tail ratio': 'found: +50.0 %'}]
     """
     by = [c for c in ("workload", "threads", "rate") if c in table]
     cell = table["outcome"] + ": " + table["measured"].str.split(" [", regex=False).str[0]
@@ -291,9 +285,8 @@ def model(pause: Pause, table: pd.DataFrame) -> str:
                "In sysbench's closed loop only the transactions in flight when a pause begins wait "
                "through it — about one per client thread per pause, a share d of the step's "
                "transactions (“delayed”) — so a percentile moves only where d exceeds its tail (5 % "
-               "for p95, 1 % for p99), to about the pause's length, and the stall rate rises by d "
-               "where the pause is longer than the cell's threshold T (to be found where d is at "
-               "least 5 × the baseline's own stall share). ")
+               "for p95, 1 % for p99), to about the pause's length, and the tail ratio (p99 ÷ p50) rises "
+               "with p99 where fewer than a quarter of the transactions wait (p50 stays). ")
     return (stop + how + "“Expected” says whether the pause must show (yes), must not (no: a "
             "difference there goes beyond this model — the server's own after-effects of a pause, "
             "such as hundreds of threads woken at once, or noise), must by less than the table can "

@@ -1,6 +1,6 @@
 """What a sysbench scaling study (thread pool, versions) answers from a run: its tables — the
-measured steps and their summary, each arm against the baseline on QPS, p95, p99 and the stall
-rate, the A/A table and its calibration, the positive control's (`control`) — and the answer
+measured steps and their summary, each arm against the baseline on QPS, p95, p99 and the tail
+ratio (p99 ÷ p50), the A/A table and its calibration, the positive control's (`control`) — and the answer
 built from them with the study's own conclusion."""
 from __future__ import annotations
 
@@ -11,39 +11,35 @@ import pandas as pd
 from .. import results, tails
 from ..results import Run
 from ..studykit import Answer, Arm
-from . import BY, METRICS, caveats, control, summary
+from . import METRICS, caveats, control, summary
 from .aa import calibration
 
 # the verdict tables of a sysbench scaling study: words → table key
 VERDICTS = {"throughput (QPS)": "qps", "p50 latency": "p50", "p95 latency": "p95", "p99 latency": "p99",
-            "stall rate": "stalls", "A/A control (QPS)": "aa"}
+            "tail ratio (p99 ÷ p50)": "tail", "A/A control (QPS)": "aa"}
 
 
 def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     """What a sysbench scaling study's answer holds: the measured `steps`, their `summary`,
     every arm against the baseline on QPS (`qps`), p50 (`p50`: the typical transaction), p95 (`p95`: the body of the latency
-    distribution, steadier than its tail), p99 (`p99`) and the stall rate (`stalls`: the share
-    of transactions slower than its arm's threshold in the cell, `tails`; `stall_limits` the thresholds)
-    by the study's `relative`, the A/A table (`aa`) and its `calibration` (`arms`: the A/A
-    twin included) — and the same calibration of the latency tables (`calibrations`: p95,
-    p99, stall rate) —, the shift function of every candidate (the paused twin included, not
-    the A/A twin) against the baseline (`shift`: `tails.shift`, for the distribution figure),
-    and with a paused twin the positive control: its table per metric (`control_tables`) and
-    what each found against what the pause must do (`control`)."""
-    steps = tails.with_stall_rate(run, results.measured(run), getattr(p, "stall_factor", tails.STALL_FACTOR))
-    limits = (steps[[*BY, "arm", "stall_ms"]].drop_duplicates().reset_index(drop=True) if "stall_ms" in steps
-              else pd.DataFrame(columns=[*BY, "arm", "stall_ms"]))
-    stalls = relative(steps, p, "stalls") if "stall_pct" in steps else pd.DataFrame()
+    distribution, steadier than its tail), p99 (`p99`) and the tail ratio (`tail`: each
+    step's p99 over its own p50, `tails`) by the study's `relative`, the A/A table (`aa`) and
+    its `calibration` (`arms`: the A/A twin included) — and the same calibration of the
+    latency tables (`calibrations`: p95, p99, tail ratio) —, the shift function of every
+    candidate (the paused twin included, not the A/A twin) against the baseline (`shift`:
+    `tails.shift`, for the distribution figure), and with a paused twin the positive control:
+    its table per metric (`control_tables`) and what each found against what the pause must
+    do (`control`)."""
+    steps = tails.with_tail_ratio(results.measured(run))
     summ = tails.with_run_p99(run, steps, summary(steps))
     paused = control.tables(steps, arms, p)
     shifted = (tails.shift(run.table(results.HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
                if run.has_table(results.HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
-    return {"steps": steps, "summary": summ, "qps": relative(steps, p), "stalls": stalls,
-            "stall_limits": limits,
-            "p50": relative(steps, p, "p50"), "p95": relative(steps, p, "p95"), "p99": relative(steps, p, "p99"),
+    return {"steps": steps, "summary": summ, "qps": relative(steps, p),
+            **{m: relative(steps, p, m) for m in ("p50", "p95", "p99", "tail")},
             "aa": relative(steps, p, aa=True),
             "calibration": calibration(steps, arms, p), "shift": shifted,
-            "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "stalls")
+            "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "tail")
                              if METRICS[m][0] in steps},
             "control_tables": paused, "control": control.found(paused, control.closed_loop(paused, run, steps, arms))}
 

@@ -9,7 +9,7 @@ said as an intent in each flavour's dialect; `thread_handling` is not dynamic, s
 server starts with it, and the pool gets one group per server CPU), the baseline — the
 baseline server's first scheduler — first; a pool a flavour lacks (MySQL community) is a
 "not available" cell. Cells: every workload × client thread count. Throughput (QPS, higher
-is better), p95 and p99 latency and the stall rate (lower is better) of every other arm are
+is better), p95 and p99 latency and the tail ratio p99 ÷ p50 (lower is better) of every other arm are
 compared with the baseline, each in its own table, one Holm family per table.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, pauses, profiler, tails
+from .. import analysis, pauses, profiler
 from .. import studykit as S
 from .. import thread_handling as sch
 from ..analysis import aa, cpu_profiles, scaling
@@ -39,7 +39,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 
 @dataclass(frozen=True, kw_only=True)
-class Params(tails.StallRate, profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
+class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
     """The experiment's parameters (a face's README.md: what each means, per profile).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
@@ -186,7 +186,7 @@ def _version_claims(p: Params) -> list[Claim]:
 
 
 def answer(run: "Run", p: Params) -> S.Answer:
-    """What the run answers: every arm against the baseline on QPS, p95, p99 and the stall
-    rate, the A/A control and its calibration, the conclusion (`analysis.scaling.answer`) and
+    """What the run answers: every arm against the baseline on QPS, p95, p99 and the tail
+    ratio, the A/A control and its calibration, the conclusion (`analysis.scaling.answer`) and
     the sources' `claims`."""
     return scaling.answer(run, p, S.with_control(arms(p), p), relative, conclusion, claims(p))
