@@ -47,9 +47,9 @@ def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,
                    candidates: list[str]) -> pd.DataFrame:
     """Per candidate × cell of `by`: the pairs with both sides (`n`), the variance of their
-    log ratios against `baseline` (`s2`, the test's; NaN below two pairs), their sum of squares
-    about zero over n − 1 (`s0` ≥ `s2`: a cell precise on `s0` is precise on `s2`) and a spread
-    about zero that one outlier does not move (`robust_s0`: (1.4826 × their
+    log ratios against `baseline` (`s2`, the test's; NaN below two pairs), their spread about
+    zero (`s0`, `stats.about_zero`: ≥ `s2`, so a cell precise on `s0` is precise on `s2`) and
+    one that one outlier does not move (`robust_s0`: (1.4826 × their
     median absolute log ratio)²). `s0` and `robust_s0` see each pair's difference only up to
     its sign — what swapping an A/A pair's labels leaves unchanged — so a run that stops on
     them keeps the test's false-positive rate (docs/statistics.md, "Measuring to a target");
@@ -57,9 +57,8 @@ def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str
     parts = []
     for cand in candidates:
         d = stats.pair_up(frame, by=by, factor="arm", baseline=baseline, candidate=cand, value=value, pair="repeat")
-        g = d.assign(sq=d["d"] ** 2, mag=d["d"].abs()).groupby(by)
-        n = g.size()
-        parts.append(pd.DataFrame({"n": n, "s2": g["d"].var(ddof=1), "s0": (g["sq"].sum() / (n - 1)).where(n >= 2),
+        g = d.assign(mag=d["d"].abs()).groupby(by)
+        parts.append(pd.DataFrame({"n": g.size(), "s2": g["d"].var(ddof=1), "s0": g["d"].agg(stats.about_zero),
                                    "robust_s0": (1.4826 * g["mag"].median()) ** 2}).reset_index().assign(candidate=cand))
     return (pd.concat(parts, ignore_index=True) if parts
             else pd.DataFrame(columns=[*by, "n", "s2", "s0", "robust_s0", "candidate"]))

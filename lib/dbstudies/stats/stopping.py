@@ -90,12 +90,24 @@ def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
     return table.assign(target_pct=target * 100, **{c: extra[c] for c in extra})
 
 
+def about_zero(d: Sequence[float]) -> float:
+    """A cell's pairs' spread as a run measured to a target judges it: the sum of their log
+    differences' squares about zero over n − 1 — never below their variance, and blind to
+    each difference's sign (what swapping an A/A pair's labels leaves unchanged), so stopping
+    on it keeps the test's false-positive rate; NaN below two pairs.
+
+    >>> round(about_zero([0.1, -0.1]), 6), round(about_zero([0.1, 0.1]), 6), about_zero([0.1])
+    (0.02, 0.02, nan)
+    """
+    d = np.asarray(d, float)
+    return float(np.sum(np.square(d)) / (len(d) - 1)) if len(d) >= 2 else math.nan
+
+
 def _mdes(values: Sequence[Sequence[float]], m: int, alpha: float = ALPHA, power: float = POWER) -> np.ndarray:
     """Every cell's MDE (a fraction, no threshold) at its own pairs, judged as the loop
-    judges it: the pairs' sum of squares about zero over n − 1 (blind to their signs), moderated across
-    the cells — `paired_mde` for all cells at once."""
+    judges it (`about_zero`), moderated across the cells — `paired_mde` for all cells at once."""
     n = np.array([len(v) for v in values], float)
-    s2, df, _ = moderated(np.array([np.sum(np.square(v)) / (len(v) - 1) for v in values]), n - 1)
+    s2, df, _ = moderated(np.array([about_zero(v) for v in values]), n - 1)
     z = sps.t.ppf(1 - alpha / (2 * m), df) + sps.t.ppf(power, df)
     return np.expm1(z * np.sqrt(s2) / np.sqrt(n))
 
