@@ -2,7 +2,7 @@
 import pytest
 
 from dbstudies import probes
-from dbstudies.probes import CPU_CLIENT, CPU_SERVER, HOST_BUSY, HOST_STEAL, HOST_TOTAL, Sampler
+from dbstudies.probes import CPU_CLIENT, CPU_SERVER, CPU_SIBLINGS, HOST_BUSY, HOST_STEAL, HOST_TOTAL, Sampler
 
 
 def recorded(rows):
@@ -21,6 +21,19 @@ def test_host_load_is_what_others_used_beyond_server_and_client():
     assert load["other_pct"] == pytest.approx(25.0)   # (3 - 1.5 - 0.5) / 4
     assert load["steal_pct"] == pytest.approx(5.0)    # 0.2 / 4
     assert s.mean_cpu() == {CPU_SERVER: pytest.approx(75.0), CPU_CLIENT: pytest.approx(25.0)}
+
+
+def test_foreign_load_leaves_the_runs_other_servers_out():
+    # as above, and the run's two idle servers used 0.4 CPU-seconds: foreign processes 0.6 of 4
+    rows = [(0, CPU_SERVER, 10.0), (0, CPU_CLIENT, 5.0), (0, CPU_SIBLINGS, 7.0), (0, HOST_TOTAL, 100.0),
+            (0, HOST_BUSY, 50.0), (0, HOST_STEAL, 1.0),
+            (2, CPU_SERVER, 11.5), (2, CPU_CLIENT, 5.5), (2, CPU_SIBLINGS, 7.4), (2, HOST_TOTAL, 104.0),
+            (2, HOST_BUSY, 53.0), (2, HOST_STEAL, 1.2)]
+    load = recorded(rows).host_load()
+    assert load["other_pct"] == pytest.approx(25.0) and load["foreign_pct"] == pytest.approx(15.0)
+    # a sibling gone before the last sample (no sum there): "other" stays, "foreign" is not said
+    lost = recorded([r for r in rows if not (r[0] == 2 and r[1] == CPU_SIBLINGS)]).host_load()
+    assert lost["other_pct"] == pytest.approx(25.0) and "foreign_pct" not in lost
 
 
 def test_host_load_needs_two_samples_and_never_goes_negative():

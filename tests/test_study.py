@@ -310,6 +310,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(arms))).all()
     assert (m.groupby(["threads", "position"])["arm"].nunique() == 2).all()
     assert m["settle_s"].isna().all()  # point selects write nothing: no server to wait for
+    # the run's other servers are up and read: what foreign processes used is the rest of "other"
+    assert m["host_foreign_pct"].notna().all() and (m["host_foreign_pct"] <= m["host_other_pct"] + 1e-9).all()
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
     steps = results.measured(run)
     assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 18

@@ -191,7 +191,9 @@ class _Loop:
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
             ctx = Context(self.p, self.run, server,
-                          _hook(self.study, "client")(self.p, server, self.client_record), warmups=self.warmups)
+                          _hook(self.study, "client")(self.p, server, self.client_record), warmups=self.warmups,
+                          siblings=lambda key=key: [c.server.pid for k, c in self.contexts.items()
+                                                    if k != key and c.server.pid is not None])
             self.contexts[key] = ctx
             server.start()
             self.check_sessions(server, arms)

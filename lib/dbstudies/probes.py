@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,7 @@ CHECKPOINT_AGE_PCT, REDO_RATE = "checkpoint_age_pct", "redo_bytes_per_s"
 BP_FILL_PCT, BP_HIT_PCT, ROWS_CHANGED = "bp_fill_pct", "bp_hit_pct", "rows_changed_per_s"
 Probe = Callable[[], Mapping[str, float]]
 CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
+CPU_SIBLINGS = "cpu_siblings_s"  # the run's other servers (a paired design keeps them up, idle)
 # context switches of every thread of server and client (cumulative, see `ThreadSwitches`)
 CS_SERVER_VOL, CS_SERVER_INVOL = "cs_server_voluntary", "cs_server_involuntary"
 CS_CLIENT_VOL, CS_CLIENT_INVOL = "cs_client_voluntary", "cs_client_involuntary"
@@ -208,13 +209,17 @@ def disk_io(device: str | None) -> dict[str, float]:
     return {DISK_READ: float(counters[device].read_bytes), DISK_WRITE: float(counters[device].write_bytes)}
 
 
-def default_probes(server: Any, client_pid: int | None) -> list[Probe]:
-    """CPU of server and client, host load, the server's I/O, its datadir's device I/O."""
+def default_probes(server: Any, client_pid: int | None, siblings: Sequence[int] = ()) -> list[Probe]:
+    """CPU of server and client (and, given their pids, of the run's other servers together),
+    host load, the server's I/O, its datadir's device I/O."""
     pid = server.pid
     device = device_of(server.datadir) if getattr(server, "datadir", None) else None
 
     def cpu() -> dict[str, float]:
         found = {name: cpu_seconds(p) for name, p in ((CPU_SERVER, pid), (CPU_CLIENT, client_pid))}
+        if siblings:
+            theirs = [cpu_seconds(p) for p in siblings]
+            found[CPU_SIBLINGS] = None if None in theirs else sum(theirs)  # one gone: no sum over the span
         return {k: v for k, v in found.items() if v is not None}
     return [cpu, host_cpu_seconds, lambda: process_io(pid), lambda: disk_io(device),
             ThreadSwitches(pid, (CS_SERVER_VOL, CS_SERVER_INVOL)),
@@ -225,8 +230,9 @@ class Sampler:
     """Samples one server while a sysbench run goes on (a sysbench.Observer)."""
 
     def __init__(self, server: Any, interval: float = 1.0, variables=DEFAULT_STATUS,
-                 on_rows: Callable[[pd.DataFrame], None] | None = None):
+                 on_rows: Callable[[pd.DataFrame], None] | None = None, siblings: Sequence[int] = ()):
         self.server = server
+        self.siblings = tuple(siblings)  # pids of the run's other servers, up while this one is measured
         self.on_rows = on_rows  # each second's rows as they are taken (streamed to disk)
         self.interval = interval
         self.variables = tuple(variables)
@@ -241,7 +247,7 @@ class Sampler:
         self._conn = self.server.connect()
         names = ",".join(f"'{v}'" for v in self.variables)
         self._sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
-        self._probes = default_probes(self.server, client_pid)
+        self._probes = default_probes(self.server, client_pid, self.siblings)
         self._thread = threading.Thread(target=self._loop, args=(t0,), daemon=True,
                                         name="dbstudies-sampler")
         self._thread.start()
@@ -288,12 +294,15 @@ class Sampler:
         df = self.frame()
         wide = df.pivot_table(index="second", columns="variable", values="value", aggfunc="last")
         cols = [c for c in (CPU_SERVER, CPU_CLIENT, *HOST_VARIABLES) if c in wide]
-        wide = wide[cols].dropna()
-        if len(wide) < 2:
+        both = wide[cols].dropna()
+        if len(both) < 2:
             return {}
         offsets = df.groupby("second")["offset_s"].first()
-        out = (wide.iloc[-1] - wide.iloc[0]).to_dict()
-        out["span"] = offsets[wide.index[-1]] - offsets[wide.index[0]]
+        first, last = both.index[0], both.index[-1]
+        out = (both.loc[last] - both.loc[first]).to_dict()
+        out["span"] = offsets[last] - offsets[first]
+        if CPU_SIBLINGS in wide and wide[CPU_SIBLINGS][[first, last]].notna().all():  # over the same span
+            out[CPU_SIBLINGS] = wide.at[last, CPU_SIBLINGS] - wide.at[first, CPU_SIBLINGS]
         return out
 
     def per_transaction(self, tps: float) -> dict[str, float]:
@@ -323,13 +332,19 @@ class Sampler:
 
     def host_load(self) -> dict[str, float]:
         """How busy the host was apart from server and client over the sampled span, in % of
-        the whole machine: {"other_pct": …, "steal_pct": …} (empty with < 2 samples)."""
+        the whole machine: {"other_pct": …, "steal_pct": …} (empty with < 2 samples), and
+        where the run's other servers were read, "foreign_pct": what processes outside the
+        run used — a load no arm can have caused (the other servers' background work can
+        be an arm's)."""
         d = self._deltas()
         if HOST_TOTAL not in d or not d[HOST_TOTAL]:
             return {}
         ours = d.get(CPU_SERVER, 0.0) + d.get(CPU_CLIENT, 0.0)
-        return {"other_pct": max(0.0, d[HOST_BUSY] - ours) / d[HOST_TOTAL] * 100,
-                "steal_pct": d[HOST_STEAL] / d[HOST_TOTAL] * 100}
+        out = {"other_pct": max(0.0, d[HOST_BUSY] - ours) / d[HOST_TOTAL] * 100,
+               "steal_pct": d[HOST_STEAL] / d[HOST_TOTAL] * 100}
+        if CPU_SIBLINGS in d:
+            out["foreign_pct"] = max(0.0, d[HOST_BUSY] - ours - d[CPU_SIBLINGS]) / d[HOST_TOTAL] * 100
+        return out
 
 
 def _is_number(value: Any) -> bool:
@@ -389,7 +404,7 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     lsn = next((c for c in ("Innodb_lsn_current", "Innodb_redo_log_current_lsn") if c in wide), None)
     if lsn is not None:
         out[REDO_RATE] = wide[lsn].diff().div(dt, axis=0)
-    for col in (CPU_SERVER, CPU_CLIENT):
+    for col in (CPU_SERVER, CPU_CLIENT, CPU_SIBLINGS):
         if col in out:
             out[col] = out[col] * 100
     if {"Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total"} <= set(wide):
@@ -401,7 +416,8 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     if changed:
         out[ROWS_CHANGED] = out[changed].sum(axis=1, min_count=1)
     out = out.drop(columns=[c for c in HOST_VARIABLES if c in out])
-    return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct"})
+    return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct",
+                                        CPU_SIBLINGS: "cpu_siblings_pct"})
 
 
 # ---------------------------------------------------------------- an idle server settles

@@ -65,19 +65,20 @@ STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "fl
                              "variable": "str", "value": "float64"},
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
 
-STEPS = Table("steps", 4, {
+STEPS = Table("steps", 5, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
     "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
     "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
     "reconnects": "int64", "latency_min_ms": "float64", "latency_avg_ms": "float64",
     "latency_max_ms": "float64", "latency_p50_ms": "float64", "latency_p95_ms": "float64",
     "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
-    "host_other_pct": "float64", "host_steal_pct": "float64", "host_busy": "bool",
-    "pair": "int64", "position": "int64", "settle_s": "float64",
+    "host_other_pct": "float64", "host_steal_pct": "float64", "host_foreign_pct": "float64",
+    "host_busy": "bool", "pair": "int64", "position": "int64", "settle_s": "float64",
     **{column: "float64" for column in COSTS},
 }, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
    "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
-   "other processes, % of the machine; host_busy: other or steal above the limits; pair: "
+   "other processes, % of the machine; host_foreign_pct (v5): the same without the run's other "
+   "servers (NaN: none up, or a run before v5); host_busy: other or steal above the limits; pair: "
    "the pair of a paired design's round (its arms' steps of one cell, back to back; 0 in "
    "the block design), position: the step's place in it; settle_s: seconds waited after "
    "the step for its server's flushing to settle (NaN: not waited, nothing written); "

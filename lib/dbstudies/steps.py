@@ -62,6 +62,7 @@ class Context:
     cells: list[dict[str, Any]] = field(default_factory=list)  # the block's cells, in their order
     memo: dict[str, Any] = field(default_factory=dict)      # the study's own notes across blocks
     session: dict[str, Any] = field(default_factory=dict)   # settings the arm's sessions set (shared server)
+    siblings: Callable[[], list[int]] = lambda: []           # pids of the run's other servers up now
 
     def start_settings(self) -> dict[str, Any]:
         """The arm's settings for a (cold) start of its server: none on a shared server,
@@ -198,7 +199,8 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     pause = ctx.arm.pause if measured and ctx.arm is not None else None
     pauser = pauses.Pauser(ctx.server.pid, pause) if pause is not None and ctx.server.pid else None
     try:
-        sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])))
+        sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])),
+                          siblings=ctx.siblings())
         if recorder is not None:
             recorder.arm()  # perf set up before the step starts; it records from the step's start
         rate = cell.get("rate")  # an offered load: open loop
@@ -303,7 +305,7 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
             "latency_avg_ms", "latency_max_ms", "latency_p50_ms", "latency_p95_ms",
             "latency_p99_ms")},
         "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
-        "host_other_pct": other, "host_steal_pct": steal,
+        "host_other_pct": other, "host_steal_pct": steal, "host_foreign_pct": host.get("foreign_pct", np.nan),
         "host_busy": _busy(host), "pair": cell.get("pair", 0), "position": cell.get("position", 0),
         "settle_s": attempt.settle_s, **sampler.per_transaction(t["tps"]),
     }]))
