@@ -36,8 +36,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     # measured here (2 vCPUs): run-to-run CV of a step is ≈ 18 % whatever its length (host
     # contention drifts over seconds), so repeats buy more than long steps: 3-s steps. A
     # precision, not a number of rounds: QPS to 20 %, p95 to 25 % where 20 minutes can take it
-    # (4 first rounds, then rounds where a cell is short) — measured 2026-11-26: 20.1 min, 5 of
-    # 8 cells met both, QPS 15 % in the median cell (16 fixed rounds: 13–19 %, ≈ 20 min)
+    # (4 first rounds, then rounds where a cell is short) — measured 2026-11-26: 20.1 min, 6 of
+    # 8 cells reached both, QPS 15 % in the median cell (16 fixed rounds: 13–19 %, ≈ 20 min)
     "quick": dict(_COMMON, workloads=["oltp_point_select", "oltp_read_only"],
                   threads=[1, 16, 64, 256], tables=4, table_size=100_000, warmup=2, duration=3,
                   repeats=4, budget=20, target={"qps": 0.20, "p95": 0.25}),
