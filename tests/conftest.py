@@ -305,6 +305,7 @@ def live_kinds(argv: list[str]) -> set[str]:
     if "dbstudies" in names:
         verb = names[names.index("dbstudies") + 1] if names.index("dbstudies") + 1 < len(names) else ""
         out |= {"run": {"server", "notebook"}, "sweep": {"server", "notebook"}, "report": {"notebook"},
+                "replicate": {"server", "notebook"},
                 "lab": {"notebook"}, "plan": set()}.get(verb, set())
     return out
 

@@ -6,13 +6,15 @@ servers that would not fit this machine's memory. Every problem is a line of one
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Mapping
 
-from . import live, servers
+from . import archive, live, paths, servers
 from . import params as P
+from .errors import ReplicationError
 from .results import Run, find_run
 from .schedule import design, round_seconds, server_key, servers_needed
-from .studykit import Arm, StudyModule, StudyParams, arms_of
+from .studykit import Arm, StudyModule, StudyParams, arms_of, study_name
 
 # memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
 # connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
@@ -25,7 +27,10 @@ def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> Stu
     applied (each problem a line of one `ParamError`, before anything starts); on a remote
     target no arm may need a restart or a config change; a time budget must hold two rounds
     (with a precision `target`: its first `repeats` rounds);
-    the servers kept up at once must fit this machine's memory."""
+    the servers kept up at once must fit this machine's memory. With `replicate`, the
+    profile and parameters are the named run's (`replication_base`)."""
+    if overrides.get("replicate"):
+        profile, overrides = replication_base(study, overrides)
     p = P.from_profile(study.Params, study.PROFILES, profile, overrides)
     arms = arms_of(study, p)
     problems = remote_problems(arms, p) + target_problems(p)
@@ -40,6 +45,49 @@ def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> Stu
     if problems:
         raise P.ParamError(problems)
     return p
+
+
+def replication_base(study: StudyModule, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The profile and parameters a replication of the run `given["replicate"]` (a run
+    directory or a packed run) measures with: every parameter as that run recorded it, its
+    own copies of the user's workload scripts (each checked against the SHA-256 it recorded),
+    the analysis parameters (`ANALYSIS`) as `given` where given. One line
+    (`ReplicationError`), before anything is written, when the run is of another study, when
+    this machine lacks one of its server flavours, or a workload script's copy is missing or
+    differs — or when `given` changes a measurement parameter (a replication measures what
+    the original did)."""
+    original = archive.open_run(given["replicate"])
+    meta, name = original.metadata, original.path.name
+    if meta.get("study") != study_name(study):
+        raise ReplicationError(f"replicate: run {name} is a {meta.get('study')} run, not {study_name(study)}")
+    recorded = dict(meta.get("parameters") or {})
+    profile = recorded.pop("profile", "quick")
+    here = set(servers.list_flavours())
+    for flavour in sorted({s["flavour"] for s in meta.get("servers") or [] if s.get("flavour")} - here):
+        raise ReplicationError(f"replicate: run {name} measured the server flavour {flavour}, which this machine "
+                               f"does not have (no env/servers/{flavour}.toml; `dbstudies servers add` makes one)")
+    copies = {}
+    for kept in meta.get("workload_scripts") or []:
+        copy = original.path / kept["copy"]
+        if not copy.is_file() or paths.sha256(copy) != kept["sha256"]:
+            state = "is missing" if not copy.is_file() else "is not the script it ran (SHA-256 differs)"
+            raise ReplicationError(f"replicate: run {name}'s copy of its workload script {kept['workload']} "
+                                   f"{state} ({kept['copy']})")
+        copies[kept["workload"]] = str(copy)
+    if "workloads" in recorded:
+        recorded["workloads"] = [copies.get(w, w) for w in recorded["workloads"]]
+    known, analysis = P.fields(study.Params), study.Params.ANALYSIS
+    differs = [f"{k} = {v!r} (the run's: {recorded.get(k)!r})" for k, v in given.items()
+               if v is not None and k in recorded and k not in analysis and k not in ("replicate", "profile")
+               and _text(v) != _text(recorded[k])]
+    if differs:
+        raise ReplicationError("replicate: a replication measures with the original's parameters; drop "
+                               + "; ".join(differs))
+    source = Path(given["replicate"]).expanduser()
+    where = archive.origin(original) or str(original.path)
+    return profile, {**{k: v for k, v in recorded.items() if k in known},
+                     **{k: v for k, v in given.items() if k in analysis and v is not None},
+                     "replicate": str(source.resolve()) if source.exists() else where}
 
 
 def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:

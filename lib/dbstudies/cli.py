@@ -8,6 +8,9 @@ papermill into a new run directory, render its report.
     dbstudies clean
     dbstudies export data/runs/thread_pool/<run-id> --format csv
     dbstudies compare data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
+    dbstudies pack data/runs/thread_pool/<run-id>          # one file to share
+    dbstudies replicate data/packs/thread_pool-<run-id>.run.tar.gz
+    dbstudies pool data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
     dbstudies servers [provision mysql-9.7]
     dbstudies servers add mine ~/build/mariadb [--runtime mariadb-11.8]
     dbstudies report data/runs/thread_pool/<run-id>
@@ -69,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="show the notebook's output as it runs (default: a progress bar)")
     runs = sub.add_parser("runs", help="list runs: status, size, duration, parameters changed "
                                        "from the profile (marks runs whose owner is gone abandoned)")
-    runs.add_argument("study", nargs="?", help="only this study's runs")
+    runs.add_argument("study", nargs="?", help="only this study's runs (or a packed run: its line)")
     clean = sub.add_parser("clean", help="remove what abandoned, failed or interrupted runs left "
                                          "behind (server datadirs, socket directories)")
     for p in (runs, clean):
@@ -86,10 +89,27 @@ def _parser() -> argparse.ArgumentParser:
                      "the libraries the binary needs (e.g. mysql-9.7)")
     srv.add_argument("--servers-dir", type=Path, default=paths.SERVERS_DIR,
                      help="add: where NAME.toml is written (default: env/servers)")
-    cmp = sub.add_parser("compare", help="run B against run A (same study): the comparison "
-                         "table per configuration and cell (not interleaved: drift is confounded)")
-    cmp.add_argument("run_a", type=Path, help="the baseline run")
+    cmp = sub.add_parser("compare", help="run B against run A (same study): first their effects (each "
+                         "arm against the baseline inside each run: did A's answer hold in B?), then their "
+                         "values per configuration and cell (not interleaved: drift is confounded)")
+    cmp.add_argument("run_a", type=Path, help="the baseline run (a directory or a packed run)")
     cmp.add_argument("run_b", type=Path)
+    pck = sub.add_parser("pack", help="write a run as one file to share (tables, metadata, notebook, "
+                         "report, its workload scripts, each server's my.cnf; no datadir)")
+    pck.add_argument("run_dir", type=Path)
+    pck.add_argument("--out", type=Path, default=None,
+                     help="the archive (default: data/packs/<study>-<run-id>.run.tar.gz)")
+    rpl = sub.add_parser("replicate", help="measure a run again here — its study, parameters, workload "
+                         "scripts and server flavours — and say per cell whether its answer held")
+    rpl.add_argument("run_dir", type=Path, help="a run directory or a packed run (`dbstudies pack`)")
+    rpl.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
+                     help="where the replication's run directory is created (default: data/runs)")
+    rpl.add_argument("--kernel", default=None, help="as for `run`")
+    rpl.add_argument("-v", "--verbose", action="store_true", help="as for `run`")
+    pool = sub.add_parser("pool", help="several runs of a study as one estimate per cell (random "
+                          "effects), with the spread between runs (τ, I²)")
+    pool.add_argument("runs", type=Path, nargs="+", help="run directories or packed runs (at least two)")
+    pool.add_argument("--csv", type=Path, default=None, help="also write the pooled tables here")
     cmp.add_argument("--metric", choices=("qps", "p99"), default="qps")
     cmp.add_argument("--csv", type=Path, default=None, help="also write the whole table here")
     swp = sub.add_parser("sweep", help="run a study over a grid of parameter sets (YAML), "
@@ -143,10 +163,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         return lab.main(args.port)
     if args.command in ("sweep", "scheduler", "worker"):
         return _sweep_commands(args)
-    from . import results, runner
+    if args.command in ("pack", "replicate", "pool"):
+        from . import sharing
+        if args.command == "pack":
+            return sharing.pack(args.run_dir, args.out)
+        if args.command == "pool":
+            return sharing.pool(args.runs, args.csv)
+        return sharing.replicate(args.run_dir, args.runs_dir, args.kernel, args.verbose)
+    from . import archive, results, runner
     if args.command == "report":
         from .render import render
-        run = runner.variant_of(results.Run.open(args.run_dir), args.parameter)
+        run = runner.variant_of(archive.open_run(args.run_dir), args.parameter)
         if args.analyse or not run.notebook.exists():
             print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
                   f"{run.status} steps", file=sys.stderr, flush=True)
@@ -160,7 +187,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "clean":
         return _clean(args.runs_dir)
     if args.command == "export":
-        run = results.Run.open(args.run_dir)
+        run = archive.open_run(args.run_dir)
         out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
         for f in results.export_tables(run, out, args.format):
             print(f)
@@ -182,11 +209,12 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _runs(which: str | None, runs_dir: Path) -> int:
     """One line per run (of the study `which`, a name or a study's folder), oldest first."""
-    from . import ownership, results
+    from . import archive, ownership, results
+    packed = which is not None and archive.is_archive(which)
     # an unknown study is an error, not an empty list
-    study_name = None if which is None else studykit.study_name(study.load(which))
+    study_name = None if which is None or packed else studykit.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
-    for run in results.list_runs(study_name, runs_dir):
+    for run in [archive.open_run(which)] if packed else results.list_runs(study_name, runs_dir):
         meta, status = run.metadata, ownership.check_abandoned(run)
         print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
               f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
@@ -226,9 +254,11 @@ def _clean(runs_dir: Path) -> int:
 
 
 def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
-    from . import analysis, results, stats
+    from . import analysis, archive, sharing, stats
     from .analysis import runs
-    run_a, run_b = results.Run.open(path_a), results.Run.open(path_b)
+    run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
+    if sharing.compare_effects(run_a, run_b):
+        print("\nValues (each configuration of run B against the same configuration of run A):")
     table = runs.compare_runs(run_a, run_b, metric)
     view = table.assign(
         delta=table["delta_pct"].map("{:+.1f}%".format),

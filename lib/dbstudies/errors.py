@@ -19,6 +19,11 @@ class ParamError(DbStudiesError, ValueError):
         super().__init__("invalid parameters:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class ReplicationError(DbStudiesError, ValueError):
+    """A run cannot be replicated here (a flavour this machine lacks, a workload script the
+    run did not keep): one line, before anything is written."""
+
+
 class ConfigError(DbStudiesError, ValueError):
     """A flavour file (env/servers/*.toml), a my.cnf fragment or another configuration
     value is unknown or malformed."""

@@ -147,7 +147,7 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
     name = {c: analysis.cell_name(dict(zip(by, c))) for c in need}
     most = sorted(noisy, key=lambda c: -noisy[c])[:3]
     undecided = [c for c in left if plain[c] > p.repeats]  # the others: decided by a difference
-    lines = [f"to the target ({precision.words({'target': p.target})}): about {spent / 60:.0f} min — "
+    lines = [f"to the target ({stats.target_words({'target': p.target})}): about {spent / 60:.0f} min — "
              f"{p.repeats} rounds of every cell ({first / 60:.0f} min), then "
              f"{int(sum(more[c] for c in funded))} pairs where a cell is short; the same MDE in every "
              f"cell with fixed rounds: {fixed} rounds, about {fixed * (restart + pair * len(cells)) / 60:.0f} min; "

@@ -158,17 +158,3 @@ def record(record: dict[str, Any], short: pd.DataFrame, left: list[Any], repeat:
                       "mde_pct": {k.removeprefix("mde_"): round(float(v), 2) for k, v in r.items()
                                   if k.startswith("mde_") and v == v}})
     return {**record, "rounds": repeat, "cells": cells}
-
-
-def words(aimed: dict[str, Any]) -> str:
-    """A run's precision target and how its rounds to it ended (`precision.record`), in words.
-
-    >>> words({"target": {"qps": 0.05, "p95": 0.25}, "stopped": "every cell met its target",
-    ...                  "cells": [{"pairs": 4}, {"pairs": 19}]})
-    'QPS 5 %, p95 25 %; every cell met its target; 4–19 pairs per cell'
-    """
-    target = ", ".join(f"{'QPS' if k == 'qps' else k} {v * 100:g} %" for k, v in aimed["target"].items())
-    pairs = [c["pairs"] for c in aimed.get("cells") or []]
-    spread = (f"; {min(pairs)}–{max(pairs)} pairs per cell" if pairs and min(pairs) != max(pairs)
-              else f"; {pairs[0]} pairs per cell" if pairs else "")
-    return target + (f"; {aimed['stopped']}" if aimed.get("stopped") else "") + spread

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from . import css, paths, precision, results
+from . import css, paths, results, stats
 from .analysis import settings
 from .errors import DbStudiesError
 from .results import Run
@@ -357,7 +357,7 @@ def _design(meta: dict[str, Any], arms: list[dict[str, Any]], params: dict[str, 
         aimed = meta.get("precision") or {}
         if aimed.get("target"):  # measured to a precision target
             rounds = (f"{aimed.get('first_rounds')} rounds of every cell, then rounds only for the cells still "
-                      f"above their target ({precision.words(aimed)}) — {aimed.get('rounds')}")
+                      f"above their target ({stats.target_words(aimed)}) — {aimed.get('rounds')}")
         n_servers = len(set((meta.get("arm_servers") or {}).values())) or len(arms)
         where = (f"each on a server of its own ({n_servers} running at once)" if n_servers == len(arms)
                  else f"on {n_servers} server{'s' if n_servers > 1 else ''} they share, each "

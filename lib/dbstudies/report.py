@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import analysis, plots, results, schedule
+from . import analysis, archive, plots, results, schedule
+from .analysis import replication as replication_of
 from .analysis import settings
+from .errors import DbStudiesError
 from .render import (
-    CONCLUSION,
-    SKIP,
     _e,
     client_commands,
     configuration,
@@ -22,6 +22,7 @@ from .render import (
     scrub_paths,
 )
 from .results import Run
+from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
 from .study import load, reference
 from .studykit import Answer
 
@@ -45,106 +46,6 @@ def where(run: Run) -> str:
         return (f"re-analysis variant {run.variant}: its report and figures go to {run.output_dir}; "
                 f"what run {run.path.name} wrote stays as it is")
     return f"run directory: {run.path}"
-
-
-def skip(text: str) -> None:
-    """Say in the notebook why a section does not apply to this run; the report leaves the
-    note out, and with it the section when nothing else in it shows."""
-    from IPython.display import Markdown, display
-    display(Markdown(f"*{text}*"), metadata={SKIP: True})
-
-
-def note(text: str) -> None:
-    """Show a line of text computed from the run (Markdown), in the notebook and the report:
-    what a static narrative cell cannot know, e.g. which design the run used."""
-    from IPython.display import Markdown, display
-    if text:
-        display(Markdown(text))
-
-
-def number(v: Any) -> str:
-    """A table cell: 12,345 · 0.012 · 1.23 · −4.5 · < 0.001 · text as it is.
-
-    >>> number(12345.6), number(0.012345), number(1.2345), number(3), number("draw"), number(-4.5), number(4.2e-07)
-    ('12,346', '0.012', '1.23', '3', 'draw', '−4.5', '< 0.001')
-    """
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if v != v:  # NaN
-        return "–"
-    if v != 0 and abs(v) < 0.001:
-        return "< 0.001" if v > 0 else "> −0.001"
-    text = f"{v:,.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.2g}" if abs(v) < 1 else f"{v:.3g}"
-    return text.replace("-", "−")
-
-
-def percent_cell(v: Any) -> str:
-    """A % column's cell: as `number`, but a size past ±10,000 % (an unbounded interval, a
-    design that cannot tell) as '> 10,000'.
-
-    >>> percent_cell(17039743.8), percent_cell(-12.34), percent_cell(float("nan"))
-    ('> 10,000', '−12.3', '–')
-    """
-    if isinstance(v, (int, float)) and v == v and abs(v) > 10_000:
-        return "> 10,000" if v > 0 else "< −10,000"
-    return number(v)
-
-
-# how a report names the columns of the library's tables (any other: underscores as spaces)
-LABELS = {
-    "median_baseline": "median, baseline", "median_candidate": "median, candidate",
-    "n_baseline": "n, baseline", "n_candidate": "n, candidate", "delta_pct": "difference %",
-    "ci_low_pct": "95 % CI from %", "ci_high_pct": "95 % CI to %",
-    "holm_ci_low_pct": "Holm-adjusted from %", "holm_ci_high_pct": "Holm-adjusted to %",
-    "p_value": "p", "p_holm": "p after Holm", "mde_pct": "smallest detectable %",
-    "sd_diff": "SD of the pairs' log ratios", "df": "degrees of freedom", "prior_df": "borrowed degrees of freedom",
-    "rank_ratio": "Hodges–Lehmann ratio", "rank_ci_level": "its CI level", "p_rank": "p, rank test",
-    "rank_ci_low_pct": "rank CI from %", "rank_ci_high_pct": "rank CI to %",
-    "cv_baseline": "CV, baseline", "cv_candidate": "CV, candidate",
-    "cpu_server_pct": "server CPU % of a core", "cpu_client_pct": "client CPU % of a core",
-    "busy_steps": "steps on a busy host", "remeasured": "attempts measured again",
-    "shift_pct": "true difference %", "tables_any_verdict": "tables with a non-draw",
-    "cells_better": "cells better", "cells_worse": "cells worse",
-    "tail_ratio": "tail ratio p99 ÷ p50",
-    "run_p99_ms": "p99 of all its transactions", "run_p99_low": "its 95 % CI from", "run_p99_high": "to",
-}
-
-
-def label(column: Any) -> str:
-    """A column as a reader names it: `LABELS`, else a code name's words ('qps_cv_pct' →
-    'qps cv %'); a header that is already words (a layout's "pool vs per-connection ·
-    /usr/share/sysbench/oltp_point_select.lua") is kept as it is, a workload's name whole.
-
-    >>> label("qps_cv_pct"), label("pool vs one · oltp_point_select")
-    ('qps cv %', 'pool vs one · oltp_point_select')
-    """
-    c = str(column)
-    if c in LABELS:
-        return LABELS[c]
-    return c.replace("_pct", " %").replace("_", " ") if re.fullmatch(r"[a-z0-9_]+", c) else c
-
-
-def table(df: "Any", columns: list[str] | None = None):
-    """A DataFrame as a report shows it: chosen columns (those it has: a blocks run's
-    comparison has no `sd_diff`), no index column, readable numbers (typographic minus, no
-    e-notation), columns named in words (`label`)."""
-    view = df[[c for c in columns if c in df.columns]] if columns else df
-    import pandas as pd
-    from pandas.api.types import is_numeric_dtype
-    text = [c for c in view.columns if not is_numeric_dtype(view[c])]
-    pct = [c for c in view.columns if str(c).endswith("_pct") and c not in text]
-    prose = [c for c in text if view[c].astype(str).str.len().max() > PROSE] if len(view) else []
-    styled = (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
-              .format(percent_cell, subset=pct)
-              .set_properties(subset=text, **{"text-align": "left"})
-              .format_index(lambda c: _e(label(c)), axis="columns")
-              .set_table_attributes("class='dbs-table'"))
-    if prose:  # long text wraps in its column (cells are one line otherwise): the table fits the page
-        styled = styled.set_td_classes(pd.DataFrame("dbs-prose", index=view.index, columns=prose))
-    return styled
-
-
-PROSE = 32  # characters: a text column with a longer value wraps (a script path, a list of costs)
 
 
 def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
@@ -421,6 +322,8 @@ def answer(said: Answer, run: Run | None = None) -> None:
     if len(verdicts):
         display(table(verdicts))
     conclusion(concluded)
+    if run is not None:
+        replication(run)  # a replication: did the original's answer hold here?
 
 
 def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
@@ -489,7 +392,68 @@ def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
     display(HTML(f"<div class='dbs-setup'>{scrub_paths(''.join(parts), run)}</div>"))
 
 
-def conclusion(markdown: str) -> None:
-    """Show a study's conclusion (Markdown), marked so that `dbstudies run` can print it."""
+# ---------------------------------------------------------------- a replication
+
+REPLICATION_COLUMNS = ["candidate", "verdict_original", "delta_pct_original", "verdict_replica", "delta_pct_replica",
+           "ratio_of_ratios", "rr_ci_low", "rr_ci_high", "p_holm", "word"]
+
+
+def original_of(run: Run) -> Run | None:
+    """The run a replication replicates (None for a run that is no replication)."""
+    given = (run.metadata.get("parameters") or {}).get("replicate")
+    return archive.open_run(given) if given else None
+
+
+def binaries_line(original: Run, run: Run) -> str:
+    """Whether each server flavour ran the same build in both runs (by the binaries' SHA-256)."""
+    def builds(r: Run) -> dict[str, str]:
+        return {s["flavour"]: s.get("binary_sha256") or "" for s in r.metadata.get("servers") or [] if s.get("flavour")}
+    a, b = builds(original), builds(run)
+    other = [f for f in a if f in b and a[f] != b[f]]
+    if not other:
+        return "Every server flavour ran the same build in both runs (the same SHA-256)."
+    return ("**Another build** of " + ", ".join(f"{f} (sha256 {a[f][:12]} in the original, {b[f][:12]} here)"
+                                                 for f in other)
+            + ": the comparison of effects includes what the builds change.")
+
+
+def replication(run: Run) -> None:
+    """A replication's section of the Answer (nothing for a run that is no replication): whether
+    the original's answer held, cell by cell and in words, the two set-ups side by side (hosts,
+    versions, server binaries, the dbstudies commits) with the server settings that differ
+    between them, and a figure of effect against effect."""
     from IPython.display import Markdown, display
-    display(Markdown(markdown), metadata={CONCLUSION: True})
+    try:
+        original = original_of(run)
+    except DbStudiesError as e:
+        skip(f"The original run cannot be read here: {e}")
+        return
+    if original is None:
+        return
+    study = load(reference(run.metadata))
+    tables = replication_of.replication(study, original, run)
+    display(Markdown(f"### Did the answer of run {original.path.name} replicate?\n\nEach cell's *effect* — "
+                     "the candidate against the baseline, measured inside each run — in the original and "
+                     "here, and the ratio of the two effects with its 95 % interval (Holm across each "
+                     "table): *replicated* — the same verdict, effects not shown to differ; *consistent, "
+                     "not decisive* — a draw in one run or both, effects not shown to differ; *not "
+                     "replicated* — effects that differ beyond both runs' noise, or opposite verdicts. "
+                     "Absolute values are not compared: they move between days and hosts, both arms alike."))
+    conclusion("**Replication of run " + original.path.name + "**\n\n" + "\n".join(
+        f"- {line}" for line in replication_of.replication_lines(tables)))
+    display(table(replication_of.setups({"original": original, "replication": run}).reset_index(names="")))
+    note(binaries_line(original, run))
+    diff = replication_of.settings_diff(original, run)
+    note("No server setting differs between the two runs' servers (machine paths, ports and identities "
+         "aside)." if diff.empty else f"{len(diff)} server setting(s) differ between the two runs:")
+    if not diff.empty:
+        display(table(diff))
+    threshold = float((run.metadata.get("parameters") or {}).get("draw_threshold", 0.05))
+    plots.publish(plots.replication(tables, threshold), run, "replication",
+                  alt="Each cell's effect in the original run (x) against the replication's (y), 95 % intervals "
+                      "both ways, coloured by whether it replicated; the diagonal is the same effect.")
+    for t in tables.values():
+        by = t.attrs["by"]
+        display(Markdown(f"**{t.attrs['words']}**"))
+        display(table(t, [REPLICATION_COLUMNS[0], *by, *REPLICATION_COLUMNS[1:]]))
+

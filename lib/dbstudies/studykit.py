@@ -79,6 +79,9 @@ class StudyParams:
         "restart_every": (
             "paired design: every this many rounds all servers are restarted and warmed up, so that"
             " start-to-start variance stays in the estimate"),
+        "replicate": (
+            "a run (directory or `dbstudies pack` archive) to measure again with its parameters, "
+            "workload scripts and server flavours: did its answer hold? (docs/running.md)"),
         "align": (
             "`intent`: like for like — every server gets the same binary log (off), sync, redo "
             "flush at commit, doublewrite, character set and collation, I/O capacity, change "
@@ -98,6 +101,7 @@ class StudyParams:
     restart_every: int = 1       # paired: restart (and warm up) every server every this many rounds
     target: dict = field(default_factory=dict)  # {metric: fraction}: measure each cell until it can tell that
     align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
+    replicate: str | None = None  # a run (directory or archive) whose parameters this run measures again
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
     # parameters only the analysis reads: a finished run re-analysed at other values of these
     # gets a variant of its own (`Run.as_variant`); every other parameter is the run's

@@ -184,3 +184,19 @@ def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
             f"{' and '.join(arms) if len(arms) < 4 else 'the arms'} — {_named(diff[:listed])}"
             + (f" and {more} more (all under “Design and set-up”)" if more > 0 else "")
             + ". The verdicts include their effect.")
+
+
+def between_runs(meta_a: dict[str, Any], meta_b: dict[str, Any]) -> list[tuple[str, str, str | None, str | None]]:
+    """(arm, variable, run A's value, run B's) for every configuration variable an arm's
+    servers in both runs have and whose values differ — what differs between the set-ups of
+    two runs of a study (machine paths, ports and identities left out; key variables first)."""
+    a, b = arm_variables(meta_a), arm_variables(meta_b)
+    out = []
+    for arm in [x for x in a if x in b]:
+        common = set(a[arm]) & set(b[arm])
+        for name in [n for n in KEY_VARIABLES if n in common] + sorted(common - set(KEY_VARIABLES)):
+            machine = name not in KEY_VARIABLES and MACHINE.search(name)
+            pair = [a[arm].get(name), b[arm].get(name)]
+            if not machine and not same(pair):
+                out.append((arm, name, *pair))
+    return out

@@ -10,9 +10,10 @@ from .axes import CLIPPED, MAX_W, palette, plt, ticks_125
 from .latency import achieved, latency_vs_load, shift
 from .publish import problems, properties, publish, save
 from .queries import bars, normalised, per_query, whiskers
+from .replication import effects as replication
 from .scaling import cpu, ratios_per_round, scaling, sweep
 from .series import bands, distribution, per_second, timeline, typical
 
 __all__ = ["CLIPPED", "MAX_W", "achieved", "bands", "bars", "cpu", "distribution", "latency_vs_load",
            "normalised", "palette", "per_query", "per_second", "plt", "problems", "properties", "publish",
-           "ratios_per_round", "save", "scaling", "shift", "sweep", "ticks_125", "timeline", "typical", "whiskers"]
+           "ratios_per_round", "replication", "save", "scaling", "shift", "sweep", "ticks_125", "timeline", "typical", "whiskers"]

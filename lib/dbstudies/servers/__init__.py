@@ -37,6 +37,7 @@ from .instance import (
                   PortInUse,
                   Server,
                   ServerDied,
+                  binary_record,
                   check_port,
                   configured,
                   free_port,
@@ -45,6 +46,6 @@ from .instance import (
 
 __all__ = ["ALIGN", "ALIGNED", "SHOWN_AS", "Dialect", "add_dir", "base_intent", "size_bytes", "BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
-           "check_installed", "check_port", "configured", "disk_use", "free_port", "instance", "known_options", "list_flavours",
+           "binary_record", "check_installed", "check_port", "configured", "disk_use", "free_port", "instance", "known_options", "list_flavours",
            "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
            "render_cnf", "same_value", "unknown_settings"]

@@ -11,7 +11,7 @@ target says how many more pairs it would have needed."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -184,3 +184,17 @@ def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 
                      "cells_better": better / (draws * cells), "cells_met": met / (draws * cells),
                      "pairs_per_cell": spent / (draws * cells), "fixed_pairs": most})
     return pd.DataFrame(rows)
+
+
+def target_words(aimed: dict[str, Any]) -> str:
+    """A run's precision target and how its rounds to it ended (`precision.record`), in words.
+
+    >>> target_words({"target": {"qps": 0.05, "p95": 0.25}, "stopped": "every cell met its target",
+    ...                  "cells": [{"pairs": 4}, {"pairs": 19}]})
+    'QPS 5 %, p95 25 %; every cell met its target; 4–19 pairs per cell'
+    """
+    target = ", ".join(f"{'QPS' if k == 'qps' else k} {v * 100:g} %" for k, v in aimed["target"].items())
+    pairs = [c["pairs"] for c in aimed.get("cells") or []]
+    spread = (f"; {min(pairs)}–{max(pairs)} pairs per cell" if pairs and min(pairs) != max(pairs)
+              else f"; {pairs[0]} pairs per cell" if pairs else "")
+    return target + (f"; {aimed['stopped']}" if aimed.get("stopped") else "") + spread

@@ -1,0 +1,219 @@
+"""Runs of one study compared on their effects: a replication (`replication`: did the
+original's answer hold in the replica?) and a pool of runs (`pooled`: several nights, or the
+hosts of a sweep, as one estimate with its between-run spread) — `stats.replication` on the
+comparison tables of each run.
+
+A run's tables here are its study's `paired_tables` (what `dbstudies plan` predicts and a
+precision `target` names: QPS, p95, p99 and the tail ratio for the sysbench studies), every
+compared arm against the baseline in the design the run was measured in, with the run's own
+draw threshold — the verdicts its report gave. Absolute values never enter: the same profile
+on the same host a few days apart moved the baseline's medians by 21–30 % while effects,
+measured inside each run, cancel what moves both arms.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Sequence
+
+import pandas as pd
+
+from .. import precision, stats
+from ..errors import StoreError
+from ..results import Run
+from ..studykit import METRICS, StudyModule
+from . import design_table, threshold
+from .settings import between_runs
+
+KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
+
+
+def higher_is_better(study: StudyModule, metric: str) -> bool:
+    """Whether more is better in a study's table `metric`: the sysbench metrics' and the
+    study's own `METRICS` (column, higher is better, …) say; any other table a study
+    predicts is a latency or a time (lower is better)."""
+    if metric in METRICS:
+        return METRICS[metric][1]
+    own = (getattr(study, "METRICS", None) or {}).get(metric)
+    return bool(own[1]) if own and isinstance(own[1], bool) else False
+
+
+def compared(run: Run) -> tuple[str, list[str]]:
+    """The run's baseline and every other arm — its controls too: an A/A twin's effect
+    should replicate as none, a paused twin's as the harm its pauses did."""
+    labels = [a["label"] for a in run.metadata.get("arms") or []]
+    if not labels:
+        raise StoreError(f"run {run.path.name} records no arms: no effects to compare")
+    return labels[0], labels[1:]
+
+
+def effects(study: StudyModule, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
+    """A run's comparison tables: {metric: (words, cell columns, table)} — every arm against
+    the baseline per cell (`compared`), by the rule and with the draw threshold the run's
+    report used, one Holm family per table (empty tables left out)."""
+    p = run.metadata.get("parameters") or {}
+    rule = SimpleNamespace(draw_threshold=p.get("draw_threshold", stats.THRESHOLD), target=p.get("target") or {})
+    baseline, candidates = compared(run)
+    out = {}
+    for metric, (words, frame, by, value) in precision.paired_tables(study, run).items():
+        if frame.empty or value not in frame:
+            continue
+        t = design_table(frame, by=by, factor="arm", baseline=baseline, candidates=candidates, value=value,
+                         higher_is_better=higher_is_better(study, metric), threshold=threshold(rule, metric))
+        if not t.empty:
+            out[metric] = (words, list(by), t)
+    return out
+
+
+def same_comparisons(runs: Sequence[Run]) -> None:
+    """A clear error unless the runs are of one study and compare the same arms with the same
+    baseline."""
+    studies = {r.metadata.get("study") for r in runs}
+    if len(studies) > 1:
+        raise StoreError("runs of different studies cannot be compared on their effects: "
+                         + ", ".join(f"{r.path.name} is {r.metadata.get('study')}" for r in runs))
+    arms = [compared(r) for r in runs]
+    if any(a[0] != arms[0][0] for a in arms):
+        raise StoreError("the runs compare against different baselines: "
+                         + ", ".join(f"{r.path.name}: {a[0]}" for r, a in zip(runs, arms)))
+    if not set(arms[0][1]).intersection(*(set(a[1]) for a in arms[1:])):
+        raise StoreError("the runs have no compared arm in common: "
+                         + "; ".join(f"{r.path.name}: {', '.join(a[1])}" for r, a in zip(runs, arms)))
+
+
+def replication(study: StudyModule, original: Run, replica: Run) -> dict[str, pd.DataFrame]:
+    """Per table the two runs share: `stats.replication_table` of the replica's effects
+    against the original's, per compared arm × cell both measured (one Holm family per
+    table); `attrs`: words, the cell columns, the cells only one run has."""
+    same_comparisons([original, replica])
+    a, b = effects(study, original), effects(study, replica)
+    out = {}
+    for metric in [m for m in a if m in b]:
+        words, by, ta = a[metric]
+        tb = b[metric][2]
+        keys = ["candidate", *by]
+        t = stats.replication_table(ta, tb, keys)
+        if t.empty:
+            continue
+        t.attrs.update(words=words, by=by, metric=metric,
+                       only_original=sorted(_cells(ta, keys) - _cells(tb, keys)),
+                       only_replica=sorted(_cells(tb, keys) - _cells(ta, keys)))
+        out[metric] = t
+    if not out:
+        raise StoreError(f"runs {original.path.name} and {replica.path.name} have no comparison × cell in common")
+    return out
+
+
+def _cells(t: pd.DataFrame, keys: list[str]) -> set[tuple[str, ...]]:
+    return set(map(tuple, t[keys].astype(str).to_numpy().tolist()))
+
+
+def pooled(study: StudyModule, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
+    """Per table: `stats.pooled_table` over the runs' effects (each row: a compared arm × cell
+    at least two runs measured)."""
+    if len(runs) < 2:
+        raise StoreError("pool: name at least two runs of one study")
+    same_comparisons(runs)
+    per_run = [effects(study, r) for r in runs]
+    out = {}
+    first = runs[0].metadata.get("parameters") or {}
+    for metric in [m for m in per_run[0] if all(m in e for e in per_run)]:
+        words, by, _ = per_run[0][metric]
+        rule = SimpleNamespace(draw_threshold=first.get("draw_threshold", stats.THRESHOLD), target=first.get("target") or {})
+        t = stats.pooled_table([e[metric][2] for e in per_run], ["candidate", *by],
+                               threshold=threshold(rule, metric), higher_is_better=higher_is_better(study, metric))
+        if not t.empty:
+            t.attrs.update(words=words, by=by, metric=metric)
+            out[metric] = t
+    return out
+
+
+# ---------------------------------------------------------------- in words
+
+def cell_name(row: Any, by: Sequence[str]) -> str:
+    """'pool-of-threads at oltp_read_only @16' (threads after an @, other cell columns as they are)."""
+    parts = [f"@{getattr(row, c)}" if c == "threads" else str(getattr(row, c)) for c in by]
+    return f"{row.candidate} at {' '.join(parts)}"
+
+
+def signed(x: float) -> str:
+    """'+4.1' / '−19.0' (a true minus sign)."""
+    return f"{x:+.1f}".replace("-", "−")
+
+
+def effect_text(delta_pct: float, low: float, high: float) -> str:
+    """'−19.0 % [−24.1, −14.2]' (a ratio's CI given as ratios)."""
+    return f"{signed(delta_pct)} % [{signed((low - 1) * 100)}, {signed((high - 1) * 100)}]"
+
+
+def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[str]:
+    """The Answer in words of a replication, one line per table: how many of the original's
+    decisive cells (better or worse) replicated, with up to `named` cells of each kind named
+    with both effects."""
+    lines = []
+    for t in tables.values():
+        words, by = t.attrs["words"], t.attrs["by"]
+        decisive = t[t["verdict_original"].isin(stats.replication.DECISIVE)]
+        held = decisive[decisive["word"] == stats.REPLICATED]
+        failed = t[t["word"] == stats.NOT_REPLICATED]
+        head = (f"**{words}**: {len(held)} of {len(decisive)} decisive cell{'s' if len(decisive) != 1 else ''} "
+                f"of the original replicated" if len(decisive) else f"**{words}**: the original decided no cell")
+        said = [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % replicated "
+                f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here)"
+                for r in held.head(named).itertuples()]
+        said += [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % did not "
+                 f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here; ratio of the "
+                 f"effects {r.ratio_of_ratios:.2f} [{r.rr_ci_low:.2f}, {r.rr_ci_high:.2f}])"
+                 for r in failed.head(named).itertuples()]
+        rest = len(t) - len(held.head(named)) - len(failed.head(named))
+        lines.append(head + (": " + "; ".join(said) if said else "") + "." +
+                     (f" {len(failed)} not replicated in all, {(t['word'] == stats.CONSISTENT).sum()} "
+                      f"consistent but not decisive (of {len(t)} cells)." if rest > 0 else ""))
+    return lines
+
+
+def pooled_lines(tables: dict[str, pd.DataFrame], k: int) -> list[str]:
+    """The Answer in words of a pool of `k` runs, one line per table: the verdicts on the
+    pooled effects, the median cell's MDE pooled against one run's, and the cells whose runs
+    disagree more than their own noise explains (Q test, Holm)."""
+    lines = []
+    for t in tables.values():
+        words, by = t.attrs["words"], t.attrs["by"]
+        counts = t["verdict"].value_counts()
+        verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
+        ratio = (t["mde_pct"] / t["mde_runs_pct"]).median()
+        het = t[t["p_het_holm"] < stats.ALPHA]
+        line = (f"**{words}** over {k} runs: {verdicts}; MDE in the median cell {t['mde_pct'].median():.0f} % "
+                f"pooled against {t['mde_runs_pct'].median():.0f} % for one run (× {ratio:.2f}; 1/√{k} = "
+                f"{k ** -0.5:.2f} when the runs agree)")
+        if het.empty:
+            line += "; no cell's runs disagree more than their own noise explains."
+        else:
+            line += (f"; the runs disagree beyond their own noise in {len(het)} cell{'s' if len(het) != 1 else ''}: "
+                     + "; ".join(f"{cell_name(r, by)} (τ {r.tau_pct:.0f} %, I² {r.i2:.0%})" for r in het.head(4).itertuples())
+                     + " — there the pooled interval carries the between-run spread.")
+        lines.append(line)
+    return lines
+
+
+def setups(runs: dict[str, Run]) -> pd.DataFrame:
+    """The runs' headers side by side (one column per run, labelled by the keys of `runs`):
+    host, CPUs, kernel, when, the dbstudies commit, and every server's version and SHA-256."""
+    rows: dict[str, dict[str, str]] = {}
+    for label, run in runs.items():
+        m = run.metadata
+        h, git = m.get("host") or {}, m.get("dbstudies") or {}
+        col = {"run": run.path.name, "host": f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)",
+               "kernel": str(h.get("kernel")), "started": str(m.get("created_at", ""))[:19],
+               "dbstudies commit": f"{str(git.get('commit'))[:10]}{' (dirty)' if git.get('dirty') else ''}"}
+        for s in m.get("servers") or []:
+            if str(s.get("label", "")).startswith("prepare "):
+                continue
+            col[f"server {s.get('label')}"] = f"{s.get('version')}, sha256 {str(s.get('binary_sha256'))[:12]}"
+        rows[label] = col
+    return pd.DataFrame(rows)
+
+
+def settings_diff(original: Run, replica: Run) -> pd.DataFrame:
+    """Per arm, the server settings whose values differ between the two runs."""
+    return pd.DataFrame(between_runs(original.metadata, replica.metadata),
+                        columns=["arm", "variable", "original", "replication"])

@@ -1,0 +1,122 @@
+"""A run as one file to share: `pack` writes a run directory — tables, metadata, notebook,
+report, figures, its copies of the user's workload scripts, each server's my.cnf and error
+log — into one `.tar.gz` (never a datadir); `open_run` opens a run directory *or* such an
+archive, which it unpacks once under data/unpacked/ (checked against the archive's own
+manifest of SHA-256s), so every command that reads a run reads an archive the same way.
+
+    path = pack(Run.open("data/runs/thread_pool/20261126T211644Z-f2875f"))
+    run = open_run(path)          # the same Run, read from data/unpacked/<sha>/<run-id>/
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+from . import errors, paths
+from .results import Run, find_run
+
+SUFFIX = ".run.tar.gz"
+MANIFEST = "MANIFEST.json"           # in the archive, beside the run's folder
+UNPACKED = paths.DATA_DIR / "unpacked"
+PACKS = paths.DATA_DIR / "packs"
+LEFT_OUT = ("datadir", "tmp", "__pycache__", ".ipynb_checkpoints", ".unpacked")  # never packed: servers' data, scratch
+
+
+class ArchiveError(errors.StoreError):
+    """An archive that is not a packed run, or whose files do not match its manifest."""
+
+
+def is_archive(path: str | os.PathLike) -> bool:
+    """Whether `path` names a packed run (a file ending in .run.tar.gz, or any .tar.gz)."""
+    p = Path(path)
+    return p.is_file() and (p.name.endswith(SUFFIX) or p.name.endswith(".tar.gz"))
+
+
+def packed_files(run: Run) -> list[Path]:
+    """The files of a run that its archive holds (relative to the run), sorted: everything
+    but the servers' datadirs and scratch folders."""
+    out = []
+    for f in sorted(run.path.rglob("*")):
+        rel = f.relative_to(run.path)
+        if f.is_file() and not f.is_symlink() and not any(part in LEFT_OUT for part in rel.parts):
+            out.append(rel)
+    return out
+
+
+def pack(run: Run, out: Path | None = None) -> Path:
+    """Write `run` as one archive (default: data/packs/<study>-<run-id>.run.tar.gz): its
+    folder under its run id, and MANIFEST.json (the study, run id, status, and every file's
+    size and SHA-256). A running run cannot be packed."""
+    if run.status == "running":
+        raise ArchiveError(f"run {run.path.name} is still running: pack it when it has ended")
+    meta = run.metadata
+    out = Path(out) if out else PACKS / f"{meta['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
+    files = packed_files(run)
+    manifest = {"study": meta["study"], "run_id": run.path.name, "status": run.status,
+                "files": {str(f): {"bytes": (run.path / f).stat().st_size, "sha256": paths.sha256(run.path / f)}
+                          for f in files}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".part")
+    with tarfile.open(part, "w:gz") as tar:
+        data = json.dumps(manifest, indent=1).encode()
+        info = tarfile.TarInfo(MANIFEST)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for f in files:
+            tar.add(run.path / f, arcname=f"{run.path.name}/{f}", recursive=False)
+    part.replace(out)
+    return out
+
+
+def manifest(archive: Path) -> dict:
+    """An archive's manifest (a clear error for a file that is no packed run)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            member = tar.extractfile(MANIFEST)
+            return json.loads(member.read())
+    except (tarfile.TarError, KeyError, OSError, ValueError) as e:
+        raise ArchiveError(f"{archive}: not a packed run ({e}); `dbstudies pack RUN` writes one") from None
+
+
+def unpack(archive: Path, root: Path | None = None) -> Run:
+    """The run an archive holds, unpacked once under `root`/<its SHA-256's first 16 hex
+    digits>/<run-id>/ and each file checked against the manifest before it is used."""
+    archive = Path(archive).expanduser().resolve()
+    man = manifest(archive)
+    where = Path(root or UNPACKED) / paths.sha256(archive)[:16]
+    run_dir = where / man["run_id"]
+    if not (run_dir / ".unpacked").exists():
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True)
+        with tarfile.open(archive, "r:gz") as tar:
+            members = [m for m in tar.getmembers() if m.name != MANIFEST]
+            stray = [m.name for m in members if not m.name.startswith(man["run_id"] + "/") or not m.isfile()]
+            if stray:
+                raise ArchiveError(f"{archive}: holds what a packed run does not ({stray[0]})")
+            tar.extractall(where, members=members, filter="data")
+        for rel, facts in man["files"].items():
+            f = run_dir / rel
+            if not f.is_file() or paths.sha256(f) != facts["sha256"]:
+                raise ArchiveError(f"{archive}: {rel} is missing or differs from its manifest (SHA-256)")
+        (run_dir / ".unpacked").write_text(str(archive) + "\n")
+    return Run(run_dir)
+
+
+def open_run(given: str | os.PathLike, here: Path | None = None) -> Run:
+    """A run named as a user would — a run directory (`results.find_run`) or a packed run."""
+    path = Path(given).expanduser()
+    candidates = [path] if path.is_absolute() else [Path(here or Path.cwd()) / path, paths.REPO / path]
+    for p in candidates:
+        if is_archive(p):
+            return unpack(p)
+    return Run(find_run(given, here))
+
+
+def origin(run: Run) -> str | None:
+    """The archive an unpacked run came from (None for a run measured here)."""
+    marker = run.path / ".unpacked"
+    return marker.read_text().strip() if marker.is_file() else None

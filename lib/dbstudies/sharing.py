@@ -1,0 +1,123 @@
+"""Sharing runs and re-measuring them: `dbstudies pack RUN` (one file), `dbstudies replicate
+RUN_OR_ARCHIVE` (the same study, parameters, workload scripts and server flavours, measured
+again here, and whether the answer held), `dbstudies pool RUN…` (several runs as one estimate)
+and the effect-based half of `dbstudies compare`.
+
+    dbstudies pack data/runs/thread_pool/20261126T211644Z-f2875f
+    dbstudies replicate data/packs/thread_pool-20261126T211644Z-f2875f.run.tar.gz
+    dbstudies pool data/runs/thread_pool/<run-a> data/runs/thread_pool/<run-b>
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from . import archive, checks, runner, servers
+from .analysis import replication
+from .results import Run
+from .study import load, reference
+
+Say = Callable[[str], None]
+
+
+def _say(line: str) -> None:
+    print(f"dbstudies: {line}", file=sys.stderr, flush=True)
+
+
+def pack(path: Path, out: Path | None = None) -> int:
+    """`dbstudies pack`: write the run (a directory, or an archive: packed again) as one file."""
+    run = archive.open_run(path)
+    written = archive.pack(run, out)
+    print(written)
+    _say(f"{written.stat().st_size / 2**20:.1f} MiB; share it, then `dbstudies report {written.name}` or "
+         f"`dbstudies replicate {written.name}` where it lands")
+    return 0
+
+
+def builds(original: Run, say: Say = _say) -> list[str]:
+    """What differs between the original's server binaries and this machine's, by flavour
+    (one line each; said before anything is measured): another build is allowed, and named
+    in the report."""
+    lines = []
+    recorded = {s["flavour"]: s.get("binary_sha256") for s in original.metadata.get("servers") or []
+                if s.get("flavour") and s.get("binary_sha256")}
+    for name, sha in sorted(recorded.items()):
+        here = servers.binary_record(servers.load_flavour(name)).get("binary_sha256")
+        if here is None:
+            lines.append(f"replicate: {name} is not provisioned yet: its build is compared when it starts "
+                         "(the report names it)")
+        elif here != sha:
+            lines.append(f"replicate: {name} here is another build (sha256 {here[:12]}; the original's "
+                         f"{sha[:12]}): measured anyway, named in the report")
+    for line in lines:
+        say(line)
+    return lines
+
+
+def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: bool = False) -> int:
+    """`dbstudies replicate`: check that this machine can measure what the run did (one line,
+    exit 2, nothing written when it cannot), measure it again, and print the replication."""
+    original = archive.open_run(given)
+    study = load(reference(original.metadata))
+    checks.replication_base(study, {"replicate": str(given)})  # refused here, before any output
+    builds(original)
+    _say(f"replicating run {original.path.name} ({original.metadata.get('study')}, "
+         f"{original.metadata.get('parameters', {}).get('profile')})")
+    return runner.execute(str(reference(original.metadata)), "quick", [("replicate", str(Path(given).resolve()))],
+                          runs_dir, kernel, verbose)
+
+
+def effects_view(t: pd.DataFrame) -> pd.DataFrame:
+    """A replication table as `compare` prints it."""
+    def pct(x: float) -> str:
+        return f"{x:+.1f}%"
+    by = t.attrs["by"]
+    return t.assign(original=t["delta_pct_original"].map(pct) + " " + t["verdict_original"],
+                    replication=t["delta_pct_replica"].map(pct) + " " + t["verdict_replica"],
+                    ratio=[f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in
+                           zip(t["ratio_of_ratios"], t["rr_ci_low"], t["rr_ci_high"])],
+                    p_holm=t["p_holm"].map("{:.2g}".format))[["candidate", *by, "original", "replication", "ratio",
+                                                             "p_holm", "word"]]
+
+
+def compare_effects(run_a: Run, run_b: Run) -> bool:
+    """The effect-based comparison `compare` prints first (False when the runs share no
+    compared arm and cell)."""
+    from .errors import StoreError
+    try:
+        tables = replication.replication(load(reference(run_a.metadata)), run_a, run_b)
+    except StoreError as e:
+        _say(f"no comparison of effects: {e}")
+        return False
+    print(f"Effects (each arm against the baseline inside each run) of run {run_b.path.name} against run "
+          f"{run_a.path.name}:")
+    for t in tables.values():
+        print(f"\n{t.attrs['words']}:")
+        print(effects_view(t).to_string(index=False))
+    print("\n" + "\n".join(line.replace("**", "") for line in replication.replication_lines(tables)))
+    return True
+
+
+def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
+    """`dbstudies pool`: several runs of a study as one estimate per cell, with the between-run
+    spread and where the runs disagree beyond their own noise."""
+    runs = [archive.open_run(p) for p in paths]
+    tables = replication.pooled(load(reference(runs[0].metadata)), runs)
+    for t in tables.values():
+        by = t.attrs["by"]
+        view = t.assign(pooled=[f"{d:+.1f}% [{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
+                                for d, lo, hi in zip(t["delta_pct"], t["ci_low"], t["ci_high"])],
+                        tau=t["tau_pct"].map("{:.1f}%".format), I2=t["i2"].map("{:.0%}".format),
+                        p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map("{:.1f}%".format),
+                        mde_one_run=t["mde_runs_pct"].map("{:.1f}%".format))
+        print(f"\n{t.attrs['words']} — {len(runs)} runs pooled (random effects, Paule–Mandel):")
+        print(view[["candidate", *by, "runs", "pooled", "verdict", "tau", "I2", "p_het", "mde",
+                    "mde_one_run"]].to_string(index=False))
+    print("\n" + "\n".join(line.replace("**", "") for line in replication.pooled_lines(tables, len(runs))))
+    if csv:
+        pd.concat([t.assign(metric=m) for m, t in tables.items()], ignore_index=True).to_csv(csv, index=False)
+        _say(f"table written to {csv}")
+    return 0

@@ -1,0 +1,207 @@
+"""Sharing and replicating runs: one archive per run, every command reading it as it reads a
+run directory; a replication judged on effects (known-answer data: the same true effects in
+two runs are 'not replicated' rarely, different ones mostly); pooling runs; a replication
+refused in one line when this machine cannot measure what the run did."""
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbstudies import archive, cli, stats
+from dbstudies.analysis import replication
+from dbstudies.results import Run
+from dbstudies.study import load
+
+FIXTURES = Path(__file__).parent / "fixtures"
+QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())        # 16 rounds × 8 cells
+TARGETED = next((FIXTURES / "make_study" / "thread_pool").iterdir())  # the same cells, measured to a target
+
+
+def paired_run(rng, effects, n=16, sd=0.12, base=1000.0) -> pd.DataFrame:
+    """A paired table of one simulated run: per cell, n pairs of baseline and candidate whose
+    log ratio is effect + N(0, sd), and a baseline level that drifts between runs."""
+    drift = rng.normal(0, 0.25)
+    rows = []
+    for cell, effect in enumerate(effects):
+        a = base * np.exp(drift + rng.normal(0, 0.1, n))
+        b = a * np.exp(np.log1p(effect) + rng.normal(0, sd, n))
+        for r in range(n):
+            rows += [{"cell": cell, "arm": "A", "repeat": r, "v": a[r]}, {"cell": cell, "arm": "B", "repeat": r, "v": b[r]}]
+    return stats.paired_table(pd.DataFrame(rows), by=["cell"], factor="arm", baseline="A", candidates=["B"], value="v")
+
+
+def test_the_same_true_effects_in_two_runs_rarely_read_not_replicated_and_different_ones_mostly_do():
+    rng = np.random.default_rng(7)
+    effects = [0.0, 0.0, 0.0, 0.0, -0.2, -0.2, 0.15, 0.15]
+    failed = decisive = 0
+    for _ in range(150):
+        t = stats.replication_table(paired_run(rng, effects), paired_run(rng, effects), ["candidate", "cell"])
+        d = t[t["verdict_original"].isin(["better", "worse"])]
+        decisive += len(d)
+        failed += int((d["word"] == stats.NOT_REPLICATED).sum())
+    assert decisive > 500                     # the design decides the ±15–20 % cells
+    assert failed / decisive <= 0.05, failed / decisive
+    moved = [0.0, 0.0, 0.0, 0.0, 0.05, 0.05, -0.15, -0.15]  # the effects changed, or flipped
+    caught = 0
+    for _ in range(40):
+        t = stats.replication_table(paired_run(rng, effects), paired_run(rng, moved), ["candidate", "cell"])
+        caught += int((t.loc[t["cell"] >= 4, "word"] == stats.NOT_REPLICATED).sum())
+    assert caught / (40 * 4) > 0.9
+
+
+def test_a_replicated_cell_needs_the_same_verdict_and_a_draw_is_never_called_replicated():
+    rng = np.random.default_rng(3)
+    t = stats.replication_table(paired_run(rng, [0.0, -0.25]), paired_run(rng, [0.0, -0.25]), ["candidate", "cell"])
+    assert t.set_index("cell")["word"].to_dict() == {0: stats.CONSISTENT, 1: stats.REPLICATED}
+    assert t.loc[1, "rr_ci_low"] < 1 < t.loc[1, "rr_ci_high"]
+
+
+def test_pooling_runs_that_agree_shrinks_the_mde_by_root_k_and_flags_runs_that_disagree():
+    rng = np.random.default_rng(11)
+    runs = [paired_run(rng, [0.0, 0.1, -0.1, 0.0], sd=0.1) for _ in range(4)]
+    pooled = stats.pooled_table(runs, ["candidate", "cell"])
+    ratio = (pooled["mde_pct"] / pooled["mde_runs_pct"]).median()
+    assert 0.4 < ratio < 0.6                   # 1/√4 when τ = 0
+    assert pooled["i2"].between(0, 1).all()
+    assert pooled.set_index("cell")["verdict"].to_dict()[1] == "better"
+    apart = [paired_run(rng, [0.0, e], sd=0.05, n=30) for e in (-0.2, 0.0, 0.25)]
+    het = stats.pooled_table(apart, ["candidate", "cell"]).set_index("cell")
+    assert het.loc[1, "p_het_holm"] < 0.05 and het.loc[1, "i2"] > 0.8 and het.loc[1, "tau_pct"] > 10
+    assert het.loc[0, "p_het_holm"] > 0.05
+
+
+def test_a_recorded_run_replicates_itself_exactly_and_two_recorded_runs_compare_on_effects():
+    study = load("thread_pool")
+    same = replication.replication(study, Run(QUICK), Run(QUICK))
+    qps = same["qps"]
+    assert np.allclose(qps["ratio_of_ratios"], 1.0)
+    decisive = qps["verdict_original"].isin(["better", "worse"])
+    assert decisive.any() and (qps.loc[decisive, "word"] == stats.REPLICATED).all()
+    two = replication.replication(study, Run(QUICK), Run(TARGETED))
+    assert set(two) == {"qps", "p95", "p99", "tail"}
+    assert len(two["qps"]) == 8 and set(two["qps"]["word"]) <= {stats.REPLICATED, stats.CONSISTENT, stats.NOT_REPLICATED}
+    lines = replication.replication_lines(two)
+    assert lines[0].startswith("**throughput (QPS)**: ") and "decisive cell" in lines[0]
+    pooled = replication.pooled(study, [Run(QUICK), Run(TARGETED)])
+    assert pooled["qps"]["runs"].eq(2).all()
+    assert "over 2 runs" in replication.pooled_lines(pooled, 2)[0]
+
+
+def test_a_packed_run_opens_as_the_run_it_was_and_a_tampered_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(archive, "UNPACKED", tmp_path / "unpacked")
+    packed = archive.pack(Run(TARGETED), tmp_path / "x.run.tar.gz")
+    names = tarfile.open(packed).getnames()
+    assert archive.MANIFEST in names and f"{TARGETED.name}/metadata.json" in names
+    assert not any("datadir" in n for n in names)
+    run = archive.unpack(packed, tmp_path / "unpacked")
+    assert run.metadata == Run(TARGETED).metadata
+    assert archive.origin(run) == str(packed.resolve())
+    pd.testing.assert_frame_equal(run.table("steps"), Run(TARGETED).table("steps"))
+    # a file that differs from the manifest: refused, never used
+    bad = tmp_path / "bad.run.tar.gz"
+    with tarfile.open(packed) as src, tarfile.open(bad, "w:gz") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read()
+            if m.name.endswith("metadata.json"):
+                data = data.replace(b"complete", b"failed!!")
+            m.size = len(data)
+            import io
+            dst.addfile(m, io.BytesIO(data))
+    with pytest.raises(archive.ArchiveError, match="differs from its manifest"):
+        archive.unpack(bad, tmp_path / "unpacked")
+    with pytest.raises(archive.ArchiveError, match="not a packed run"):
+        (tmp_path / "plain.tar.gz").write_bytes(b"not a tar")
+        archive.manifest(tmp_path / "plain.tar.gz")
+
+
+def _copy_run(tmp_path: Path, edit) -> Path:
+    run = tmp_path / "orig" / TARGETED.name
+    shutil.copytree(TARGETED, run)
+    meta = json.loads((run / "metadata.json").read_text())
+    edit(meta, run)
+    (run / "metadata.json").write_text(json.dumps(meta))
+    return run
+
+
+def _flavour(meta, run):
+    for s in meta["servers"]:
+        s["flavour"] = "mariadb-10.6"
+
+
+def _script(meta, run):
+    meta["parameters"]["workloads"] = ["scripts/mine.lua"]
+    meta["workload_scripts"] = [{"workload": "scripts/mine.lua", "source": "/nowhere/mine.lua",
+                                 "copy": "workloads/mine.lua", "sha256": "0" * 64}]
+
+
+@pytest.mark.parametrize("edit, says", [(_flavour, "measured the server flavour mariadb-10.6, which this machine does not have"),
+                                        (_script, "copy of its workload script scripts/mine.lua is missing")])
+def test_a_replication_this_machine_cannot_measure_is_one_line_exit_2_and_nothing_written(edit, says, tmp_path, capsys):
+    run = _copy_run(tmp_path, edit)
+    runs_dir = tmp_path / "runs"
+    assert cli.main(["replicate", str(run), "--runs-dir", str(runs_dir)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip().count("\n") == 0 and says in captured.err, captured.err
+    assert not runs_dir.exists()
+
+
+def test_a_replication_keeps_the_original_s_parameters_and_refuses_a_changed_one(tmp_path):
+    from dbstudies import checks
+    from dbstudies.errors import ReplicationError
+    study = load("thread_pool")
+    profile, given = checks.replication_base(study, {"replicate": str(TARGETED), "draw_threshold": 0.02})
+    recorded = Run(TARGETED).metadata["parameters"]
+    assert profile == recorded["profile"] and given["target"] == recorded["target"]
+    assert given["draw_threshold"] == 0.02 and given["replicate"] == str(TARGETED.resolve())
+    with pytest.raises(ReplicationError, match=r"drop threads = \[1, 2\]"):
+        checks.replication_base(study, {"replicate": str(TARGETED), "threads": [1, 2]})
+    with pytest.raises(ReplicationError, match="is a thread_pool run, not versions"):
+        checks.replication_base(load("versions"), {"replicate": str(TARGETED)})
+
+
+def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_archives(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(archive, "UNPACKED", tmp_path / "unpacked")
+    assert cli.main(["compare", str(QUICK), str(TARGETED)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Effects (each arm against the baseline") < out.index("Values (each configuration")
+    assert "ratio" in out and "throughput (QPS):" in out
+    packed = archive.pack(Run(TARGETED), tmp_path / "t.run.tar.gz")
+    assert cli.main(["pool", str(QUICK), str(packed), "--csv", str(tmp_path / "pool.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs pooled (random effects, Paule–Mandel)" in out and "1/√2" in out
+    assert set(pd.read_csv(tmp_path / "pool.csv")["metric"]) == {"qps", "p95", "p99", "tail"}
+    assert cli.main(["runs", str(packed)]) == 0
+    assert TARGETED.name in capsys.readouterr().out
+
+
+@pytest.mark.server
+@pytest.mark.notebook
+def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_answer_held(tmp_path):
+    import subprocess
+    import sys
+    runs_dir = tmp_path / "runs"
+    first = subprocess.run([sys.executable, "-m", "dbstudies", "run", "thread_pool", "--profile", "smoke",
+                            "-p", "threads", "[2]", "-p", "workloads", '["oltp_point_select"]',
+                            "--runs-dir", str(runs_dir)], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (original,) = [m.parent for m in runs_dir.glob("*/*/metadata.json")]
+    packed = tmp_path / "shared" / "first.run.tar.gz"
+    assert cli.main(["pack", str(original), "--out", str(packed)]) == 0
+    again = subprocess.run([sys.executable, "-m", "dbstudies", "replicate", str(packed), "--runs-dir", str(runs_dir)],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"replicating run {original.name}" in again.stderr
+    assert f"Replication of run {original.name}" in again.stdout and "decisive cell" in again.stdout
+    (replica,) = [m.parent for m in runs_dir.glob("*/*/metadata.json") if m.parent != original]
+    before, after = Run(original).metadata["parameters"], Run(replica).metadata["parameters"]
+    assert after.pop("replicate") == str(packed.resolve())
+    assert {k: v for k, v in after.items()} == {k: v for k, v in before.items() if k != "replicate"}
+    html = (replica / "report.html").read_text()
+    assert f"Did the answer of run {original.name} replicate?" in html and "ratio of the effects" in html
+    assert (replica / "figures" / "replication.png").is_file()
