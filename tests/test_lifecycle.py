@@ -108,7 +108,7 @@ def test_export_of_a_run_without_tables_or_a_missing_run_is_an_error(tmp_path):
     p = cli("export", str(run.path), "--out", str(tmp_path / "out"))
     assert p.returncode == 2 and "has no tables to export" in p.stderr and "Traceback" not in p.stderr
     p = cli("export", str(tmp_path / "missing"))
-    assert p.returncode == 2 and "no run there" in p.stderr
+    assert p.returncode == 2 and "neither a run directory" in p.stderr
     assert not (tmp_path / "out").exists()
 
 

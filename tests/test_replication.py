@@ -21,6 +21,7 @@ from dbstudies.study import load
 FIXTURES = Path(__file__).parent / "fixtures"
 QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())        # 16 rounds × 8 cells
 TARGETED = next((FIXTURES / "make_study" / "thread_pool").iterdir())  # the same cells, measured to a target
+SMALL = next((FIXTURES / "replicate" / "thread_pool").iterdir())        # a smoke run: one cell, 2 rounds
 
 
 def paired_run(rng, effects, n=16, sd=0.12, base=1000.0) -> pd.DataFrame:
@@ -183,25 +184,26 @@ def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_arch
 @pytest.mark.server
 @pytest.mark.notebook
 def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_answer_held(tmp_path):
+    """A recorded smoke run (tests/fixtures/replicate: metadata and tables, as a run elsewhere
+    would share them) packed, then measured again here from its archive."""
     import subprocess
     import sys
-    runs_dir = tmp_path / "runs"
-    first = subprocess.run([sys.executable, "-m", "dbstudies", "run", "thread_pool", "--profile", "smoke",
-                            "-p", "threads", "[2]", "-p", "workloads", '["oltp_point_select"]',
-                            "--runs-dir", str(runs_dir)], capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-2000:]
-    (original,) = [m.parent for m in runs_dir.glob("*/*/metadata.json")]
-    packed = tmp_path / "shared" / "first.run.tar.gz"
+    original = SMALL
+    packed = tmp_path / "shared" / "small.run.tar.gz"
     assert cli.main(["pack", str(original), "--out", str(packed)]) == 0
+    runs_dir = tmp_path / "runs"
     again = subprocess.run([sys.executable, "-m", "dbstudies", "replicate", str(packed), "--runs-dir", str(runs_dir)],
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"replicating run {original.name}" in again.stderr
-    assert f"Replication of run {original.name}" in again.stdout and "decisive cell" in again.stdout
-    (replica,) = [m.parent for m in runs_dir.glob("*/*/metadata.json") if m.parent != original]
+    said = again.stdout[again.stdout.index(f"Replication of run {original.name}"):]
+    # the words per table (live noise decides which: "k of n decisive cells …" or "decided no cell")
+    assert all(f"**{w}**: " in said for w in ("throughput (QPS)", "p95 latency", "p99 latency", "tail ratio (p99 ÷ p50)"))
+    (replica,) = [m.parent for m in runs_dir.glob("*/*/metadata.json")]
     before, after = Run(original).metadata["parameters"], Run(replica).metadata["parameters"]
     assert after.pop("replicate") == str(packed.resolve())
-    assert {k: v for k, v in after.items()} == {k: v for k, v in before.items() if k != "replicate"}
+    assert after == {k: v for k, v in before.items() if k != "replicate"}
     html = (replica / "report.html").read_text()
     assert f"Did the answer of run {original.name} replicate?" in html and "ratio of the effects" in html
+    assert "Every server flavour ran the same build in both runs" in html
     assert (replica / "figures" / "replication.png").is_file()

@@ -17,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 from . import errors, paths
-from .results import Run, find_run
+from .results import NotARun, Run, find_run
 
 SUFFIX = ".run.tar.gz"
 MANIFEST = "MANIFEST.json"           # in the archive, beside the run's folder
@@ -113,7 +113,12 @@ def open_run(given: str | os.PathLike, here: Path | None = None) -> Run:
     for p in candidates:
         if is_archive(p):
             return unpack(p)
-    return Run(find_run(given, here))
+    try:
+        return Run(find_run(given, here))
+    except NotARun:
+        raise NotARun(f"{given}: neither a run directory (one holds metadata.json) nor a packed run "
+                      f"(a file ending in {SUFFIX}, `dbstudies pack`) — looked in "
+                      + " and ".join(str(p) for p in candidates)) from None
 
 
 def origin(run: Run) -> str | None:
