@@ -456,4 +456,7 @@ def replication(run: Run) -> None:
         by = t.attrs["by"]
         display(Markdown(f"**{t.attrs['words']}**"))
         display(table(t, [REPLICATION_COLUMNS[0], *by, *REPLICATION_COLUMNS[1:]]))
+        for side, cells in (("the original", t.attrs["only_original"]), ("this run", t.attrs["only_replica"])):
+            if cells:
+                note(f"Measured only in {side} (not compared): " + "; ".join(" ".join(c) for c in cells) + ".")
 
