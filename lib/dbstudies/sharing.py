@@ -66,8 +66,8 @@ def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: b
     builds(original)
     _say(f"replicating run {original.path.name} ({original.metadata.get('study')}, "
          f"{original.metadata.get('parameters', {}).get('profile')})")
-    return runner.execute(str(reference(original.metadata)), "quick", [("replicate", str(Path(given).resolve()))],
-                          runs_dir, kernel, verbose)
+    where = archive.origin(original) or str(original.path)  # as found (here, or from the repository)
+    return runner.execute(str(reference(original.metadata)), "quick", [("replicate", where)], runs_dir, kernel, verbose)
 
 
 def effects_view(t: pd.DataFrame) -> pd.DataFrame:

@@ -46,12 +46,17 @@ def compared(run: Run) -> tuple[str, list[str]]:
     return labels[0], labels[1:]
 
 
+def rule_of(run: Run) -> SimpleNamespace:
+    """A run's draw threshold and precision targets, as `analysis.threshold` reads them."""
+    p = run.metadata.get("parameters") or {}
+    return SimpleNamespace(draw_threshold=p.get("draw_threshold", stats.THRESHOLD), target=p.get("target") or {})
+
+
 def effects(study: StudyModule, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
     """A run's comparison tables: {metric: (words, cell columns, table)} — every arm against
     the baseline per cell (`compared`), by the rule and with the draw threshold the run's
     report used, one Holm family per table (empty tables left out)."""
-    p = run.metadata.get("parameters") or {}
-    rule = SimpleNamespace(draw_threshold=p.get("draw_threshold", stats.THRESHOLD), target=p.get("target") or {})
+    rule = rule_of(run)
     baseline, candidates = compared(run)
     out = {}
     for metric, (words, frame, by, value) in precision.paired_tables(study, run).items():
@@ -115,10 +120,9 @@ def pooled(study: StudyModule, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     same_comparisons(runs)
     per_run = [effects(study, r) for r in runs]
     out = {}
-    first = runs[0].metadata.get("parameters") or {}
+    rule = rule_of(runs[0])  # the first run's draw threshold and targets judge the pooled effects
     for metric in [m for m in per_run[0] if all(m in e for e in per_run)]:
         words, by, _ = per_run[0][metric]
-        rule = SimpleNamespace(draw_threshold=first.get("draw_threshold", stats.THRESHOLD), target=first.get("target") or {})
         t = stats.pooled_table([e[metric][2] for e in per_run], ["candidate", *by],
                                threshold=threshold(rule, metric), higher_is_better=higher_is_better(study, metric))
         if not t.empty:
