@@ -106,19 +106,27 @@ def unpack(archive: Path, root: Path | None = None) -> Run:
     return Run(run_dir)
 
 
-def open_run(given: str | os.PathLike, here: Path | None = None) -> Run:
-    """A run named as a user would — a run directory (`results.find_run`) or a packed run."""
+def locate(given: str | os.PathLike, here: Path | None = None) -> Path:
+    """The packed run or run directory `given` names as a user would — absolute, relative to
+    `here` (default: the working directory) or to the repository (`results.find_run`) —, as an
+    absolute path."""
     path = Path(given).expanduser()
     candidates = [path] if path.is_absolute() else [Path(here or Path.cwd()) / path, paths.REPO / path]
     for p in candidates:
         if is_archive(p):
-            return unpack(p)
+            return p.resolve()
     try:
-        return Run(find_run(given, here))
+        return find_run(given, here)
     except NotARun:
         raise NotARun(f"{given}: neither a run directory (one holds metadata.json) nor a packed run "
                       f"(a file ending in {SUFFIX}, `dbstudies pack`) — looked in "
                       + " and ".join(str(p) for p in candidates)) from None
+
+
+def open_run(given: str | os.PathLike, here: Path | None = None) -> Run:
+    """A run named as a user would (`locate`): a run directory, or a packed run unpacked."""
+    path = locate(given, here)
+    return unpack(path) if is_archive(path) else Run(path)
 
 
 def origin(run: Run) -> str | None:

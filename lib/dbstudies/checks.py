@@ -6,7 +6,6 @@ servers that would not fit this machine's memory. Every problem is a line of one
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Mapping
 
 from . import archive, live, paths, servers
@@ -83,11 +82,9 @@ def replication_base(study: StudyModule, given: Mapping[str, Any]) -> tuple[str,
     if differs:
         raise ReplicationError("replicate: a replication measures with the original's parameters; drop "
                                + "; ".join(differs))
-    source = Path(given["replicate"]).expanduser()
-    where = archive.origin(original) or str(original.path)
     return profile, {**{k: v for k, v in recorded.items() if k in known},
                      **{k: v for k, v in given.items() if k in analysis and v is not None},
-                     "replicate": str(source.resolve()) if source.exists() else where}
+                     "replicate": str(archive.locate(given["replicate"]))}
 
 
 def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:

@@ -66,7 +66,7 @@ def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: b
     builds(original)
     _say(f"replicating run {original.path.name} ({original.metadata.get('study')}, "
          f"{original.metadata.get('parameters', {}).get('profile')})")
-    where = archive.origin(original) or str(original.path)  # as found (here, or from the repository)
+    where = str(archive.locate(given))  # as found: here, or from the repository
     return runner.execute(str(reference(original.metadata)), "quick", [("replicate", where)], runs_dir, kernel, verbose)
 
 
