@@ -61,6 +61,9 @@ def test_a_replicated_cell_needs_the_same_verdict_and_a_draw_is_never_called_rep
     t = stats.replication_table(paired_run(rng, [0.0, -0.25]), paired_run(rng, [0.0, -0.25]), ["candidate", "cell"])
     assert t.set_index("cell")["word"].to_dict() == {0: stats.CONSISTENT, 1: stats.REPLICATED}
     assert t.loc[1, "rr_ci_low"] < 1 < t.loc[1, "rr_ci_high"]
+    # what a change of the effect the two runs could show: √2 × one run's noise, Holm over 2, 80 % power
+    expected = np.expm1((2.36 + 0.85) * np.sqrt(2) * 0.12 / np.sqrt(16)) * 100  # t quantiles at ≈ 30 df: 14.6 %
+    assert (0.7 < t["mde_pct"] / expected).all() and (t["mde_pct"] / expected < 1.4).all()
 
 
 def test_pooling_runs_that_agree_shrinks_the_mde_by_root_k_and_flags_runs_that_disagree():
@@ -89,6 +92,7 @@ def test_a_recorded_run_replicates_itself_exactly_and_two_recorded_runs_compare_
     assert len(two["qps"]) == 8 and set(two["qps"]["word"]) <= {stats.REPLICATED, stats.CONSISTENT, stats.NOT_REPLICATED}
     lines = replication.replication_lines(two)
     assert lines[0].startswith("**throughput (QPS)**: ") and "decisive cell" in lines[0]
+    assert "could be seen in the median cell" in lines[0]
     pooled = replication.pooled(study, [Run(QUICK), Run(TARGETED)])
     assert pooled["qps"]["runs"].eq(2).all()
     assert "over 2 runs" in replication.pooled_lines(pooled, 2)[0]

@@ -395,7 +395,7 @@ def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
 # ---------------------------------------------------------------- a replication
 
 REPLICATION_COLUMNS = ["candidate", "verdict_original", "delta_pct_original", "verdict_replica",
-                       "delta_pct_replica", "ratio_of_ratios", "rr_ci_low", "rr_ci_high", "p_holm", "word"]
+                       "delta_pct_replica", "ratio_of_ratios", "rr_ci_low", "rr_ci_high", "p_holm", "mde_pct", "word"]
 
 
 def original_of(run: Run) -> Run | None:

@@ -169,9 +169,12 @@ def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[s
                  f"effects {r.ratio_of_ratios:.2f} [{r.rr_ci_low:.2f}, {r.rr_ci_high:.2f}])"
                  for r in failed.head(named).itertuples()]
         rest = len(t) - len(held.head(named)) - len(failed.head(named))
+        mde = t["mde_pct"].median()
         lines.append(head + (": " + "; ".join(said) if said else "") + "." +
                      (f" {len(failed)} not replicated in all, {(t['word'] == stats.CONSISTENT).sum()} "
-                      f"consistent but not decisive (of {len(t)} cells)." if rest > 0 else ""))
+                      f"consistent but not decisive (of {len(t)} cell{'s' if len(t) != 1 else ''})." if rest > 0 else "") +
+                     (f" A change of the effect of {mde:.0f} % could be seen in the median cell." if mde <= 1000 else
+                      " Only a change of the effect of more than 1,000 % could be seen in the median cell."))
     return lines
 
 

@@ -32,7 +32,8 @@ def effects(tables: dict[str, pd.DataFrame], threshold: float) -> plt.Figure:
     for ax, name in zip(axes, names):
         t = tables[name]
         ok = t[_bounded(t["ci_low_original"], t["ci_high_original"]) & _bounded(t["ci_low_replica"], t["ci_high_replica"])]
-        values = pd.concat([ok["ci_low_original"], ok["ci_high_original"], ok["ci_low_replica"], ok["ci_high_replica"]])
+        values = pd.concat([ok["ci_low_original"], ok["ci_high_original"], ok["ci_low_replica"], ok["ci_high_replica"],
+                            t["ratio_original"], t["ratio_replica"]]).dropna()  # every point; bounded intervals
         low = min(float(values.min()) if len(values) else 1.0, 1 - threshold, 0.9) / 1.05
         high = max(float(values.max()) if len(values) else 1.0, 1 + threshold, 1.1) * 1.05
         ax.axvspan(1 - threshold, 1 + threshold, color=DRAW_BAND, lw=0, zorder=0)

@@ -84,7 +84,9 @@ def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Seque
     """Per row of `keys` (comparison × cell) the two runs have in common: each run's effect
     (`delta_pct_original`, `delta_pct_replica`, with their CIs and verdicts as their tables
     said them), the ratio of the replication's ratio to the original's (`ratio_of_ratios`,
-    with a t CI on Welch–Satterthwaite df), its p and Holm p across the table, and the word.
+    with a t CI on Welch–Satterthwaite df), its p and Holm p across the table, the smallest
+    change of the effect the two runs could show (`mde_pct`, 80 % power, Holm's first step),
+    and the word.
 
     >>> a = pd.DataFrame({"cell": [1, 2], "ratio": [1.2, 1.0], "ci_low": [1.1, 0.95], "ci_high": [1.31, 1.05],
     ...                   "df": [15.0, 15.0], "verdict": ["better", "draw"]})
@@ -112,6 +114,10 @@ def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Seque
                       ratio_of_ratios=np.exp(delta), rr_ci_low=np.exp(delta - tq * se),
                       rr_ci_high=np.exp(delta + tq * se), df=np.where(ok, df, np.nan), p_value=p)
     out["p_holm"] = holm(out["p_value"])
+    m = max(int(np.isfinite(p).sum()), 1)  # the smallest change of effect each row could show (Holm's first step)
+    with np.errstate(invalid="ignore"):
+        z = np.where(ok, sps.t.ppf(1 - alpha / (2 * m), dof) + sps.t.ppf(POWER, dof), np.nan)
+    out["mde_pct"] = np.expm1(z * se) * 100
     out["word"] = [replication_word(a, b, q if np.isfinite(q) else 1.0, alpha)
                    for a, b, q in zip(out["verdict_original"], out["verdict_replica"], out["p_holm"])]
     return out.drop(columns=["est_original", "est_replica"])
