@@ -26,6 +26,38 @@ FIXTURES = Path(__file__).parent / "fixtures"
 processes_mentioning = proc.find_processes
 
 
+def run_logged(argv: list[str], where: Path, timeout: float, **kw) -> subprocess.CompletedProcess:
+    """Run a command line to its end with its output in files under `where` (never pipes: a
+    process it leaves behind cannot hold the test), stdin closed. Past `timeout` it fails with
+    what a reader needs to find the hang: the command's Python stacks (`dbstudies` dumps them
+    on SIGUSR1), every process it started, the tail of its output and of each kernel.log and
+    progress.json under `where`."""
+    import psutil
+    where.mkdir(parents=True, exist_ok=True)
+    out, err = where / "stdout.txt", where / "stderr.txt"
+    with open(out, "w") as o, open(err, "w") as e:
+        p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL, start_new_session=True, **kw)
+        try:
+            code = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            tree = [p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))]
+            listing = "\n".join(f"{q.pid} {' '.join(q.cmdline())[:200]}" for q in map(psutil.Process, tree) if q.is_running())
+            def written() -> int:  # its stderr: the terminal's, or a run's kernel.log while a notebook executes
+                return sum(f.stat().st_size for f in [err, *where.rglob("kernel.log")])
+            before = written()
+            os.kill(p.pid, signal.SIGUSR1)
+            with contextlib.suppress(AssertionError):  # the dump's first bytes, or nothing to show
+                wait_for(lambda: written() > before, 5, "a stack dump")
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            logs = "".join(f"\n--- {f}\n{f.read_text(errors='replace')[-3000:]}"
+                           for f in sorted([*where.rglob("kernel.log"), *where.rglob("progress.json")]))
+            pytest.fail(f"{' '.join(map(str, argv))} still running after {timeout:.0f} s\n--- processes\n{listing}\n"
+                        f"--- stdout\n{out.read_text()[-3000:]}\n"
+                        f"--- stderr\n{err.read_text(errors='replace')[-6000:]}{logs}", pytrace=False)
+    return subprocess.CompletedProcess(argv, code, out.read_text(), err.read_text())
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

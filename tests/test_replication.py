@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_logged
 
 from dbstudies import archive, cli, stats
 from dbstudies.analysis import replication
@@ -200,14 +201,13 @@ def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_arch
 def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_answer_held(tmp_path):
     """A recorded smoke run (tests/fixtures/replicate: metadata and tables, as a run elsewhere
     would share them) packed, then measured again here from its archive."""
-    import subprocess
     import sys
     original = SMALL
     packed = tmp_path / "shared" / "small.run.tar.gz"
     assert cli.main(["pack", str(original), "--out", str(packed)]) == 0
     runs_dir = tmp_path / "runs"
-    again = subprocess.run([sys.executable, "-m", "dbstudies", "replicate", str(packed), "--runs-dir", str(runs_dir)],
-                           capture_output=True, text=True, timeout=600)
+    again = run_logged([sys.executable, "-m", "dbstudies", "replicate", str(packed), "--runs-dir", str(runs_dir)],
+                       tmp_path, timeout=420)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"replicating run {original.name}" in again.stderr
     said = again.stdout[again.stdout.index(f"Replication of run {original.name}"):]

@@ -21,6 +21,8 @@ papermill into a new run directory, render its report.
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -143,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the command line: `kill -USR1 PID` prints where a stuck command is (every thread)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
