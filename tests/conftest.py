@@ -128,6 +128,9 @@ SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8
 
 
 NOTEBOOKS = sorted(p.name for p in paths.NOTEBOOKS_DIR.glob("*.ipynb"))  # every built-in study's
+# the order their smoke runs execute in: the README's first (the longest, and the one a test in
+# another file, on the other worker, waits for), the others as they sort
+SMOKE_ORDER = sorted(NOTEBOOKS, key=lambda name: (name not in SMOKE_RUNS, name))
 
 
 def smoke_argv(name: str) -> list[str]:

@@ -9,7 +9,7 @@ import sys
 import checked_cells
 import nbformat
 import pytest
-from conftest import FIXTURES, NOTEBOOKS, SMOKE_RUNS
+from conftest import FIXTURES, NOTEBOOKS, SMOKE_ORDER, SMOKE_RUNS
 
 from dbstudies import paths
 from dbstudies import study as registry
@@ -102,7 +102,7 @@ def test_the_scaling_experiments_two_faces_say_it_once():
 
 @pytest.mark.notebook
 @pytest.mark.server
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", SMOKE_ORDER)
 def test_notebook_smoke_run_has_no_errors_and_its_checked_cells_match(name, smoke_run):
     proc, run_dir = smoke_run(name)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
