@@ -380,6 +380,15 @@ FIXTURE_KINDS = {"server": ("server",), "tpch_server": ("server",), "lz4_server"
                  "smoke_run": ("server", "notebook")}
 
 
+# the files that take 35 s or more of one worker here (`make test`, 27 Nov 2026), longest first.
+# `make test` hands whole files to its two workers in the order they are collected
+# (`--dist loadfile --no-loadscope-reorder`): these first, so that the last files the workers
+# take are short and neither waits long for the other at the end. A stale list costs time only.
+LONGEST_FILES = ["test_notebooks.py", "test_dir_flavours.py", "test_study.py", "test_outside_study.py",
+                 "test_flavours.py", "test_sweep.py", "test_own_workload.py", "test_tpcc.py",
+                 "test_jupyterlab.py", "test_replication.py", "test_report.py"]
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers
 def pytest_collection_modifyitems(items):
     for item in items:
@@ -389,6 +398,8 @@ def pytest_collection_modifyitems(items):
             if fixture in getattr(item, "fixturenames", ()):
                 for kind in kinds:
                     item.add_marker(getattr(pytest.mark, kind))
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order kept
 
 
 @pytest.hookimpl(tryfirst=True)
