@@ -121,6 +121,22 @@ def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
     assert planner.earlier_runs("thread_pool", tmp_path, host="elsewhere") == []
 
 
+def test_the_planner_reads_a_runs_tables_once_until_they_change(tmp_path, monkeypatch):
+    """A plan asks for each earlier run's tables once per metric and spread (47 reads of ≈ 1 s
+    on five quick runs): read once per state of the run's tables."""
+    from dbstudies import precision
+    run = fake_paired_run(tmp_path, sd_own=0.08, rounds=3)
+    reads = []
+    real = precision.paired_tables
+    monkeypatch.setattr(precision, "paired_tables", lambda study, r: reads.append(r.path) or real(study, r))
+    first = planner.paired_tables(tp, run)
+    assert planner.paired_tables(tp, Run.open(run.path)) is first and len(reads) == 1
+    more = run.table(results.STEPS).assign(step=lambda t: t["step"] + 1000, repeat=lambda t: t["repeat"] + 3)
+    run.append(results.STEPS, more)  # three more rounds written: read again, and they count
+    again = planner.paired_tables(tp, run)
+    assert len(reads) == 2 and len(again[0][1]) == 2 * len(first[0][1])
+
+
 def test_the_planner_says_when_it_has_no_noise_to_predict_from(tmp_path):
     lines = planner.plan("thread_pool", "smoke", {}, tmp_path, allow_pilot=False)
     assert lines[0].startswith("thread_pool (smoke): paired design, 2 rounds × 2 cells × 2 arms")
