@@ -196,6 +196,20 @@ def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_arch
     assert TARGETED.name in capsys.readouterr().out
 
 
+def test_clean_removes_the_unpacked_copies_it_can_make_again(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(archive, "UNPACKED", tmp_path / "unpacked")
+    a, b = archive.pack(Run(SMALL), tmp_path / "a.run.tar.gz"), archive.pack(Run(TARGETED), tmp_path / "b.run.tar.gz")
+    copy_a, copy_b = archive.open_run(a).path, archive.open_run(b).path
+    b.unlink()  # its copy is the only one left
+    assert archive.clear_copies(keep={str(a.resolve())}) == []  # a replication measuring from a
+    assert cli.main(["clean", "--runs-dir", str(tmp_path / "runs")]) == 0 and copy_a.exists()  # only when asked
+    assert cli.main(["clean", "--unpacked", "--runs-dir", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {copy_a.parent}" in out and "an unpacked copy of a packed run" in out
+    assert not copy_a.exists() and (copy_b / "metadata.json").is_file()
+    assert archive.open_run(a).path == copy_a and (copy_a / "metadata.json").is_file()  # unpacked again
+
+
 @pytest.mark.server
 @pytest.mark.notebook
 def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_answer_held(tmp_path):

@@ -129,6 +129,23 @@ def open_run(given: str | os.PathLike, here: Path | None = None) -> Run:
     return unpack(path) if is_archive(path) else Run(path)
 
 
+def clear_copies(keep: set[str] = frozenset(), root: Path | None = None) -> list[tuple[Path, int]]:
+    """Remove the unpacked copies under `root` (default data/unpacked) whose archive is still
+    where it was opened — the next open unpacks it again —, but not those of the archives in
+    `keep` (a replication measuring from one) nor one whose archive is gone (it is the only
+    copy left): [(folder, bytes freed)]."""
+    removed = []
+    for marker in sorted(Path(root or UNPACKED).glob("*/*/.unpacked")):
+        source = marker.read_text().strip()
+        if source in keep or not Path(source).is_file():
+            continue
+        folder = marker.parent.parent
+        size = paths.disk_usage(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append((folder, size))
+    return removed
+
+
 def origin(run: Run) -> str | None:
     """The archive an unpacked run came from (None for a run measured here)."""
     marker = run.path / ".unpacked"

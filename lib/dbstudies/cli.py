@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("study", nargs="?", help="only this study's runs (or a packed run: its line)")
     clean = sub.add_parser("clean", help="remove what abandoned, failed or interrupted runs left "
                                          "behind (server datadirs, socket directories)")
+    clean.add_argument("--unpacked", action="store_true",
+                       help="also the copies of packed runs opened here (data/unpacked; each is unpacked "
+                            "again when next opened), but not one a replication is measuring from")
     for p in (runs, clean):
         p.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
                        help="where run directories are (default: data/runs)")
@@ -189,7 +192,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "runs":
         return _runs(args.study, args.runs_dir)
     if args.command == "clean":
-        return _clean(args.runs_dir)
+        return _clean(args.runs_dir, args.unpacked)
     if args.command == "export":
         run = archive.open_run(args.run_dir)
         out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
@@ -246,13 +249,18 @@ def _changed(meta: dict) -> str:
     return f"{meta['parameters']['profile']}: " + (", ".join(changed) or "none")
 
 
-def _clean(runs_dir: Path) -> int:
-    from . import ownership, results
-    freed = 0
+def _clean(runs_dir: Path, unpacked: bool = False) -> int:
+    from . import archive, ownership, results
+    freed, measuring = 0, set()
     for run in results.list_runs(None, runs_dir):
+        if ownership.check_abandoned(run) == "running":
+            measuring.add(str(run.metadata["parameters"].get("replicate")))
         for path, size in ownership.clean(run):
             print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
             freed += size
+    for path, size in archive.clear_copies(keep=measuring) if unpacked else []:
+        print(f"removed {path} ({size / 2**20:.1f} MiB), an unpacked copy of a packed run (unpacked again when opened)")
+        freed += size
     print(f"dbstudies: freed {freed / 2**20:.1f} MiB")
     return 0
 
