@@ -322,13 +322,16 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     # sometimes there before the client asks — 0.79 seen), the server's threads switch too
     # (counted over all of them: the main thread alone would give ≈ 0); no redo; server
     # CPU per transaction agrees with its CPU % and TPS. A counter's rate comes from the 1 Hz
-    # samples, TPS from sysbench's own window: on a 2-s step the two windows differ by a
-    # sampling interval's jitter (0.90 seen on a host running two suites at once), so "one
-    # row" is 0.85–1.15 — still far from none, or from two; the client's switches per
-    # transaction come from the same samples (0.876 seen at one thread, a busy host)
-    assert steps["rows_read_per_txn"].between(0.85, 1.15).all(), steps["rows_read_per_txn"]
+    # samples, TPS from sysbench's own window: on a 2-s step the two windows differ by up to a
+    # sampling interval's jitter, so one step may be off by a fifth (0.90, 0.876, 0.815 seen on
+    # a busy host). What a wrong derivation gives is none, half or twice (a count taken for a
+    # rate over 2 s): every step lies within 0.7–1.4 (nearer one than a half or two) and the
+    # median step within 0.85–1.15; the client's switches per transaction likewise at one thread
+    def about_one(per_txn) -> bool:  # noqa: ANN001 - a Series of per-transaction counts
+        return bool(per_txn.between(0.7, 1.4).all() and 0.85 <= per_txn.median() <= 1.15)
+    assert about_one(steps["rows_read_per_txn"]), steps["rows_read_per_txn"]
     cs = steps.set_index("threads")["cs_client_voluntary_per_txn"]
-    assert cs.loc[[1]].between(0.85, 1.15).all() and cs.between(0.5, 1.2).all(), cs
+    assert about_one(cs.loc[[1]]) and cs.between(0.5, 1.4).all(), cs
     assert ((steps["cs_server_voluntary_per_txn"] + steps["cs_server_involuntary_per_txn"]) > 0.25).all()
     assert (steps["redo_bytes_per_txn"] < 1).all()
     cpu = steps["cpu_server_pct"] / 100 / steps["tps"] * 1e6
