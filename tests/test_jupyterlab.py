@@ -69,13 +69,27 @@ def prompts(page) -> list[str]:
 
 
 def run_all_with(page, lines: str) -> None:
-    """Append `lines` to the parameters cell (later assignments win) and Run All Cells."""
+    """Append `lines` to the parameters cell (later assignments win) and, once the cell shows
+    them, Run All Cells."""
     editor = page.locator(".jp-Cell").nth(1).locator(".cm-content")
     editor.click()
     page.keyboard.press("Control+End")
     page.keyboard.insert_text("\n" + lines)
+    last = lines.splitlines()[-1]
+    wait_for(lambda: last in (editor.text_content() or ""), 30, f"the parameters cell to show {last!r}")
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.locator("li[data-command='runmenu:run-all']").click()
+
+
+def until(page, predicate, seconds: float, what: str, shots: Path) -> None:
+    """`wait_for` in the browser; past its deadline, fail with what the page shows (the cells'
+    prompts, the end of their outputs, a screenshot)."""
+    try:
+        wait_for(predicate, seconds, what)
+    except AssertionError as e:
+        page.screenshot(path=str(shots / "timed-out.png"))
+        raise AssertionError(f"{e}; prompts {prompts(page)}; outputs …{outputs(page)[-1500:]}; "
+                             f"screenshot {shots / 'timed-out.png'}") from None
 
 
 def errors(page) -> list[str]:
@@ -123,8 +137,8 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
 
         # a bad parameter: one line, Run All stops there, the panel at the bottom says so
         run_all_with(page, 'profile = "fast"')
-        page.wait_for_selector("#dbstudies-banner", timeout=60_000)
-        wait_for(lambda: finished(page), 60, "Run All to stop")
+        until(page, lambda: page.locator("#dbstudies-banner").count() > 0, 180, "the panel to say where Run All stopped", tmp)
+        until(page, lambda: finished(page), 60, "Run All to stop", tmp)
         assert "Stopped: ParamError" in page.inner_text("#dbstudies-banner") and in_view(page, "#dbstudies-banner")
         error = errors(page)
         assert any("unknown profile 'fast'" in e for e in error) and all(len(e.splitlines()) <= 3 for e in error)
