@@ -40,17 +40,24 @@ def run_logged(argv: list[str], where: Path, timeout: float, **kw) -> subprocess
         try:
             code = p.wait(timeout)
         except subprocess.TimeoutExpired:
-            tree = [p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))]
-            listing = "\n".join(f"{q.pid} {' '.join(q.cmdline())[:200]}" for q in map(psutil.Process, tree) if q.is_running())
+            tree = {}  # pid → command line, of what is still running
+            with contextlib.suppress(psutil.Error):
+                for q in [psutil.Process(p.pid), *psutil.Process(p.pid).children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        tree[q.pid] = " ".join(q.cmdline())
+            listing = "\n".join(f"{pid} {cmd[:200]}" for pid, cmd in tree.items())
             def written() -> int:  # its stderr: the terminal's, or a run's kernel.log while a notebook executes
                 return sum(f.stat().st_size for f in [err, *where.rglob("kernel.log")])
             before = written()
-            os.kill(p.pid, signal.SIGUSR1)
+            for pid, cmd in tree.items():  # the command and its kernel dump their stacks
+                if "dbstudies" in cmd or "ipykernel" in cmd:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGUSR1)
             with contextlib.suppress(AssertionError):  # the dump's first bytes, or nothing to show
                 wait_for(lambda: written() > before, 5, "a stack dump")
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-            logs = "".join(f"\n--- {f}\n{f.read_text(errors='replace')[-3000:]}"
+            logs = "".join(f"\n--- {f}\n{f.read_text(errors='replace')[-10000:]}"
                            for f in sorted([*where.rglob("kernel.log"), *where.rglob("progress.json")]))
             pytest.fail(f"{' '.join(map(str, argv))} still running after {timeout:.0f} s\n--- processes\n{listing}\n"
                         f"--- stdout\n{out.read_text()[-3000:]}\n"

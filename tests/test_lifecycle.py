@@ -171,3 +171,25 @@ def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):
     p = cli("compare", str(a.path), str(empty.path))
     assert p.returncode == 2 and f"run {empty.path.name} holds no measured steps" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_stuck_dbstudies_process_prints_where_it_is_on_sigusr1_and_goes_on(tmp_path):
+    """What `dbstudies` sets for the kernels it starts (DBSTUDIES_STACKS_ON_USR1): `kill -USR1`
+    prints every thread's stack and the process goes on (SIGUSR1's default would end it)."""
+    import signal
+
+    from conftest import wait_for
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as e:
+        p = subprocess.Popen([sys.executable, "-c", "import dbstudies, time\nprint('ready', flush=True)\ntime.sleep(60)"],
+                             stdout=subprocess.PIPE, stderr=e, text=True,
+                             env={**os.environ, "DBSTUDIES_STACKS_ON_USR1": "1"})
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        os.kill(p.pid, signal.SIGUSR1)
+        wait_for(lambda: "most recent call first" in err.read_text(), 10, "the stacks")
+        assert "time.sleep" in err.read_text() or 'File "<string>", line 3' in err.read_text()
+        assert p.poll() is None
+    finally:
+        p.kill()
+        p.wait()

@@ -5,4 +5,12 @@ and the one direction of their imports are in docs/architecture.md "Layout" (tes
 """
 from __future__ import annotations
 
+import os
+
 __version__ = "0.1.0"
+
+if os.environ.get("DBSTUDIES_STACKS_ON_USR1"):  # a kernel the `dbstudies` command started (cli.main)
+    import faulthandler
+    import signal
+    import sys
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
 import signal
 import sys
 from pathlib import Path
@@ -148,8 +149,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # the command line: `kill -USR1 PID` prints where a stuck command is (every thread)
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if argv is None:  # the command line: `kill -USR1 PID` prints where a stuck command is (every
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # thread), and in its kernels
+        os.environ["DBSTUDIES_STACKS_ON_USR1"] = "1"  # too (dbstudies/__init__.py)
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
