@@ -136,7 +136,7 @@ def clear_copies(keep: set[str] = frozenset(), root: Path | None = None) -> list
     copy left): [(folder, bytes freed)]."""
     removed = []
     for marker in sorted(Path(root or UNPACKED).glob("*/*/.unpacked")):
-        source = marker.read_text().strip()
+        source = origin(Run(marker.parent))
         if source in keep or not Path(source).is_file():
             continue
         folder = marker.parent.parent
