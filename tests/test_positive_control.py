@@ -96,7 +96,7 @@ def test_what_a_pause_must_show_follows_from_its_size_and_the_transactions_it_de
     # the report states the model the expectations come from, the open loop's for the latency study
     found = pd.DataFrame({"workload": ["w"], "threads": [8], "metric": ["p99 latency"]})
     closed, opened = control.model(pause, found), control.model(pause, found.assign(rate=100.0))
-    seconds = control.model(pause, found.assign(metric="median per-second TPS"))
+    seconds = control.model(pause, found.assign(metric=control.WORDS["tps"]))
     assert "closed loop" in closed and "one per client thread" in closed and "1 %" in closed
     assert "open loop" in opened and "s / (1 − ρ)" in opened and "closed loop" not in opened
     assert "stall seconds rise by about one per pause" in seconds and "none stalls" in seconds
@@ -107,7 +107,7 @@ def test_the_checkpoint_studys_seconds_see_a_pause_only_where_a_second_can_hold_
     exp = exp.assign(delayed_pct=exp["threads"] * exp["pauses"] / exp["events"] * 100, paused_pct=20.0)
     by = pd.MultiIndex.from_tuples([("w", 16), ("w", 64)], names=["workload", "threads"])
     own = pd.Series([0.0, 4.0], index=by)         # the baseline's median stall seconds
-    mde = {m: pd.Series([10.0, 10.0], index=by) for m in ("tps", "p99", "stall_seconds")}
+    mde = {m: pd.Series([10.0, 10.0], index=by) for m in ("tps", "p99", "stalls")}
 
     def expected(pause):
         e = control.second_expectations(exp, own, pause, mde, 0.5)
@@ -118,13 +118,13 @@ def test_the_checkpoint_studys_seconds_see_a_pause_only_where_a_second_can_hold_
     # lowered the median second 61 % and stalled none); p99 as in
     # the closed loop: 16 threads × 10 pauses delay 0.3 % of 50,000 transactions, under its 1 %
     e = expected(pauses.Pause(200, 1))
-    assert e[(16, "tps")] == "yes" and e[(16, "stall_seconds")] == "no" and e[(16, "p99")] == "no"
+    assert e[(16, "tps")] == "yes" and e[(16, "stalls")] == "no" and e[(16, "p99")] == "no"
     # 1.2 s every 10 s always empties a second: 10 pauses a step over 1 + 0 stall s (+1,000 %)
     # and over 1 + 4 (+200 %) both reach the MDE; fewer than half the seconds touched: the median holds
     e = expected(pauses.Pause(1200, 10))
-    assert e[(16, "stall_seconds")] == "yes" and e[(64, "stall_seconds")] == "yes" and e[(16, "tps")] == "no"
+    assert e[(16, "stalls")] == "yes" and e[(64, "stalls")] == "yes" and e[(16, "tps")] == "no"
     # 700 ms every 2 s may or may not fill a second, depending on where it falls
-    assert expected(pauses.Pause(700, 2))[(16, "stall_seconds")] == "borderline"
+    assert expected(pauses.Pause(700, 2))[(16, "stalls")] == "borderline"
 
 
 def test_outcomes_count_misses_and_unexplained_differences():

@@ -12,6 +12,7 @@ from conftest import FIXTURES
 
 from dbstudies import analysis, checks, experiment, planner, precision, render, schedule, stats
 from dbstudies.analysis import words
+from dbstudies.comparisons import Comparison
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -157,7 +158,8 @@ def fake_study(values: list[dict]) -> types.ModuleType:
         CLOCK[0] += 10.0
 
     study.pair = pair
-    study.paired_tables = lambda run: {"qps": ("QPS", pd.DataFrame(values), ["workload", "threads"], "qps")}
+    study.observations = lambda run: pd.DataFrame(values)
+    study.Params = NS(COMPARISONS=(Comparison("qps", "qps", True, "QPS"),))
     return study
 
 
@@ -250,7 +252,7 @@ def test_where_rounds_go_never_depends_on_which_arm_of_a_pair_won():
         f.loc[flip, "arm"] = f.loc[flip, "arm"].map({base: cand, cand: base})
         swapped[metric] = (label, f, by, value)
     before = precision.shortfall(tp, p, run).set_index("cell")
-    after = precision.shortfall(NS(paired_tables=lambda r: swapped), p, run).set_index("cell")
+    after = precision.shortfall(NS(observations=lambda r: swapped["qps"][1], Params=tp.Params), p, run).set_index("cell")
     for c in ("needs_qps", "needs_p95", "hopes_qps", "hopes_p95", "more", "hope"):
         assert np.allclose(before[c], after[c]), c
     v = [precision.cell_variances(t[1], t[2], t[3], base, [cand]) for t in (tables["qps"], swapped["qps"])]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from . import archive, live, paths, servers
+from . import archive, comparisons, live, paths, servers
 from . import params as P
 from .errors import ReplicationError
 from .results import Run, find_run
@@ -220,10 +220,11 @@ def target_problems(p: StudyParams) -> list[str]:
     with a budget and at least three first rounds."""
     if not p.target:
         return []
-    if not p.TARGETS:
+    allowed = comparisons.targets(p.COMPARISONS)
+    if not allowed:
         return ["target: this study's comparison tables take no precision target"]
-    problems = [f"target: {k!r} is not one of this study's tables ({', '.join(p.TARGETS)})"
-                for k in p.target if k not in p.TARGETS]
+    problems = [f"target: {k!r} is not one of this study's tables ({', '.join(allowed)})"
+                for k in p.target if k not in allowed]
     problems += [f"target: {k} must be a fraction in (0, 1) — 0.05 for 5 % — got {v!r}"
                  for k, v in p.target.items() if not (isinstance(v, (int, float)) and 0 < v < 1)]
     if p.design != "paired":

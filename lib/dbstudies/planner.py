@@ -3,8 +3,8 @@ detectable effect (MDE) each of its comparison tables will print, so that a user
 whether the run can answer the question before spending an hour on it.
 
 The noise comes from this host's earlier paired runs of the study (their per-round log
-ratios, per cell: workload × threads for the sysbench studies, query for DBT3 — a study says
-which tables it predicts with `paired_tables(run)`), or, when there are none, from a pilot: the same study
+ratios, per cell: workload × threads for the sysbench studies, query for DBT3 — its judged
+`COMPARISONS`, `precision.paired_tables`), or, when there are none, from a pilot: the same study
 and parameters for two rounds, kept as an ordinary run (so the next plan uses it too). A
 cell's variance is moderated across the cells as the verdicts do (`stats.moderated`); cells
 the earlier runs did not measure take the median cell's. The prediction is the paired MDE

@@ -2,9 +2,9 @@
 asks after every round when a run has a precision `target` (`experiment`), and what
 `dbstudies plan` predicts from earlier runs (`planner`).
 
-A study's comparison tables come from its `paired_tables(run)` hook — {metric: (words, the
-observations, cell columns, value)} — by default the sysbench ones (`sysbench_tables`: QPS,
-p95, p99 and the tail ratio per workload × threads). Per cell and metric with a target, the
+A study's comparison tables are its judged `COMPARISONS` (`comparisons`), each on the
+observations its `observations(run)` hook gives — by default the sysbench steps
+(`sysbench_observations`: QPS, p95, p99 and the tail ratio per workload × threads). Per cell and metric with a target, the
 pairs measured so far give the paired log ratios' variance (every compared arm against the
 baseline; moderated across the table's cells as the verdicts are); from it the cell's MDE
 now (`stats.paired_mde`, without the draw threshold) and the pairs it needs to reach the
@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
-from . import results, stats, tails
+from . import comparisons, results, stats, tails
 from .results import Run
-from .studykit import BY, METRICS, SYSBENCH_TABLES, StudyModule, StudyParams, hook
+from .studykit import StudyModule, StudyParams, hook
 
 HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bound needs more than the budget has
 
@@ -31,17 +31,17 @@ HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bou
 Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
-def sysbench_tables(run: Run) -> dict[str, Observations]:
-    """The sysbench studies' paired tables: QPS, p95, p99 and the tail ratio (p99 ÷ p50) per
-    workload × threads."""
-    steps = tails.with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
-    return {metric: (words, steps, BY, METRICS[metric][0]) for metric, words in SYSBENCH_TABLES.items()}
+def sysbench_observations(run: Run) -> pd.DataFrame:
+    """The sysbench studies' observations: the measured steps, with the tail ratio (p99 ÷ p50)."""
+    return tails.with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
 
 
 def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
-    """The study's comparison tables with `run`'s observations (its `paired_tables` hook, else
-    the sysbench ones)."""
-    return hook(study, "paired_tables", sysbench_tables)(run)
+    """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
+    `observations` hook, else the sysbench steps): {key: (words, observations, cell columns,
+    column)}."""
+    frame = hook(study, "observations", sysbench_observations)(run)
+    return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(study.Params.COMPARISONS)}
 
 
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,

@@ -352,9 +352,9 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     return "\n\n".join(said_words), said.conclusion + (f"\n\n{differ}" if differ else "")
 
 
-def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
+def setup(run: Run, said: Answer | None = None) -> None:
     """How the run was measured, for judging its answer: the design in one line, what each
-    comparison table could detect (said once here), the servers' settings that matter and
+    of the answer's (`said`) verdict tables could detect (said once here), the servers' settings that matter and
     what differs between arms, the data against each buffer pool, the client command.
     It comes before the figures: the arms get their colours here, baseline first, so a
     configuration has the same colour in every figure whatever order a figure meets it in."""
@@ -364,7 +364,8 @@ def setup(run: Run, tables: dict[str, Any] | None = None) -> None:
     meta = run.metadata
     plots.palette([a["label"] for a in meta.get("arms", [])])
     parts = [f"<p><b>Design.</b> {_e(design_line(meta))}.</p>"]
-    reach = [(name, reachability(rel)) for name, rel in (tables or {}).items()
+    tables = said.verdict_tables() if said is not None else {}
+    reach = [(name, reachability(rel)) for name, rel in tables.items()
              if rel is not None and not rel.empty and "mde_pct" in rel]
     if reach:
         parts.append("<p><b>What the comparisons can detect.</b></p><ul>" + "".join(

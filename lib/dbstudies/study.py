@@ -19,9 +19,9 @@ path (`load("./my_study")`, docs/writing-a-study.md) — whose `__init__` declar
   every arm with the server profiled (`profiler`), after the plan and its follow-up;
 - `answer(run, p)`: what the study answers (`studykit.Answer`: its tables, its verdict
   tables, its conclusion), shown by every notebook the same way (`report.answer`);
-  optionally `paired_tables(run)`: its comparison tables as {metric: (words, observations,
-  cell columns, value)} — what `dbstudies plan` predicts and a precision `target` names
-  (`precision`); default: sysbench QPS, p95, p99 and the tail ratio per workload × threads.
+  its comparisons are its `Params.COMPARISONS` (`comparisons`: each table declared once),
+  judged on what its optional `observations(run)` gives — what `dbstudies plan` predicts and
+  a precision `target` names (`precision`); default: the sysbench steps.
 
 In the paired design a study's own `step` measures each arm of a pair on that arm's server;
 when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session

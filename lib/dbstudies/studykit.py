@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol
 
+from . import comparisons as C
 from . import errors, pauses, servers, workloads
 from . import params as P
 
@@ -109,8 +110,8 @@ class StudyParams:
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False
-    # the comparison tables a precision `target` may name (the keys of the study's `paired_tables`)
-    TARGETS: ClassVar[tuple[str, ...]] = ()
+    # the study's comparison tables, each declared once (`comparisons`)
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = ()
 
     def analysis_changes(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
         """The analysis parameters (`ANALYSIS`) whose values here differ from a run's
@@ -161,12 +162,7 @@ class StudyParams:
         return len(os.sched_getaffinity(0))
 
 
-BY = ["workload", "threads"]                                      # a sysbench study's cell
-METRICS = {"qps": ("qps", True), "p50": ("latency_p50_ms", False),  # a step's column, higher is better
-           "p95": ("latency_p95_ms", False), "p99": ("latency_p99_ms", False),
-           "tail": ("tail_ratio", False)}  # tail: p99 ÷ p50 of the step, `tails`
-SYSBENCH_TABLES = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency",
-                   "tail": "tail ratio (p99 ÷ p50)"}  # a sysbench study's verdict tables, and their words
+BY = list(C.BY)  # a sysbench study's cell
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,7 +215,7 @@ class SysbenchParams(StudyParams):
     busy_retries: int = 2
     common_seed: bool = False    # paired: one sysbench --rand-seed per pair (common random numbers)
     WORKLOADS: ClassVar[tuple[str, ...]] = ()
-    TARGETS: ClassVar[tuple[str, ...]] = tuple(SYSBENCH_TABLES)
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = C.SYSBENCH
     SCRIPTS: ClassVar[bool] = True  # whether a workload may be a Lua script of the user's own
     MAX_THREADS: ClassVar[int] = 4096
 
@@ -437,11 +433,13 @@ class Answer:
     notebook shows it the same way (`report.answer`): its `tables` by key (the measured steps,
     summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
     in the order the answer lists them), its `conclusion` (Markdown, computed from the
-    tables, no claim hard-coded) and the source's `claims` it tests (`analysis.words.Claim`)."""
+    tables, no claim hard-coded), the source's `claims` it tests (`analysis.words.Claim`) and
+    the `comparisons` its tables are of."""
     tables: dict[str, Any]
     verdicts: dict[str, str]
     conclusion: str
     claims: list[Any] = field(default_factory=list)
+    comparisons: tuple[C.Comparison, ...] = ()  # the study's (`Params.COMPARISONS`)
 
     def __getitem__(self, key: str) -> Any:
         return self.tables[key]
@@ -460,8 +458,9 @@ class StudyModule(Protocol):
 
     Optional hooks, looked up with `hook(study, name)`: `cells(p)` (default: the parameters'
     own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
-    `warmup_seconds(p)`, `follow_up(p, run)`, `paired_tables(run)` and `table_cells(p)` (the
-    cells of the tables `paired_tables` gives, where they are not the plan's: the latency
+    `warmup_seconds(p)`, `follow_up(p, run)`, `observations(run)` (what `Params.COMPARISONS`
+    judge; default: the sysbench steps) and `table_cells(p)` (the
+    cells of its comparison tables, where they are not the plan's: the latency
     study's offered levels come after its closed-loop peak phase) and `sweep_steps(run)` (the steps a
     sweep shows side by side; default: every measured step)."""
     __name__: str

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..studykit import BY, METRICS, Arm  # a sysbench cell; a metric's column and whether higher is better
+from ..comparisons import SYSBENCH, Comparison, by_key, columns
+from ..studykit import BY, Arm  # a sysbench cell
 
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
@@ -104,7 +105,7 @@ def summary(steps: pd.DataFrame) -> pd.DataFrame:
     """Per workload × arm × threads: QPS, p50, p95, p99 and the tail ratio where the steps have them
     (median, min, max, CV, CI), CPU, busy steps."""
     return step_summary(steps, ["workload", "arm", "threads"],
-                        {k: col for k, (col, _) in METRICS.items() if col in steps})
+                        {k: col for k, col in columns(SYSBENCH).items() if col in steps})
 
 
 def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
@@ -112,7 +113,7 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
     A/A twin left to its own table), for `plots.ratios_per_round`; empty for blocks."""
     if not is_paired(steps):
         return pd.DataFrame()
-    column, _ = METRICS[metric]
+    column = by_key(SYSBENCH, metric).column
     out = [stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=a.label,
                          value=column, pair="repeat").assign(candidate=a.label)
            for a in arms[1:] if a.twin_of is None]
@@ -123,9 +124,16 @@ def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") 
 def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", *,
              aa: bool = False) -> pd.DataFrame:
     """Every arm against the baseline (arms[0]) per workload × threads, one Holm family;
-    with `aa`, the A/A table instead (the baseline against its twin)."""
-    column, higher = METRICS[metric]
-    return versus_baseline(steps, arms, p, column, higher, aa=aa, metric=metric)
+    with `aa`, the A/A table instead (the baseline against its twin). `metric`: a key of the
+    study's comparisons (`comparison`)."""
+    c = comparison(p, metric)
+    return versus_baseline(steps, arms, p, c.column, c.higher_is_better, aa=aa, metric=metric)
+
+
+def comparison(p: Any, key: str) -> Comparison:
+    """The comparison `key` of a study's parameters (`COMPARISONS`; the sysbench ones for
+    parameters that declare none)."""
+    return by_key(getattr(p, "COMPARISONS", None) or SYSBENCH, key)
 
 
 def over_repeats(run_table: pd.DataFrame, columns: list[str],

@@ -10,14 +10,15 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..studykit import BY, METRICS, Arm
-from . import is_paired, target_of, threshold
+from ..comparisons import SYSBENCH, Comparison
+from ..studykit import BY, Arm
+from . import comparison, is_paired, target_of, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)
 MIN_POOL = 8  # whole A/A rounds a fixed-round run needs before its noise is resampled
 
 
-def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps", *,
+def differences(steps: pd.DataFrame, arms: list[Arm], c: Comparison = SYSBENCH[0], *,
                 complete: bool = True) -> pd.DataFrame:
     """The A/A pairs as a matrix: one row per round, one column per workload × threads cell,
     the log ratio twin / baseline of that round (rounds missing a cell left out; with
@@ -26,10 +27,9 @@ def differences(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps", *,
     twins = [a.label for a in arms if a.aa]
     if not twins or not is_paired(steps):
         return pd.DataFrame()
-    column, higher = METRICS[metric]
     d = stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=twins[0],
-                      value=column, pair="repeat")
-    sign = 1 if higher else -1
+                      value=c.column, pair="repeat")
+    sign = 1 if c.higher_is_better else -1
     out = d.assign(d=sign * d["d"]).pivot_table(index="repeat", columns=BY, values="d")
     return out.dropna() if complete else out
 
@@ -43,7 +43,7 @@ def calibration(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps
     size of the study's table (`comparisons`, default: its cells × its candidates). Empty
     without an A/A twin measured in pairs."""
     target = target_of(p, metric)
-    d = differences(steps, arms, metric, complete=False)
+    d = differences(steps, arms, comparison(p, metric), complete=False)
     whole = d.dropna()
     if d.empty or len(whole) < 3:
         return pd.DataFrame()

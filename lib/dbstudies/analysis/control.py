@@ -28,16 +28,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..comparisons import PER_SECOND, SYSBENCH, Comparison, judged
 from ..pauses import Pause
 from ..results import PAUSES, Run
 from ..studykit import Arm
-from . import BY, METRICS, design_table, interval, signed
+from . import BY, design_table, interval, signed
 from .words import listing, percent
 
-WORDS = {"qps": "throughput (QPS)", "p95": "p95 latency", "p99": "p99 latency", "tail": "tail ratio (p99 ÷ p50)",
-         "p50": "p50 latency", "tps": "median per-second TPS", "stall_seconds": "stall seconds"}
-SECOND_METRICS = {"tps": ("median_tps", True), "p99": ("latency_p99_ms", False),  # the checkpoint study's
-                  "stall_seconds": ("stall_seconds_1", False)}
+# the metrics the pause's models speak of, by key: the closed loop's (`CONTROLLED`), the
+# checkpoint study's per-second ones (`per_second`) and the open loop's percentiles
+CONTROLLED = judged(SYSBENCH)
+WORDS = {c.key: c.words for c in (*PER_SECOND, *SYSBENCH)}
 TAIL = {"p95": 0.05, "p99": 0.01}
 OPEN_TAIL = {"p99": 0.01, "p50": 0.5}   # the latency study's percentiles per offered level
 OPEN_BY = ["workload", "threads", "rate"]
@@ -52,23 +53,19 @@ def control_arm(arms: list[Arm]) -> Arm | None:
     return next((a for a in arms if a.pause is not None), None)
 
 
-CONTROLLED = ("qps", "p95", "p99", "tail")  # the metrics the pause's model speaks of
-
-
 def tables(steps: pd.DataFrame, arms: list[Arm], p: Any,
-           metrics: dict[str, tuple[str, bool]] | None = None) -> dict[str, pd.DataFrame]:
-    """Per metric of `metrics` (name → column, higher is better) the steps have: the paused
-    twin against the baseline per cell, one Holm family per metric (empty without a paused twin)."""
+           comparisons: tuple[Comparison, ...] = CONTROLLED) -> dict[str, pd.DataFrame]:
+    """Per comparison the steps have a column of: the paused twin against the baseline per
+    cell, one Holm family per comparison (empty without a paused twin)."""
     arm = control_arm(arms)
     if arm is None or steps.empty:
         return {}
     out = {}
-    metrics = metrics or {m: METRICS[m] for m in CONTROLLED}
-    for metric, (column, higher) in metrics.items():
-        if column in steps:
-            rel = design_table(steps, by=BY, factor="arm", baseline=arms[0].label, candidates=[arm.label],
-                               value=column, higher_is_better=higher, threshold=p.draw_threshold)
-            out[metric] = rel.assign(baseline=arms[0].label) if not rel.empty else rel
+    for c in comparisons:
+        if c.column in steps:
+            rel = design_table(steps, by=list(c.by), factor="arm", baseline=arms[0].label, candidates=[arm.label],
+                               value=c.column, higher_is_better=c.higher_is_better, threshold=p.draw_threshold)
+            out[c.key] = rel.assign(baseline=arms[0].label) if not rel.empty else rel
     return out
 
 
@@ -102,7 +99,7 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
     for r in exp.itertuples():
         cell = (r.workload, r.threads)
         d = r.delayed_pct / 100
-        for metric in CONTROLLED:
+        for metric in (c.key for c in CONTROLLED):
             m = mde.get(metric)
             if m is None or cell not in m.index:
                 continue
@@ -136,7 +133,7 @@ def closed_loop(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, ar
 def per_second(tabs: dict[str, pd.DataFrame], run: Run, steps: pd.DataFrame, runs: pd.DataFrame,
                arms: list[Arm], fraction: float) -> pd.DataFrame:
     """What the pause must show per cell × metric in the checkpoint study, whose tables judge
-    each step by its seconds (`SECOND_METRICS`). A second holds at most max(pause_ms, s × 1000)
+    each step by its seconds (`comparisons.PER_SECOND`). A second holds at most max(pause_ms, s × 1000)
     ms of pause; a pause may straddle two seconds, so it touches at most 2 / every_s of them.
     - **median per-second TPS** drops by the paused share s where every second holds a pause
       (every_s ≤ 1), and cannot move where fewer than half the seconds are touched (every_s > 4);
@@ -170,10 +167,10 @@ def second_expectations(exp: pd.DataFrame, own: pd.Series, pause: Pause, mde: di
                                       else "yes" if size >= m else UNDER),
                          "expectation": f"{signed(-size)}, the paused share, in "
                                         f"{min(2 / pause.every_s, 1) * 100:.0f} % of the seconds at most (MDE {percent(m)} %)"})
-        if "stall_seconds" in mde and cell in mde["stall_seconds"].index and cell in own.index:
-            m = float(mde["stall_seconds"].loc[cell])
+        if "stalls" in mde and cell in mde["stalls"].index and cell in own.index:
+            m = float(mde["stalls"].loc[cell])
             rise = r.pauses / (1 + own.loc[cell]) * 100
-            rows.append({"workload": r.workload, "threads": int(r.threads), "metric": "stall_seconds",
+            rows.append({"workload": r.workload, "threads": int(r.threads), "metric": "stalls",
                          "expected": _three(worst >= 2 * need and pause.every_s > 4 and rise >= m,
                                             worst < need or pause.every_s <= 1 or rise < m / 2),
                          "expectation": f"{worst:.0f} ms of pause in a second against {need:.0f} ms to stall it; "

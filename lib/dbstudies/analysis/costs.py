@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..probes import COSTS
-from ..studykit import Arm
+from ..studykit import Answer, Arm
 from . import BY, adjusted, caveats, compare_arms, interval, signed
 
 JUDGED = ("better", "worse")
@@ -73,16 +73,24 @@ def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: s
     return {column: predicted * (c - b) / extra for column, (b, c) in medians.items()}
 
 
-def moved(judged: dict[str, pd.DataFrame], costs: dict[str, pd.DataFrame],
+def explained(said: Answer) -> dict[str, pd.DataFrame]:
+    """An answer's judged tables that per-transaction costs can explain
+    (`Comparison.explained`: throughput and latency, not a load time), by their short names."""
+    return {c.short: said.tables[c.key] for c in said.comparisons
+            if c.judged and c.explained and c.key in said.tables}
+
+
+def moved(said: Answer | dict[str, pd.DataFrame], costs: dict[str, pd.DataFrame],
           by: list[str] = BY) -> pd.DataFrame:
-    """For every cell × candidate that a table of `judged` (its name → comparison table)
-    called better or worse — one row, whichever tables did —: those verdicts, and the costs
+    """For every cell × candidate that a table of the answer `said` (its `explained` tables;
+    or a dict: name → comparison table) called better or worse — one row, whichever tables did —: those verdicts, and the costs
     whose own verdict is not a draw, e.g. "client CPU µs per transaction +45.0 % [+38.1,
     +52.3]: −12.1 points of throughput". CPU costs come first, ranked by the points of
     throughput change they account for if the CPUs are the limit (`cpu_points`); the others
     follow by the size of their change (they say how, not how much). Then how many costs
     were compared and found within the draw."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    judged = said if isinstance(said, dict) else explained(said)
     for name, rel in judged.items():
         if rel is None or rel.empty:
             continue

@@ -3,7 +3,7 @@ original's answer hold in the replica?) and a pool of runs (`pooled`: several ni
 hosts of a sweep, as one estimate with its between-run spread) — `stats.replication` on the
 comparison tables of each run.
 
-A run's tables here are its study's `paired_tables` (what `dbstudies plan` predicts and a
+A run's tables here are its study's judged comparisons (`precision.paired_tables`: what `dbstudies plan` predicts and a
 precision `target` names: QPS, p95, p99 and the tail ratio for the sysbench studies), every
 compared arm against the baseline in the design the run was measured in, with the run's own
 draw threshold — the verdicts its report gave. Absolute values never enter: the same profile
@@ -18,9 +18,10 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .. import precision, stats
+from ..comparisons import by_key
 from ..errors import StoreError
 from ..results import Run
-from ..studykit import METRICS, StudyModule
+from ..studykit import StudyModule
 from . import design_table, threshold
 from .settings import between_runs
 
@@ -28,13 +29,8 @@ KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a r
 
 
 def higher_is_better(study: StudyModule, metric: str) -> bool:
-    """Whether more is better in a study's table `metric`: the sysbench metrics' and the
-    study's own `METRICS` (column, higher is better, …) say; any other table a study
-    predicts is a latency or a time (lower is better)."""
-    if metric in METRICS:
-        return METRICS[metric][1]
-    own = (getattr(study, "METRICS", None) or {}).get(metric)
-    return bool(own[1]) if own and isinstance(own[1], bool) else False
+    """Whether more is better in a study's comparison `metric` (its record says)."""
+    return by_key(study.Params.COMPARISONS, metric).higher_is_better
 
 
 def compared(run: Run) -> tuple[str, list[str]]:

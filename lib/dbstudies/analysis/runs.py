@@ -6,9 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import results, stats
+from ..comparisons import SYSBENCH, by_key
 from ..errors import StoreError
 from ..results import Run
-from . import BY, METRICS
+from . import BY
 
 
 def host_of(run: Run) -> str:
@@ -35,8 +36,8 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
     if meta_a.get("study") != meta_b.get("study"):
         raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
                          f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
-    if metric not in METRICS:
-        raise StoreError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if metric not in (keys := [c.key for c in SYSBENCH]):
+        raise StoreError(f"metric must be one of {', '.join(keys)}, got {metric!r}")
     a, b = results.measured(run_a), results.measured(run_b)
     if a.empty or b.empty:
         empty = run_a if a.empty else run_b
@@ -45,7 +46,7 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
     if la == lb:
         la, lb = f"A {la}", f"B {lb}"
     steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
-    column, higher = METRICS[metric]
+    column, higher = by_key(SYSBENCH, metric).column, by_key(SYSBENCH, metric).higher_is_better
     if threshold is None:
         threshold = (meta_a.get("parameters") or {}).get("draw_threshold", stats.THRESHOLD)
     table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,

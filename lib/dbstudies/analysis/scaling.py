@@ -9,14 +9,11 @@ from typing import Any
 import pandas as pd
 
 from .. import results, tails
+from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, verdicts
 from ..results import Run
 from ..studykit import Answer, Arm
-from . import METRICS, caveats, control, summary
+from . import caveats, control, summary
 from .aa import calibration
-
-# the verdict tables of a sysbench scaling study: words → table key
-VERDICTS = {"throughput (QPS)": "qps", "p50 latency": "p50", "p95 latency": "p95", "p99 latency": "p99",
-            "tail ratio (p99 ÷ p50)": "tail", "A/A control (QPS)": "aa"}
 
 
 def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
@@ -32,21 +29,22 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     do (`control`)."""
     steps = tails.with_tail_ratio(results.measured(run))
     summ = tails.with_run_p99(run, steps, summary(steps))
-    paused = control.tables(steps, arms, p)
+    paused = control.tables(steps, arms, p, judged(p.COMPARISONS))
     shifted = (tails.shift(run.table(results.HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
                if run.has_table(results.HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
-    return {"steps": steps, "summary": summ, "qps": relative(steps, p),
-            **{m: relative(steps, p, m) for m in ("p50", "p95", "p99", "tail")},
-            "aa": relative(steps, p, aa=True),
-            "calibration": calibration(steps, arms, p), "shift": shifted,
-            "calibrations": {m: calibration(steps, arms, p, m) for m in ("p95", "p99", "tail")
-                             if METRICS[m][0] in steps},
+    first = primary(p.COMPARISONS)
+    return {"steps": steps, "summary": summ, **{c.key: relative(steps, p, c.key) for c in p.COMPARISONS},
+            AA_KEY: relative(steps, p, first.key, aa=True),
+            "calibration": calibration(steps, arms, p, first.key), "shift": shifted,
+            "calibrations": {c.key: calibration(steps, arms, p, c.key) for c in judged(p.COMPARISONS)
+                             if c is not first and c.column in steps},
             "control_tables": paused, "control": control.found(paused, control.closed_loop(paused, run, steps, arms))}
 
 
 def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
            claims: list[Any] | None = None) -> Answer:
-    """A sysbench scaling study's answer: `tables`, the verdicts of `VERDICTS`, the study's
+    """A sysbench scaling study's answer: `tables`, its verdicts (one per comparison, and the
+    A/A table: `comparisons.verdicts`), the study's
     `conclusion(summary, {qps, p95, p99, aa}, p, host_cpus=, calibration=)` (the host's CPU
     count from the run's metadata) followed by the positive control's lines, and the
     source's `claims` it tests."""
@@ -58,12 +56,12 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     said = conclusion(summ, {**{k: t[k] for k in ("qps", "p95", "p99", "aa")}, "client": client}, p,
                       host_cpus=cpus, calibration=t["calibration"])
     arm = control.control_arm(arms)
-    said = "\n".join([said, *calibration_lines(t["calibrations"]),
+    said = "\n".join([said, *calibration_lines(t["calibrations"], p.COMPARISONS),
                       *control.lines(t["control"], arm.pause if arm else None)])
-    return Answer(t, dict(VERDICTS), said, list(claims or []))
+    return Answer(t, verdicts(p.COMPARISONS), said, list(claims or []), comparisons=p.COMPARISONS)
 
 
-def calibration_lines(cals: dict[str, pd.DataFrame]) -> list[str]:
+def calibration_lines(cals: dict[str, pd.DataFrame], comparisons: tuple[Comparison, ...]) -> list[str]:
     """The A/A calibration of the latency tables in one line: per table, the share of A/A
     tables with a non-draw and the share of cells where a true +20 % is found."""
     parts = []
@@ -71,6 +69,6 @@ def calibration_lines(cals: dict[str, pd.DataFrame]) -> list[str]:
         if cal is None or cal.empty:
             continue
         r = cal.set_index("shift_pct")
-        parts.append(f"{control.WORDS[metric]} {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % of tables with a "
+        parts.append(f"{by_key(comparisons, metric).words} {r.loc[0.0, 'tables_any_verdict'] * 100:.0f} % of tables with a "
                      f"non-draw, a 20 % difference found in {r.loc[20.0, 'cells_better'] * 100:.0f} % of cells")
     return [f"- The latency tables judged on the same A/A noise: {'; '.join(parts)}."] if parts else []

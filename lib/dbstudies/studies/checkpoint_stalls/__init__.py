@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, pauses, profiler, results, timeseries
+from ... import comparisons as C
 from ... import studykit as S
 from ...analysis import control, cpu_profiles
 from ...analysis.words import Claim
@@ -43,7 +44,8 @@ GOVERNING = ("innodb_log_file_size", "innodb_redo_log_capacity", "innodb_log_buf
 class Params(profiler.CpuProfiled, pauses.PositiveControl, S.SysbenchParams):
     """The study's parameters (its README.md: what each means, per profile)."""
     ANALYSIS: ClassVar[frozenset[str]] = S.StudyParams.ANALYSIS | {"stall_fraction"}  # re-analysable
-    TARGETS: ClassVar[tuple[str, ...]] = ("tps", "p99", "stalls")  # `METRICS`, the keys of `paired_tables`
+    # median TPS, p99 and stall seconds of each long step, judged by its seconds
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = C.PER_SECOND
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "repeats": "paired rounds (blocks per configuration with `design` blocks; with a `target`: the rounds every cell gets first)",
         "settings": "settings of every configuration",
@@ -134,13 +136,6 @@ def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- analysis
 
-METRICS = {  # table → (column of the run summaries, higher is better, words)
-    "tps": ("median_tps", True, "median per-second throughput (TPS)"),
-    "p99": ("latency_p99_ms", False, "run-level p99 latency"),
-    "stalls": ("stall_seconds_1", False, "stall seconds (compared as 1 + seconds)"),
-}
-
-
 CELL = "cell"  # "oltp_write_only, 64 threads": one panel per workload × threads
 FIGURE_METRICS = {"median_tps": "median TPS after steady state", "stall_seconds": "stall seconds",
                   "worst_p99_ms": "worst per-second p99 (ms)", "kb_per_txn": "KB written per transaction"}
@@ -185,20 +180,20 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
              aa: bool = False) -> "pd.DataFrame":
     """Every configuration against the baseline per workload × threads (one Holm family);
     with `aa`, the A/A table (the baseline against its twin)."""
-    column, higher, _ = METRICS[metric]
+    c = C.by_key(p.COMPARISONS, metric)
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, aa=aa, metric=metric)
+                                    c.column, c.higher_is_better, aa=aa, metric=metric)
 
 
-def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
-    """What `dbstudies plan` predicts (planner): the verdict tables, from the run summaries of
-    the measured steps (none when the run measured none)."""
+def observations(run: "Run") -> "pd.DataFrame":
+    """What its comparisons judge (`dbstudies plan`, a replication): the run summaries of the
+    measured steps (none when the run measured none)."""
     steps = results.measured(run)
     table = steps if steps.empty else timeseries.run_summaries(
         series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
     if "stall_seconds" in table:
         table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
-    return {key: (words, table, ["workload", "threads"], column) for key, (column, _, words) in METRICS.items()}
+    return table
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -229,17 +224,12 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                  for r in g.itertuples()]
         lines.append(f"- **{w}, {analysis.threads(t)}** (medians over repeats): "
                      + "; ".join(parts) + ".")
-    lines += analysis.listed_comparisons(
-        tables, {metric: words for metric, (_, _, words) in METRICS.items()}, base)
+    lines += analysis.listed_comparisons(tables, {c.key: c.words for c in p.COMPARISONS}, base)
     lines += analysis.aa_line(tables.get("aa"), base)
     arm, found = control.control_arm(S.with_control(arms(p), p)), tables.get("control")
     if arm is not None and found is not None:
         lines += control.lines(found, arm.pause)
     return "\n".join(lines)
-
-
-VERDICTS = {"median throughput (TPS)": "tps", "p99 latency": "p99", "stall seconds": "stalls",
-            "A/A control (TPS)": "aa"}
 
 
 def claims(p: Params) -> list[Claim]:
@@ -267,11 +257,11 @@ def answer(run: "Run", p: Params) -> S.Answer:
     series_ = series(run, steps)
     runs_ = runs(series_, steps, p)
     both = S.with_control(arms(p), p)
-    paused = control.tables(runs_, both, p, control.SECOND_METRICS)
+    paused = control.tables(runs_, both, p, C.judged(p.COMPARISONS))
     t = {"steps": steps, "series": series_, "runs": runs_, "stalled": stall_flags(series_, p),
-         "summary": summary(runs_), "tps": relative(runs_, p, "tps"), "p99": relative(runs_, p, "p99"),
-         "stalls": relative(runs_, p, "stalls"), "aa": relative(runs_, p, "tps", aa=True),
+         "summary": summary(runs_), **{c.key: relative(runs_, p, c.key) for c in p.COMPARISONS},
+         C.AA_KEY: relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True),
          "control_tables": paused,
          "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)
-    return S.Answer(t, dict(VERDICTS), said, claims(p))
+    return S.Answer(t, C.verdicts(p.COMPARISONS), said, claims(p), comparisons=p.COMPARISONS)

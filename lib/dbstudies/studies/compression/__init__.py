@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import analysis, results, schedule, servers, workloads
+from ... import comparisons as C
 from ... import studykit as S
 from ...errors import WorkloadError
 from ...schema import Table
@@ -110,7 +111,15 @@ class Params(S.SysbenchParams):
     min_data_ratio: float
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     SCRIPTS: ClassVar[bool] = False  # each step loads, verifies and sizes its own tables
-    TARGETS: ClassVar[tuple[str, ...]] = ()  # its steps load their own tables: blocks, not pairs of rounds
+    # per measured step; no precision target: its steps load their own tables (blocks, not
+    # pairs of rounds); the costs per transaction explain its throughput, not its load
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = (
+        C.Comparison("tps", "median_tps", True, "steady throughput (TPS)", "TPS", target=False, aa=True),
+        C.Comparison("load", "load_seconds", False, "load time", target=False, explained=False),
+        C.Comparison("footprint", "allocated_after_load_mib", False, "footprint after the load", target=False,
+                     explained=False),
+        C.Comparison("wa", "write_amplification", False, "write amplification", target=False, explained=False),
+    )
     RESERVED: ClassVar[frozenset[str]] = frozenset({
         "innodb_buffer_pool_size", "innodb_flush_method", "innodb_doublewrite",
         "innodb_compression_algorithm", "plugin_load_add", "innodb_buffer_pool_load_at_startup",
@@ -261,31 +270,24 @@ def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dic
 
 # ---------------------------------------------------------------- analysis
 
-METRICS = {  # table → (column of the per-step table, higher is better, words)
-    "tps": ("median_tps", True, "steady throughput, median TPS after steady state"),
-    "load": ("load_seconds", False, "load time"),
-    "footprint": ("allocated_after_load_mib", False, "allocated footprint after the load"),
-    "wa": ("write_amplification", False, "write amplification"),
-}
 def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
     """One row per measured step: load, footprints, steady-state figures (`storage`)."""
     return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
 
-def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
-    """What `dbstudies plan` predicts (planner): the verdict tables, per measured step."""
+def observations(run: "Run") -> "pd.DataFrame":
+    """What its comparisons judge (`dbstudies plan`, a replication): one row per measured step."""
     steps = results.measured(run)
-    table = steps if steps.empty else runs(storage.series(run, steps), steps, run)
-    return {key: (words, table, ["workload", "threads"], column) for key, (column, _, words) in METRICS.items()}
+    return steps if steps.empty else runs(storage.series(run, steps), steps, run)
 
 
 def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
              aa: bool = False) -> "pd.DataFrame":
     """Every candidate against `none` per workload × threads (one Holm family); with
     `aa`, the A/A table (none against its twin)."""
-    column, higher, _ = METRICS[metric]
+    c = C.by_key(p.COMPARISONS, metric)
     return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                              column, higher, aa=aa, metric=metric)
+                                    c.column, c.higher_is_better, aa=aa, metric=metric)
 
 
 def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
@@ -300,11 +302,7 @@ def data_ratio(summ: "pd.DataFrame", p: Params) -> "pd.DataFrame":
 
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
     """The conclusion from the tables, the source's findings checked against them."""
-    return storage.conclusion(summ, tables, p, {m: words for m, (_, _, words) in METRICS.items()})
-
-
-VERDICTS = {"steady throughput (TPS)": "tps", "load time": "load", "footprint after the load": "footprint",
-            "write amplification": "wa", "A/A control (TPS)": "aa"}
+    return storage.conclusion(summ, tables, p, {c.key: c.words for c in p.COMPARISONS})
 
 
 def answer(run: "Run", p: Params) -> S.Answer:
@@ -316,6 +314,7 @@ def answer(run: "Run", p: Params) -> S.Answer:
     series_ = storage.series(run, steps)
     runs_ = runs(series_, steps, run)
     t = {"steps": steps, "series": series_, "runs": runs_, "summary": storage.summary(runs_),
-         **{m: relative(runs_, p, m) for m in METRICS}, "aa": relative(runs_, p, "tps", aa=True)}
+         **{c.key: relative(runs_, p, c.key) for c in p.COMPARISONS},
+         C.AA_KEY: relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True)}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
-    return S.Answer(t, dict(VERDICTS), said)
+    return S.Answer(t, C.verdicts(p.COMPARISONS), said, comparisons=p.COMPARISONS)

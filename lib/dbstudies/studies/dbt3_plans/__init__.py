@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from ... import comparisons as C
 from ... import errors, tpch
 from ... import studykit as S
 from ...schema import Table
@@ -96,7 +97,8 @@ class Params(S.StudyParams):
     timeout: float
     RESERVED: ClassVar[frozenset[str]] = frozenset()
     SHARED_SERVER: ClassVar[bool] = True  # candidates' settings are given to each session
-    TARGETS: ClassVar[tuple[str, ...]] = ("seconds",)  # `paired_tables`: seconds per query
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = (  # per query, from its measured executions
+        C.Comparison("seconds", "seconds", False, "seconds per query", "seconds", by=("query",)),)
 
     def check(self) -> list[str]:
         problems = S.configs_problems("candidates", self.candidates, self.flavour)
@@ -288,10 +290,9 @@ def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     return q[q["phase"] == phase].reset_index(drop=True)
 
 
-def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
-    """What `dbstudies plan` predicts (planner): the per-query table, from the measured
-    executions' seconds."""
-    return {"seconds": ("seconds per query", executions(run), ["query"], "seconds")}
+def observations(run: "Run") -> "pd.DataFrame":
+    """What its comparison judges (`dbstudies plan`, a replication): the measured executions."""
+    return executions(run)
 
 
 def answers_line(run: "Run", p: Params) -> str:
@@ -300,17 +301,18 @@ def answers_line(run: "Run", p: Params) -> str:
     return tpch.answers_line(q[q["phase"] != "warmup"], p.scale_factor)
 
 
-VERDICTS = {"seconds per query": "rel", "geometric mean over the queries": "geo"}
+# per query, then the geometric mean over the queries
+VERDICTS = {**C.verdicts(Params.COMPARISONS), "geometric mean over the queries": "geo"}
 
 
 def answer(run: "Run", p: Params) -> S.Answer:
     """What the run answers: the measured executions (`ex`), their `summary`, every
-    candidate against the baseline per query (`rel`) and over the queries (`geo`), the plans
+    candidate against the baseline per query (`seconds`) and over the queries (`geo`), the plans
     that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
     measured = S.with_control(arms(p), p)
     ex = executions(run)
-    t = {"ex": ex, "summary": qa.summary(ex), "rel": qa.relative(ex, measured, p),
+    t = {"ex": ex, "summary": qa.summary(ex), "seconds": qa.relative(ex, measured, p),
          "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
          "forced": qa.forced(run.table(FORCED), executions(run, "forced"), p)}
-    said = qa.conclusion(t["rel"], t["geo"], t["diff"], measured, p, t["forced"], answers_line(run, p))
-    return S.Answer(t, dict(VERDICTS), said)
+    said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers_line(run, p))
+    return S.Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ... import comparisons as C
 from ... import params as P
 from ... import pauses
 from ... import studykit as S
@@ -96,7 +97,11 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
     configs: dict | None = None  # named configurations as the arms, instead of the schedulers
     WORKLOADS: ClassVar[tuple[str, ...]] = WORKLOADS
     RESERVED: ClassVar[frozenset[str]] = frozenset({"thread_handling", "thread_pool_size"})
-    TARGETS: ClassVar[tuple[str, ...]] = ()  # its offered levels come from its peak phase, during the run
+    # per offered level (a fraction of the peak, or a rate); no precision target: its levels
+    # come from its peak phase, during the run
+    COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = tuple(
+        C.Comparison(name, f"ol_{L.PERCENTILES[name]}", False, f"{name} per offered level",
+                     by=("workload", "threads", "level"), target=False) for name in ("p99", "p50"))
 
     def check(self) -> list[str]:
         if self.configs is None:
@@ -200,15 +205,14 @@ def table_cells(p: Params) -> list[dict[str, Any]]:
             for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
 
 
-def paired_tables(run: "Run") -> dict[str, tuple[str, "pd.DataFrame", list[str], str]]:
-    """What `dbstudies plan` predicts: p99 and p50 per offered level, keyed by the level (a
-    fraction of the peak stays comparable between runs whose peaks differ)."""
+def observations(run: "Run") -> "pd.DataFrame":
+    """What its comparisons judge (`dbstudies plan`, a replication): the sustained offered
+    levels up to `levels.VERDICT_LOAD`, keyed by the level (a fraction of the peak stays
+    comparable between runs whose peaks differ)."""
     _, loaded = L.split(run)
     loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
     loaded = loaded[~(loaded["load"] > L.VERDICT_LOAD)]   # no latency verdict above 0.7 of the peak
-    loaded = loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
-    return {name: (f"{name} per offered level", loaded, ["workload", "threads", "level"], f"ol_{col}")
-            for name, col in (("p99", L.PERCENTILES["p99"]), ("p50", L.PERCENTILES["p50"]))}
+    return loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
 
 
 # ---------------------------------------------------------------- analysis
@@ -239,8 +243,9 @@ def conclusion(t: dict[str, "pd.DataFrame"], p: Params) -> str:
     return L.conclusion(t, p, S.with_control(arms(p), p))
 
 
-VERDICTS = {"capacity at the p99 target": "capacity_rel", "p99 per offered level": "p99",
-            "p50 per offered level": "p50", "closed-loop peak (transactions/s)": "peak"}
+# the capacity first; the closed-loop peak, which sets the levels, last
+VERDICTS = {"capacity at the p99 target": "capacity_rel", **C.verdicts(Params.COMPARISONS),
+            "closed-loop peak (transactions/s)": "peak"}
 
 
 def answer(run: "Run", p: Params) -> S.Answer:
@@ -248,4 +253,4 @@ def answer(run: "Run", p: Params) -> S.Answer:
     p50 per level and the capacity at the p99 target against the baseline, and the
     conclusion."""
     t = tables(run, p)
-    return S.Answer(t, dict(VERDICTS), conclusion(t, p))
+    return S.Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS)

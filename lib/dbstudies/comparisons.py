@@ -1,0 +1,117 @@
+"""What one comparison table measures, declared once: its key, the column it judges, which
+way is better, how the report names it, its cells, whether a precision `target` may name it
+and whether the A/A twin gets a table of it. A study kind lists its comparisons
+(`SysbenchParams.COMPARISONS`), a study adds or removes its own, and every view iterates the
+list: the paired tables the loop, the planner and a replication judge (`judged`), the verdict
+tables and their words (`verdicts`), the target check (`targets`), the A/A table and its
+calibration, the positive control, the costs that moved and the notebooks' sections.
+
+Adding p90 to every sysbench study is one line in `SYSBENCH` (and the column in the steps).
+
+>>> qps = Comparison("qps", "qps", True, "throughput (QPS)", "QPS", aa=True)
+>>> by_key((qps, Comparison("p95", "latency_p95_ms", False, "p95 latency")), "p95").short
+'p95 latency'
+>>> targets((qps,)), verdicts((qps,))
+(('qps',), {'throughput (QPS)': 'qps', 'A/A control (QPS)': 'aa'})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+BY = ("workload", "threads")  # a sysbench study's cell
+AA_KEY = "aa"                 # the A/A table's key in an answer
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison table: every arm against the baseline on `column`, per cell of `by`.
+    `words` name the table in the report; `short` in a list of verdicts (the costs that moved;
+    default: `words`); `target`: a precision target may name it (the loop measures to it);
+    `judged`: the loop, the planner and a replication judge it (a table shown but not
+    judged, like p50 beside p95); `explained`: the per-transaction costs of its steps can
+    explain it (the costs that moved; not a load time or a footprint); `aa`: the A/A twin
+    gets its own table of it (`aa`, the negative control), the others a calibration on the
+    same pairs."""
+    key: str
+    column: str
+    higher_is_better: bool
+    words: str
+    short: str = ""
+    by: tuple[str, ...] = BY
+    target: bool = True
+    judged: bool = True
+    explained: bool = True
+    aa: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.short:
+            object.__setattr__(self, "short", self.words)
+
+    @property
+    def aa_words(self) -> str:
+        """The A/A table's name: "A/A control (QPS)"."""
+        return f"A/A control ({self.short})"
+
+
+def by_key(comparisons: Iterable[Comparison], key: str) -> Comparison:
+    """The comparison of `comparisons` keyed `key` (KeyError naming the keys there are)."""
+    listed = tuple(comparisons)
+    for c in listed:
+        if c.key == key:
+            return c
+    raise KeyError(f"{key!r} is not a comparison here ({', '.join(c.key for c in listed)})")
+
+
+def judged(comparisons: Iterable[Comparison]) -> tuple[Comparison, ...]:
+    """The comparisons the loop, the planner and a replication judge."""
+    return tuple(c for c in comparisons if c.judged)
+
+
+def targets(comparisons: Iterable[Comparison]) -> tuple[str, ...]:
+    """The keys a precision `target` may name."""
+    return tuple(c.key for c in comparisons if c.target and c.judged)
+
+
+def primary(comparisons: Iterable[Comparison]) -> Comparison:
+    """The comparison the A/A twin gets a table of (the first, if none says)."""
+    listed = tuple(comparisons)
+    return next((c for c in listed if c.aa), listed[0])
+
+
+def verdicts(comparisons: Iterable[Comparison]) -> dict[str, str]:
+    """An answer's verdict tables, words → key, in order: every comparison, then the A/A
+    table of the primary one."""
+    listed = tuple(comparisons)
+    out = {c.words: c.key for c in listed}
+    aa = [c for c in listed if c.aa]
+    if aa:
+        out[aa[0].aa_words] = AA_KEY
+    return out
+
+
+def columns(comparisons: Iterable[Comparison]) -> dict[str, str]:
+    """key → column, e.g. for a summary's prefixes."""
+    return {c.key: c.column for c in comparisons}
+
+
+# QPS (higher is better), the latency percentiles and the tail ratio (lower is better) per
+# workload × threads. p50 is shown, not judged: the loop measures to QPS and p95 (its paired
+# SD is a fraction of p99's, docs/statistics.md) and p50 moves with the body p95 already
+# speaks for.
+SYSBENCH = (
+    Comparison("qps", "qps", True, "throughput (QPS)", "QPS", aa=True),
+    Comparison("p50", "latency_p50_ms", False, "p50 latency", "p50", target=False, judged=False),
+    Comparison("p95", "latency_p95_ms", False, "p95 latency", "p95"),
+    Comparison("p99", "latency_p99_ms", False, "p99 latency", "p99"),
+    Comparison("tail", "tail_ratio", False, "tail ratio (p99 ÷ p50)", "tail ratio"),
+)
+
+# long sysbench steps judged by their seconds (the checkpoint study): the median per-second
+# throughput after steady state, the run-level p99 and the stall seconds (compared as 1 +
+# seconds: a step with none has a ratio too)
+PER_SECOND = (
+    Comparison("tps", "median_tps", True, "median throughput (TPS)", "TPS", aa=True),
+    Comparison("p99", "latency_p99_ms", False, "p99 latency", "p99"),
+    Comparison("stalls", "stall_seconds_1", False, "stall seconds (compared as 1 + seconds)", "stall seconds"),
+)
