@@ -23,7 +23,7 @@ LAYERS = [
                  "servers"]),
     ("workloads, probes, TPC-H", ["pauses", "workloads", "workloads.sysbench", "workloads.tpcc",
                                   "workloads.linkbench", "workloads.sql", "probes", "profiler", "tpch"]),
-    ("store", ["provenance", "results", "archive", "params", "ownership"]),
+    ("store", ["provenance", "params", "results", "archive", "ownership"]),
     ("numbers", ["stats.samples", "stats.paired", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),

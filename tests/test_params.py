@@ -1,4 +1,6 @@
 """Parameter validation and the run plan (no server needed)."""
+from pathlib import Path
+
 import pytest
 
 from dbstudies import checks, schedule, servers, study, thread_handling
@@ -176,3 +178,25 @@ def test_a_smoke_run_measures_no_busy_step_again_unless_asked():
         assert "| `busy_retries` | 0 | 2 | 2 |" in study.readme_of(s).read_text()
     assert checks.resolve(tp, "smoke", busy_retries=1).busy_retries == 1
     assert "busy_retries: must be ≥ 0" in " ".join(problems(busy_retries=-1))
+
+
+def test_a_recorded_run_reads_back_typed_old_runs_and_variants_too(tmp_path):
+    """`Run.params`: the one reader of a run's parameters. A run that predates a field
+    (the quick fixture: `target`, `busy_retries`) reads its default, not today's profile value
+    (the quick profile now measures to a target: that run did not); a parameter since removed
+    (`stall_factor`) is dropped; a variant reads the analysis parameter it changed."""
+    import shutil
+
+    from test_precision import QUICK
+
+    from dbstudies.results import Run
+    tp = load("thread_pool")
+    p = Run.open(QUICK).params(tp)
+    assert isinstance(p, tp.Params) and p.repeats == 16 and p.threads == [1, 16, 64, 256]
+    assert p.target == {} and p.budget is None and p.busy_retries == 2 and p.profile == "quick"
+    assert tp.PROFILES["quick"]["target"]  # what the profile says today did not apply
+    smoke = next((Path(__file__).parent / "fixtures" / "runs" / "thread_pool").iterdir())
+    run = Run.open(shutil.copytree(smoke, tmp_path / smoke.name))
+    variant = run.as_variant({"draw_threshold": 0.1})
+    assert run.params(tp).draw_threshold == 0.05 and variant.params(tp).draw_threshold == 0.1
+    assert study.params_of(variant).draw_threshold == 0.1  # its own study, loaded from its metadata

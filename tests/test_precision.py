@@ -158,7 +158,7 @@ def fake_study(values: list[dict]) -> types.ModuleType:
         CLOCK[0] += 10.0
 
     study.pair = pair
-    study.observations = lambda run: pd.DataFrame(values)
+    study.observations = lambda run, p: pd.DataFrame(values)
     study.Params = NS(COMPARISONS=(Comparison("qps", "qps", True, "QPS"),))
     return study
 
@@ -252,7 +252,7 @@ def test_where_rounds_go_never_depends_on_which_arm_of_a_pair_won():
         f.loc[flip, "arm"] = f.loc[flip, "arm"].map({base: cand, cand: base})
         swapped[metric] = (label, f, by, value)
     before = precision.shortfall(tp, p, run).set_index("cell")
-    after = precision.shortfall(NS(observations=lambda r: swapped["qps"][1], Params=tp.Params), p, run).set_index("cell")
+    after = precision.shortfall(NS(observations=lambda r, p: swapped["qps"][1], Params=tp.Params), p, run).set_index("cell")
     for c in ("needs_qps", "needs_p95", "hopes_qps", "hopes_p95", "more", "hope"):
         assert np.allclose(before[c], after[c]), c
     v = [precision.cell_variances(t[1], t[2], t[3], base, [cand]) for t in (tables["qps"], swapped["qps"])]

@@ -273,7 +273,7 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
     run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
     if sharing.compare_effects(run_a, run_b):
         print("\nValues (each configuration of run B against the same configuration of run A):")
-    table = runs.compare_runs(run_a, run_b, metric)
+    table = runs.compare_runs(run_a, run_b, metric, threshold=study.params_of(run_a).draw_threshold)
     view = table.assign(
         delta=table["delta_pct"].map("{:+.1f}%".format),
         ci=[f"[{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"

@@ -151,6 +151,34 @@ def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: 
     return obj
 
 
+def recorded(cls: type, profiles: Mapping[str, Mapping[str, Any]], parameters: Mapping[str, Any]):
+    """A recorded run's parameters as `cls`, typed and not validated (a run is read on a
+    machine that may lack its servers): its profile's values, then every value it recorded
+    of a field `cls` still has. A field the run predates takes its default — what the run
+    was measured and analysed without — or, having none, its profile's value; a parameter
+    since removed is dropped.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class X:
+    ...     profile: str
+    ...     n: int
+    ...     draw_threshold: float = 0.05
+    >>> recorded(X, {"quick": {"n": 4, "draw_threshold": 0.1}}, {"profile": "quick", "n": "8", "gone": 1})
+    X(profile='quick', n=8, draw_threshold=0.05)
+    >>> recorded(X, {"quick": {"n": 4}}, {"profile": "quick"}).n
+    4
+    """
+    values = dict(parameters)
+    profile = str(values.pop("profile", None) or next(iter(profiles)))
+    known = fields(cls)
+    given = {**shared_profile(cls, profile), **profiles.get(profile, {})}
+    required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}
+    kept = {k: (_coerce(v, known[k]) if v is not None else None) for k, v in values.items() if k in known}
+    return cls(profile=profile, **{**{k: v for k, v in given.items() if k in required}, **kept})
+
+
 def as_dict(obj: Any) -> dict[str, Any]:
     return dataclasses.asdict(obj)
 

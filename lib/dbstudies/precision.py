@@ -31,16 +31,16 @@ HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bou
 Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
-def sysbench_observations(run: Run) -> pd.DataFrame:
+def sysbench_observations(run: Run, p: StudyParams) -> pd.DataFrame:
     """The sysbench studies' observations: the measured steps, with the tail ratio (p99 ÷ p50)."""
     return tails.with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
 
 
-def paired_tables(study: StudyModule, run: Run) -> dict[str, Observations]:
+def paired_tables(study: StudyModule, run: Run, p: StudyParams | None = None) -> dict[str, Observations]:
     """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
-    `observations` hook, else the sysbench steps): {key: (words, observations, cell columns,
-    column)}."""
-    frame = hook(study, "observations", sysbench_observations)(run)
+    `observations(run, p)` hook, else the sysbench steps; `p`: the run's, `Run.params`, unless
+    given): {key: (words, observations, cell columns, column)}."""
+    frame = hook(study, "observations", sysbench_observations)(run, p if p is not None else run.params(study))
     return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(study.Params.COMPARISONS)}
 
 
@@ -81,7 +81,7 @@ def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
     its outlier-proof variance where that is lower — what the budget is judged by, so a cell
     whose first pairs drew an outlier is not given up on before its noise is known.
     `attrs["by"]`: the cell columns."""
-    tables = paired_tables(study, run)
+    tables = paired_tables(study, run, p)
     baseline, candidates = compared(run)
     out: pd.DataFrame | None = None
     by: list[str] = []

@@ -23,7 +23,7 @@ from .render import (
 )
 from .results import Run
 from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
-from .study import load, reference
+from .study import load, params_of, reference
 from .studykit import Answer
 
 
@@ -401,7 +401,7 @@ REPLICATION_COLUMNS = ["candidate", "verdict_original", "delta_pct_original", "v
 
 def original_of(run: Run) -> Run | None:
     """The run a replication replicates (None for a run that is no replication)."""
-    given = (run.metadata.get("parameters") or {}).get("replicate")
+    given = params_of(run).replicate
     return archive.open_run(given) if given else None
 
 
@@ -449,7 +449,7 @@ def replication(run: Run) -> None:
          "aside)." if diff.empty else f"{len(diff)} server setting(s) differ between the two runs:")
     if not diff.empty:
         display(table(diff))
-    threshold = float((run.metadata.get("parameters") or {}).get("draw_threshold", 0.05))
+    threshold = params_of(run).draw_threshold
     plots.publish(plots.replication(tables, threshold), run, "replication",
                   alt="Each cell's effect in the original run (x) against the replication's (y), 95 % intervals "
                       "both ways, coloured by whether it replicated; the diagonal is the same effect.")

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import errors, paths
+from . import params as P
 from .probes import COSTS
 from .provenance import git_state, host_facts, package_versions
 from .provenance import now as _now
@@ -215,13 +216,22 @@ class Run:
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
 
+    def params(self, study: Any) -> Any:
+        """The run's parameters as the `study`'s typed `Params` — the one reader of what a run
+        recorded (`params.recorded`: old runs too, unvalidated); a variant's with what it changed."""
+        given = dict(self.metadata.get("parameters") or {})
+        given.update({k: v.get("variant") for name, changed in self.variants() if name == self.variant
+                      for k, v in changed.items()})
+        return P.recorded(study.Params, study.PROFILES, given)
+
     def as_variant(self, changed: Mapping[str, Any]) -> "Run":
         """This run re-analysed at the analysis parameters `changed` (name → the new value):
         its folder records what changed and when."""
         run = Run(self.path, variant_name(changed))
         run.output_dir.mkdir(parents=True, exist_ok=True)
         _write_json(run.output_dir / "variant.json", {
-            "changed": {k: {"run": self.metadata["parameters"].get(k), "variant": v} for k, v in changed.items()},
+            "changed": {k: {"run": (self.metadata.get("parameters") or {}).get(k), "variant": v}
+                        for k, v in changed.items()},
             "created_at": _now()})
         return run
 

@@ -51,7 +51,7 @@ from typing import Any, Mapping
 
 from . import params as P
 from . import paths, workloads
-from .studykit import StudyModule, study_name, title
+from .studykit import StudyModule, StudyParams, study_name, title
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -139,6 +139,11 @@ def reference(meta: Mapping[str, Any]) -> str:
     """What `load` takes to load a run's study again: the folder of a study of your own
     (recorded in the run's metadata), else the built-in's name."""
     return meta.get("study_dir") or meta["study"]
+
+
+def params_of(run: Any) -> StudyParams:
+    """A recorded run's parameters, typed, as its own study declares them (`Run.params`)."""
+    return run.params(load(reference(run.metadata)))
 
 
 def notebook_of(study: StudyModule) -> Path:

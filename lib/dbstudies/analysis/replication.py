@@ -12,7 +12,6 @@ measured inside each run, cancel what moves both arms.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Sequence
 
 import pandas as pd
@@ -42,20 +41,14 @@ def compared(run: Run) -> tuple[str, list[str]]:
     return labels[0], labels[1:]
 
 
-def rule_of(run: Run) -> SimpleNamespace:
-    """A run's draw threshold and precision targets, as `analysis.threshold` reads them."""
-    p = run.metadata.get("parameters") or {}
-    return SimpleNamespace(draw_threshold=p.get("draw_threshold", stats.THRESHOLD), target=p.get("target") or {})
-
-
 def effects(study: StudyModule, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
     """A run's comparison tables: {metric: (words, cell columns, table)} — every arm against
     the baseline per cell (`compared`), by the rule and with the draw threshold the run's
     report used, one Holm family per table (empty tables left out)."""
-    rule = rule_of(run)
+    rule = run.params(study)  # its draw threshold and targets
     baseline, candidates = compared(run)
     out = {}
-    for metric, (words, frame, by, value) in precision.paired_tables(study, run).items():
+    for metric, (words, frame, by, value) in precision.paired_tables(study, run, rule).items():
         if frame.empty or value not in frame:
             continue
         t = design_table(frame, by=by, factor="arm", baseline=baseline, candidates=candidates, value=value,
@@ -116,7 +109,7 @@ def pooled(study: StudyModule, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     same_comparisons(runs)
     per_run = [effects(study, r) for r in runs]
     out = {}
-    rule = rule_of(runs[0])  # the first run's draw threshold and targets judge the pooled effects
+    rule = runs[0].params(study)  # the first run's draw threshold and targets judge the pooled effects
     for metric in [m for m in per_run[0] if all(m in e for e in per_run)]:
         words, by, _ = per_run[0][metric]
         t = stats.pooled_table([e[metric][2] for e in per_run], ["candidate", *by],

@@ -27,11 +27,10 @@ def different_hosts(run_a: Run, run_b: Run) -> str | None:
             "difference between the hosts is confounded with the difference measured.")
 
 
-def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
-                 threshold: float | None = None) -> pd.DataFrame:
+def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: float) -> pd.DataFrame:
     """Run B against run A (the baseline), per arm × workload × threads present in both,
     with the rule of every study (one Holm family over the table). Both runs must be of the
-    same study. `threshold`: the draw threshold (default: run A's `draw_threshold`)."""
+    same study. `threshold`: the draw threshold (run A's, `Run.params`)."""
     meta_a, meta_b = run_a.metadata, run_b.metadata
     if meta_a.get("study") != meta_b.get("study"):
         raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
@@ -47,8 +46,6 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *,
         la, lb = f"A {la}", f"B {lb}"
     steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
     column, higher = by_key(SYSBENCH, metric).column, by_key(SYSBENCH, metric).higher_is_better
-    if threshold is None:
-        threshold = (meta_a.get("parameters") or {}).get("draw_threshold", stats.THRESHOLD)
     table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,
                                 candidates=[lb], value=column, higher_is_better=higher,
                                 threshold=threshold)

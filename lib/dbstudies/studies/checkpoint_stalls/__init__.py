@@ -185,12 +185,12 @@ def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
                                     c.column, c.higher_is_better, aa=aa, metric=metric)
 
 
-def observations(run: "Run") -> "pd.DataFrame":
+def observations(run: "Run", p: Params) -> "pd.DataFrame":
     """What its comparisons judge (`dbstudies plan`, a replication): the run summaries of the
     measured steps (none when the run measured none)."""
     steps = results.measured(run)
     table = steps if steps.empty else timeseries.run_summaries(
-        series(run, steps), steps, fraction=run.metadata["parameters"].get("stall_fraction", 0.5))
+        series(run, steps), steps, fraction=p.stall_fraction)
     if "stall_seconds" in table:
         table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
     return table

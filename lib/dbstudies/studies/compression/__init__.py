@@ -275,7 +275,7 @@ def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.Data
     return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
 
-def observations(run: "Run") -> "pd.DataFrame":
+def observations(run: "Run", p: Params) -> "pd.DataFrame":
     """What its comparisons judge (`dbstudies plan`, a replication): one row per measured step."""
     steps = results.measured(run)
     return steps if steps.empty else runs(storage.series(run, steps), steps, run)

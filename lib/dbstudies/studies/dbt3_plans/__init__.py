@@ -290,7 +290,7 @@ def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
     return q[q["phase"] == phase].reset_index(drop=True)
 
 
-def observations(run: "Run") -> "pd.DataFrame":
+def observations(run: "Run", p: Params) -> "pd.DataFrame":
     """What its comparison judges (`dbstudies plan`, a replication): the measured executions."""
     return executions(run)
 

@@ -205,7 +205,7 @@ def table_cells(p: Params) -> list[dict[str, Any]]:
             for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
 
 
-def observations(run: "Run") -> "pd.DataFrame":
+def observations(run: "Run", p: Params) -> "pd.DataFrame":
     """What its comparisons judge (`dbstudies plan`, a replication): the sustained offered
     levels up to `levels.VERDICT_LOAD`, keyed by the level (a fraction of the peak stays
     comparable between runs whose peaks differ)."""
