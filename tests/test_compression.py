@@ -5,7 +5,7 @@ data that would fit in memory), and the smoke run's tables and report."""
 import json
 
 import pytest
-from conftest import processes_mentioning
+from processes import processes_mentioning
 
 from dbstudies import checks, experiment, ownership, results, servers
 from dbstudies.params import ParamError

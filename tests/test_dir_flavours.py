@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import trees
-from conftest import REPO, processes_mentioning
+from conftest import REPO
+from processes import processes_mentioning
 
 from dbstudies import checks, paths, results, servers, stats
 from dbstudies.results import Run

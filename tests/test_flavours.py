@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import processes_mentioning
+from processes import processes_mentioning
 
 from dbstudies import servers, tpch
 from dbstudies.servers import rootfs

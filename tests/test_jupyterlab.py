@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import wait_for
+from processes import wait_for
 
 from dbstudies import lab
 from dbstudies.results import Run

@@ -178,7 +178,7 @@ def test_a_stuck_dbstudies_process_prints_where_it_is_on_sigusr1_and_goes_on(tmp
     prints every thread's stack and the process goes on (SIGUSR1's default would end it)."""
     import signal
 
-    from conftest import wait_for
+    from processes import wait_for
     err = tmp_path / "stderr.txt"
     with open(err, "w") as e:
         p = subprocess.Popen([sys.executable, "-c", "import dbstudies, time\nprint('ready', flush=True)\ntime.sleep(60)"],

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import report_problems
+from report_checks import report_problems
 
 from dbstudies import paths
 from dbstudies.errors import ParamError

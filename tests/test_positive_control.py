@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import report_problems, wait_for
+from processes import wait_for
+from report_checks import report_problems
 
 from dbstudies import checks, errors, pauses
 from dbstudies.analysis import control

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_logged
+from processes import run_logged
 
 from dbstudies import archive, cli, stats
 from dbstudies.analysis import replication

@@ -5,7 +5,8 @@ import socket
 
 import nbformat
 import pytest
-from conftest import NOTEBOOKS, REPO, read_in_chromium, report_problems, unused_option_problems
+from conftest import NOTEBOOKS, REPO
+from report_checks import read_in_chromium, report_problems, unused_option_problems
 
 from dbstudies import checks, ownership, paths, render
 from dbstudies.results import Run
@@ -158,7 +159,7 @@ def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
 
 def test_report_problems_finds_words_a_second_reader_would_quote_wrongly():
     """Each class of issue 43's wording defects, as the reports printed them before."""
-    from conftest import unused_option_problems
+    from report_checks import unused_option_problems
     old = ("<body><h1>T</h1><p>Settings that still differ between A and B (1; the verdicts include them; "
            "thread_handling is what the arms vary): thread_handling (x vs y).</p>"
            "<p>oltp_point_select: peak median 62,120 QPS with A at 16 client threads.</p>"

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO, read_in_chromium, report_problems, unused_option_problems
+from conftest import FIXTURES, REPO
+from report_checks import read_in_chromium, report_problems, unused_option_problems
 
 from dbstudies import checks
 from dbstudies.analysis import caveats, costs

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import processes_mentioning
+from processes import processes_mentioning
 
 from dbstudies import servers
 
@@ -92,7 +92,7 @@ def test_server_dies_with_its_python_process(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     pid, sockdir = p.stdout.split()
     assert p.returncode == -9 and pid.isdigit()
-    from conftest import wait_for
+    from processes import wait_for
     wait_for(lambda: processes_mentioning(str(tmp_path / "s")) == [], 30, "mariadbd to exit")
     shutil.rmtree(sockdir)  # what a killed Python leaves (`dbstudies clean` does this for runs)
 

@@ -9,7 +9,8 @@ import threading
 import time
 
 import pytest
-from conftest import REPO, SMOKE_RUNS, processes_mentioning, wait_for
+from conftest import REPO, SMOKE_RUNS
+from processes import processes_mentioning, wait_for
 
 from dbstudies import checks, errors, experiment, ownership, pauses, results, servers
 from dbstudies import steps as step_driver

@@ -7,7 +7,7 @@ import os
 import signal
 
 import pytest
-from conftest import processes_mentioning, wait_for
+from processes import processes_mentioning, wait_for
 
 from dbstudies import sweep
 from dbstudies.params import ParamError

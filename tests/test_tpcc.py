@@ -7,7 +7,8 @@ import math
 import threading
 
 import pytest
-from conftest import prepared, wait_for
+from conftest import prepared
+from processes import wait_for
 
 from dbstudies import checks, experiment, ownership, results
 from dbstudies.workloads import tpcc

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import paths, study, studykit
+from . import comparisons, paths, study, studykit
 from .errors import DbStudiesError
 from .params import PROFILES, fields, meanings, profile_values
 
@@ -116,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
                           "effects), with the spread between runs (τ, I²)")
     pool.add_argument("runs", type=Path, nargs="+", help="run directories or packed runs (at least two)")
     pool.add_argument("--csv", type=Path, default=None, help="also write the pooled tables here")
-    cmp.add_argument("--metric", choices=("qps", "p99"), default="qps")
+    cmp.add_argument("--metric", choices=[c.key for c in comparisons.SYSBENCH], default="qps",
+                     help="the comparison whose values are compared (the effects: every one)")
     cmp.add_argument("--csv", type=Path, default=None, help="also write the whole table here")
     swp = sub.add_parser("sweep", help="run a study over a grid of parameter sets (YAML), "
                          "here one after another or on Dask workers (--scheduler)")

@@ -90,6 +90,14 @@ def verdicts(comparisons: Iterable[Comparison]) -> dict[str, str]:
     return out
 
 
+def throughput(comparisons: Iterable[Comparison]) -> str | None:
+    """The key of the throughput table — the primary comparison, where more is better — whose
+    judged cells get a CPU budget; None where the primary is a time or a latency."""
+    listed = tuple(comparisons)
+    first = primary(listed) if listed else None
+    return first.key if first is not None and first.higher_is_better else None
+
+
 def columns(comparisons: Iterable[Comparison]) -> dict[str, str]:
     """key → column, e.g. for a summary's prefixes."""
     return {c.key: c.column for c in comparisons}

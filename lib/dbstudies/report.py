@@ -12,6 +12,7 @@ from typing import Any
 from . import analysis, archive, plots, results, schedule
 from .analysis import replication as replication_of
 from .analysis import settings
+from .comparisons import throughput
 from .errors import DbStudiesError
 from .render import (
     _e,
@@ -201,7 +202,7 @@ def cpu_budget(said: Answer, run: Run) -> None:
     from IPython.display import Markdown, display
 
     from .analysis import caveats
-    key = caveats.throughput_key(said.verdicts)
+    key = throughput(said.comparisons)
     cpus = (run.metadata.get("host") or {}).get("cpus") or 0
     b = caveats.judged_budget(said.tables, key, cpus)
     if b.empty:
@@ -331,7 +332,7 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     conclusion (with what else differs between the arms), as `answer` shows them."""
     from .analysis import caveats, words
     tables = said.verdict_tables()
-    key = caveats.throughput_key(said.verdicts)
+    key = throughput(said.comparisons)
     meta = run.metadata if run is not None else {}
     cpus = (meta.get("host") or {}).get("cpus") or 0
     pinned = caveats.pinned_apart(meta) if run is not None else True

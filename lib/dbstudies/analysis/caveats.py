@@ -302,14 +302,6 @@ def busy(steps: pd.DataFrame | None, retries: int = SysbenchParams.busy_retries)
     return "**Busy host.** " + "; ".join(parts) + "."
 
 
-THROUGHPUT = ("qps", "tps")  # the verdict tables whose judged cells get a CPU budget
-
-
-def throughput_key(verdicts: dict[str, str]) -> str | None:
-    """The key of an answer's throughput verdict table (`THROUGHPUT`), or None."""
-    return next((k for k in verdicts.values() if k in THROUGHPUT), None)
-
-
 def judged_budget(tables: dict[str, Any], throughput: str | None, host_cpus: int) -> pd.DataFrame:
     """`budget` of an answer's tables (its `steps`, its throughput table `throughput`),
     computed once and kept in `tables["budget"]` for the caveat and the report's table."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import results, stats
+from .. import results, stats, tails
 from ..comparisons import SYSBENCH, by_key
 from ..errors import StoreError
 from ..results import Run
@@ -37,7 +37,7 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: floa
                          f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
     if metric not in (keys := [c.key for c in SYSBENCH]):
         raise StoreError(f"metric must be one of {', '.join(keys)}, got {metric!r}")
-    a, b = results.measured(run_a), results.measured(run_b)
+    a, b = (tails.with_tail_ratio(results.measured(r)) for r in (run_a, run_b))
     if a.empty or b.empty:
         empty = run_a if a.empty else run_b
         raise StoreError(f"run {empty.path.name} holds no measured steps")
@@ -45,9 +45,9 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: floa
     if la == lb:
         la, lb = f"A {la}", f"B {lb}"
     steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
-    column, higher = by_key(SYSBENCH, metric).column, by_key(SYSBENCH, metric).higher_is_better
+    c = by_key(SYSBENCH, metric)
     table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,
-                                candidates=[lb], value=column, higher_is_better=higher,
+                                candidates=[lb], value=c.column, higher_is_better=c.higher_is_better,
                                 threshold=threshold)
     if table.empty:
         raise StoreError(f"runs {run_a.path.name} and {run_b.path.name} have no configuration "

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from .. import results, tails
-from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, verdicts
+from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts
 from ..results import Run
 from ..studykit import Answer, Arm
 from . import caveats, control, summary
@@ -52,8 +52,9 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     summ = t["summary"]  # the configurations compared: the twins have tables of their own
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
     cpus = run.metadata["host"]["cpus"]
-    client = caveats.client_explained(caveats.judged_budget(t, "qps", cpus), caveats.pinned_apart(run.metadata))
-    said = conclusion(summ, {**{k: t[k] for k in ("qps", "p95", "p99", "aa")}, "client": client}, p,
+    client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus),
+                                      caveats.pinned_apart(run.metadata))
+    said = conclusion(summ, {**{c.key: t[c.key] for c in p.COMPARISONS}, AA_KEY: t[AA_KEY], "client": client}, p,
                       host_cpus=cpus, calibration=t["calibration"])
     arm = control.control_arm(arms)
     said = "\n".join([said, *calibration_lines(t["calibrations"], p.COMPARISONS),

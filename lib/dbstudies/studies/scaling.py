@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import analysis, pauses, profiler
 from .. import studykit as S
 from .. import thread_handling as sch
-from ..analysis import aa, cpu_profiles, scaling
+from ..analysis import aa, cpu_profiles, scaling, sentences
 from ..analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -120,14 +120,14 @@ def compared(p: Params) -> str:
 def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
                host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded).
-    `tables`: "qps", "p95", "p99" (every arm against the baseline) and, with the A/A control,
+    `tables`: one per comparison (every arm against the baseline) and, with the A/A control,
     "aa"; `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
     return "\n".join([
-        *analysis.peak_lines(summ),
-        *analysis.comparison_lines(tables, compared(p)),
-        *analysis.aa_line(tables.get("aa"), arms(p)[0].label),
+        *sentences.peak_lines(summ),
+        *sentences.comparison_lines(tables, compared(p), p.COMPARISONS),
+        *sentences.aa_line(tables.get("aa"), arms(p)[0].label),
         *aa.calibration_line(calibration),
-        *analysis.host_lines(summ, p, host_cpus)])
+        *sentences.host_lines(summ, p, host_cpus)])
 
 
 MARIADB_55 = "MariaDB 5.5 thread-pool post"

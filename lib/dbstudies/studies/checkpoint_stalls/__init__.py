@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ... import analysis, pauses, profiler, results, timeseries
 from ... import comparisons as C
 from ... import studykit as S
-from ...analysis import control, cpu_profiles
+from ...analysis import control, cpu_profiles, sentences
 from ...analysis.words import Claim
 
 if TYPE_CHECKING:
@@ -224,8 +224,8 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
                  for r in g.itertuples()]
         lines.append(f"- **{w}, {analysis.threads(t)}** (medians over repeats): "
                      + "; ".join(parts) + ".")
-    lines += analysis.listed_comparisons(tables, {c.key: c.words for c in p.COMPARISONS}, base)
-    lines += analysis.aa_line(tables.get("aa"), base)
+    lines += sentences.listed_comparisons(tables, {c.key: c.words for c in p.COMPARISONS}, base)
+    lines += sentences.aa_line(tables.get("aa"), base)
     arm, found = control.control_arm(S.with_control(arms(p), p)), tables.get("control")
     if arm is not None and found is not None:
         lines += control.lines(found, arm.pause)

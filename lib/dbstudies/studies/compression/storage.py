@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ... import timeseries
-from ...analysis import aa_line, listed_comparisons, over_repeats, signed, threads
+from ...analysis import over_repeats, signed, threads
+from ...analysis.sentences import aa_line, listed_comparisons
 from ...analysis.words import size_check
 from ...results import Run
 from ...servers import size_bytes
