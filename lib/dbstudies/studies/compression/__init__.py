@@ -116,8 +116,8 @@ class Params(S.SysbenchParams):
     COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = (
         C.Comparison("tps", "median_tps", True, "steady throughput (TPS)", "TPS", target=False, aa=True),
         C.Comparison("load", "load_seconds", False, "load time", target=False, explained=False),
-        C.Comparison("footprint", "allocated_after_load_mib", False, "footprint after the load", target=False,
-                     explained=False),
+        C.Comparison("footprint", "allocated_after_load_mib", False, "allocated footprint after the load",
+                     "footprint", target=False, explained=False),
         C.Comparison("wa", "write_amplification", False, "write amplification", target=False, explained=False),
     )
     RESERVED: ClassVar[frozenset[str]] = frozenset({
