@@ -15,7 +15,8 @@ outputs; they are not committed (tests/nbval/*.ipynb is ignored). After an inten
 
 re-executes each notebook on its fixture and writes its reference again (read the diff before
 committing it). Given a new complete smoke run (`dbstudies run <study> --profile smoke`), the
-run first becomes the study's fixture: its metadata (without its owner), each table's parts
+run first becomes the study's fixture: its metadata (without its owner; slimmed to what the
+analysis reads, tests/slim_fixture.py), each table's parts
 compacted into one Parquet file and the profiled steps' folded stacks — nothing else, so that it
 stays small. A study new to tests/fixtures/notebook_outputs.json gets its `# CHECK_OUTPUT`
 cells' printed lines recorded there (what the suite's smoke run of it must print).
@@ -30,6 +31,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import slim_fixture
 
 HERE = Path(__file__).resolve().parent
 NBVAL = HERE / "nbval"
@@ -236,6 +238,7 @@ def fixture(run: Path) -> Path:
     dest.mkdir(parents=True)
     meta.pop("owner", None)  # nobody owns a fixture: analysing it never changes its status
     (dest / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
+    slim_fixture.slim(dest, slim_fixture.named_in_library())  # what the analysis reads, a record a line
     compact(run, dest)
     if (run / "profiles").is_dir():  # the profiled steps' stacks (cpu_profile), not their SVGs
         (dest / "profiles").mkdir()
