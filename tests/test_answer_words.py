@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import checks, stats
+from dbstudies import checks, comparisons, stats
 from dbstudies.analysis import caveats, words
 from dbstudies.comparisons import SYSBENCH
 from dbstudies.results import INTERVALS, STEPS, Run
@@ -202,10 +202,9 @@ def test_the_tail_ratio_is_each_steps_p99_over_its_own_p50_judged_paired():
     """The pool's steps at 256 threads have a p99 5 × their p50, the baseline's 3 ×: its tail
     ratio is judged worse there; at the other thread counts both arms' tails have one shape,
     a draw."""
-    from dbstudies import tails
     s = steps({}).assign(latency_p50_ms=1.0)
     s = s.assign(latency_p99_ms=np.where((s["arm"] == POOL) & (s["threads"] == 256), 5.0, 3.0))
-    marked = tails.with_tail_ratio(s)
+    marked = comparisons.with_tail_ratio(s)
     assert (marked["tail_ratio"] == marked["latency_p99_ms"] / marked["latency_p50_ms"]).all()
     rel = tp.relative(marked, checks.resolve(tp, "quick"), "tail")
     assert set(rel.loc[rel["threads"] == 256, "verdict"]) == {"worse"}
@@ -216,10 +215,9 @@ def test_the_tail_ratio_measures_the_tail_not_a_body_that_moved():
     """The pool's whole distribution takes 2.2 × the baseline's (its p50 moved, as at
     point_select@256), its shape unchanged: p99 calls it worse, the tail ratio a draw — the
     tail did not grow beyond the body."""
-    from dbstudies import tails
     s = steps({})
     slower = np.where(s["arm"] == POOL, 2.2, 1.0) * (1 + 0.01 * (s["step"] % 3))  # a little step-to-step noise
-    marked = tails.with_tail_ratio(s.assign(latency_p50_ms=slower, latency_p99_ms=4 * slower))
+    marked = comparisons.with_tail_ratio(s.assign(latency_p50_ms=slower, latency_p99_ms=4 * slower))
     p = checks.resolve(tp, "quick")
     assert set(tp.relative(marked, p, "p99")["verdict"]) == {"worse"}
     assert set(tp.relative(marked, p, "tail")["verdict"]) == {"draw"}

@@ -137,7 +137,7 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
         rows += [dict(t, arm=b.label, query=q, position=i + 1) for i, t in enumerate(other)]
     plans = pd.DataFrame(rows).fillna({"key": "", "access_type": ""})
     run.append(d3.PLANS, plans[list(d3.PLANS.columns)])
-    cells = d3.follow_up(p, run)
+    cells = d3.follow_up(run, p)
     assert cells == [{"query": 3, "order_of": a.label}, {"query": 3, "order_of": b.label},
                      {"query": 21, "order_of": a.label}, {"query": 21, "order_of": b.label}]
     ctx = Context(p, run, tpch_server, None, arm=a, repeat=1)

@@ -92,8 +92,9 @@ def test_the_scaling_experiments_two_faces_say_it_once():
         for name in ("arms", "relative", "relative_layout", "summary", "conclusion", "claims", "answer",
                      "profile_cells", "qps_table"):
             assert getattr(face, name) is getattr(scaling, name), (face.__name__, name)
-        own = [n for n, v in vars(face).items() if callable(v) and getattr(v, "__module__", "") == face.__name__]
-        assert own == ["Params"], own
+        own = [n for n, v in vars(face.module).items() if callable(v) and getattr(v, "__module__", "") == face.__name__]
+        assert own == ["Params", type(face).__name__], own  # its parameters and its class (Params, PROFILES)
+        assert set(vars(type(face))) - {"__module__", "__doc__", "__qualname__"} <= {"Params", "PROFILES", "GOVERNING"}
     code = [[c.source for c in nbformat.read(paths.NOTEBOOKS_DIR / f"{f.__name__.rsplit('.', 1)[1]}.ipynb",
                                               as_version=4).cells if c.cell_type == "code"][1:]
             for f in faces]

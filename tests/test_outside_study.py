@@ -85,6 +85,12 @@ def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
         load(tmp_path / "empty")
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "__init__.py").write_text('"""No parameters."""\n')
+    with pytest.raises(ParamError, match="declares no STUDY"):
+        load(tmp_path / "half")
+    (tmp_path / "half" / "__init__.py").write_text(
+        '"""No answer."""\nfrom dbstudies.steps import SysbenchStudy\nfrom dbstudies.studykit import SysbenchParams\n'
+        'class Half(SysbenchStudy):\n    Params, PROFILES = SysbenchParams, {}\n    def arms(self, p):\n        return []\n'
+        'STUDY = Half()\n')
     with pytest.raises(ParamError, match="declares no answer"):
         load(tmp_path / "half")
 

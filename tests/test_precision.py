@@ -2,7 +2,6 @@
 a draw measured to one says, where the loop spends its rounds (on known-answer noise), the
 arm orders it keeps balanced, what it refuses, and what the report says of it."""
 import math
-import types
 from types import SimpleNamespace as NS
 
 import numpy as np
@@ -13,6 +12,7 @@ from conftest import FIXTURES
 from dbstudies import analysis, checks, experiment, planner, precision, render, schedule, stats
 from dbstudies.analysis import words
 from dbstudies.comparisons import Comparison
+from dbstudies.contract import Study
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -144,23 +144,23 @@ def test_a_study_whose_cells_come_during_the_run_takes_no_target():
 SD = {1: 0.02, 16: 0.15, 64: 3.0}   # per cell: met at once, met after some pairs, out of reach
 
 
-def fake_study(values: list[dict]) -> types.ModuleType:
+def fake_study(values: list[dict]) -> Study:
     """A study whose pairs write known-answer QPS (log ratio ~ N(0, SD[threads]), seeded per
     pair) to `values`, each pair taking 10 s of a fake clock."""
-    study = types.ModuleType("fake_study")
+    class Fake(Study):
+        Params = NS(COMPARISONS=(Comparison("qps", "qps", True, "QPS"),))
 
-    def pair(begin, cells):
-        rng = np.random.default_rng(cells[0]["pair"])
-        d = rng.normal(0, SD[cells[0]["threads"]])
-        for i, cell in enumerate(cells):
-            begin(i, cell)
-            values.append({**cell, "qps": 1000.0 * (math.exp(d) if cell["arm"] == "B" else 1.0)})
-        CLOCK[0] += 10.0
+        def pair(self, begin, cells):
+            rng = np.random.default_rng(cells[0]["pair"])
+            d = rng.normal(0, SD[cells[0]["threads"]])
+            for i, cell in enumerate(cells):
+                begin(i, cell)
+                values.append({**cell, "qps": 1000.0 * (math.exp(d) if cell["arm"] == "B" else 1.0)})
+            CLOCK[0] += 10.0
 
-    study.pair = pair
-    study.observations = lambda run, p: pd.DataFrame(values)
-    study.Params = NS(COMPARISONS=(Comparison("qps", "qps", True, "QPS"),))
-    return study
+        def observations(self, run, p):
+            return pd.DataFrame(values)
+    return Fake()
 
 
 CLOCK = [0.0]
@@ -252,7 +252,10 @@ def test_where_rounds_go_never_depends_on_which_arm_of_a_pair_won():
         f.loc[flip, "arm"] = f.loc[flip, "arm"].map({base: cand, cand: base})
         swapped[metric] = (label, f, by, value)
     before = precision.shortfall(tp, p, run).set_index("cell")
-    after = precision.shortfall(NS(observations=lambda r, p: swapped["qps"][1], Params=tp.Params), p, run).set_index("cell")
+    class Swapped(type(tp)):
+        def observations(self, run, p):
+            return swapped["qps"][1]
+    after = precision.shortfall(Swapped(), p, run).set_index("cell")
     for c in ("needs_qps", "needs_p95", "hopes_qps", "hopes_p95", "more", "hope"):
         assert np.allclose(before[c], after[c]), c
     v = [precision.cell_variances(t[1], t[2], t[3], base, [cand]) for t in (tables["qps"], swapped["qps"])]

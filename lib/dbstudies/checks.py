@@ -10,10 +10,11 @@ from typing import Any, Mapping
 
 from . import archive, comparisons, live, paths, servers
 from . import params as P
+from .contract import Study, study_name
 from .errors import ReplicationError
 from .results import Run, find_run
 from .schedule import design, round_seconds, server_key, servers_needed
-from .studykit import Arm, StudyModule, StudyParams, arms_of, study_name
+from .studykit import Arm, StudyParams, arms_of
 
 # memory of one private server beyond its buffer pool (log buffer, dictionary, caches, the
 # connection threads' stacks and buffers), and per client connection (measured ≈ 0.3 MiB)
@@ -21,7 +22,7 @@ SERVER_OVERHEAD, PER_CONNECTION = 512 * 2**20, 2**20
 MEMORY_SHARE = 0.8         # the servers may plan on this share of the available memory
 
 
-def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> StudyParams:
+def resolve(study: Study, profile: str = "quick", **overrides: Any) -> StudyParams:
     """The study's validated parameters: the profile's values, with non-None overrides
     applied (each problem a line of one `ParamError`, before anything starts); on a remote
     target no arm may need a restart or a config change; a time budget must hold two rounds
@@ -46,7 +47,7 @@ def resolve(study: StudyModule, profile: str = "quick", **overrides: Any) -> Stu
     return p
 
 
-def replication_base(study: StudyModule, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def replication_base(study: Study, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The profile and parameters a replication of the run `given["replicate"]` (a run
     directory or a packed run) measures with: every parameter as that run recorded it, its
     own copies of the user's workload scripts (each checked against the SHA-256 it recorded),
@@ -87,7 +88,7 @@ def replication_base(study: StudyModule, given: Mapping[str, Any]) -> tuple[str,
                      "replicate": str(archive.locate(given["replicate"]))}
 
 
-def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParams:
+def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
     """`resolve` with a notebook's parameters cell: `profile` and every parameter of the
     study found in `namespace` (the notebook's `globals()`: its cell, and whatever papermill
     injected), None meaning the profile's value. The cell is the only list of parameters a
@@ -111,7 +112,7 @@ def resolve_cell(study: StudyModule, namespace: Mapping[str, Any]) -> StudyParam
     return resolve(study, namespace.get("profile") or "quick", **given)
 
 
-def reanalysis(study: StudyModule, run: Run, profile: str | None, given: Mapping[str, Any],
+def reanalysis(study: Study, run: Run, profile: str | None, given: Mapping[str, Any],
                say: Any = print) -> StudyParams:
     """The parameters of a re-analysis of the ended `run`: what it measured with — every
     parameter as the run recorded it — but the study's analysis parameters (`ANALYSIS`: the

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from . import comparisons, paths, study, studykit
+from . import comparisons, contract, paths, study
 from .errors import DbStudiesError
 from .params import PROFILES, fields, meanings, profile_values
 
@@ -222,7 +222,7 @@ def _runs(which: str | None, runs_dir: Path) -> int:
     from . import archive, ownership, results
     packed = which is not None and archive.is_archive(which)
     # an unknown study is an error, not an empty list
-    study_name = None if which is None or packed else studykit.study_name(study.load(which))
+    study_name = None if which is None or packed else contract.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in [archive.open_run(which)] if packed else results.list_runs(study_name, runs_dir):
         meta, status = run.metadata, ownership.check_abandoned(run)
@@ -355,7 +355,7 @@ def _sweep_commands(args: argparse.Namespace) -> int:
         return proc.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
                          cwd=paths.REPO)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
-    s = sweep.Sweep(studykit.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
+    s = sweep.Sweep(contract.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
     try:
@@ -419,7 +419,7 @@ def _list(which: str | None, write_readme: bool) -> int:
     for ref in [which] if which else study.names():
         s = study.load(ref)
         words = meanings(s.Params)
-        print(f"{studykit.study_name(s)}: {studykit.title(s)}")
+        print(f"{contract.study_name(s)}: {contract.title(s)}")
         every = {p: profile_values(s.Params, s.PROFILES, p) for p in PROFILES}
         for field in fields(s.Params):
             values = {p: every[p][field] for p in PROFILES}

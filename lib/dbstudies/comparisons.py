@@ -17,7 +17,7 @@ Adding p90 to every sysbench study is one line in `SYSBENCH` (and the column in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 BY = ("workload", "threads")  # a sysbench study's cell
 AA_KEY = "aa"                 # the A/A table's key in an answer
@@ -96,6 +96,20 @@ def throughput(comparisons: Iterable[Comparison]) -> str | None:
     listed = tuple(comparisons)
     first = primary(listed) if listed else None
     return first.key if first is not None and first.higher_is_better else None
+
+
+def with_tail_ratio(steps: Any) -> Any:
+    """`steps` (a DataFrame) with the tail ratio's column: each step's p99 over its own p50
+    (unchanged without both).
+
+    >>> import pandas as pd
+    >>> with_tail_ratio(pd.DataFrame({"latency_p50_ms": [2.0], "latency_p99_ms": [9.0]}))["tail_ratio"].tolist()
+    [4.5]
+    """
+    p50, p99 = by_key(SYSBENCH, "p50").column, by_key(SYSBENCH, "p99").column
+    if p50 not in steps or p99 not in steps:
+        return steps
+    return steps.assign(**{by_key(SYSBENCH, "tail").column: steps[p99] / steps[p50]})
 
 
 def columns(comparisons: Iterable[Comparison]) -> dict[str, str]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from . import errors, live, precision, servers
 from .checks import max_clients
+from .contract import Study, study_name
 from .ownership import guard, owns
 from .results import SYSTEM_SCHEMAS, Run, how_far
 from .schedule import (
@@ -57,13 +58,13 @@ from .schedule import (
     session_settings,
 )
 from .schedule import steps as planned_steps
-from .steps import DEFAULT_HOOKS, Context, keep_scripts
-from .studykit import Arm, StudyModule, StudyParams, arms_of, hook, study_name
+from .steps import Context, keep_scripts
+from .studykit import Arm, StudyParams, arms_of
 from .workloads import sql
 
 # ---------------------------------------------------------------- the loop
 
-def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = True) -> None:
+def measure(study: Study, p: StudyParams, run: Run, *, progress: bool = True) -> None:
     """Run the whole plan, flushing every step to `run`. Servers are always stopped and
     their datadirs removed; on an error the run keeps what was measured (and, if this
     process owns the run, is marked failed or interrupted).
@@ -106,7 +107,7 @@ def measure(study: StudyModule, p: StudyParams, run: Run, *, progress: bool = Tr
             shown.close(stopped=not ended)
 
 
-def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], steps: pd.DataFrame,
+def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.DataFrame,
              progress: bool) -> None:
     """`measure`'s loop: the plan, the follow-up, the profiled round."""
     with guard(run), _Loop(study, p, run) as loop:
@@ -115,7 +116,7 @@ def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], step
         (loop.rounds if paired else loop.blocks)(steps, by_label, progress)
         if paired and p.target:  # then rounds only where a cell's precision is short of its target
             steps = pd.concat([steps, loop.refine(steps, by_label, progress)], ignore_index=True)
-        more = hook(study, "follow_up", lambda p, run: [])(p, run)
+        more = study.follow_up(run, p)
         if more:
             follow = next_phase(arms, more, p.repeats, p.seed + 1, steps, paired)
             run.update(follow_up=follow.to_dict("records"))
@@ -123,8 +124,7 @@ def _measure(study: StudyModule, p: StudyParams, run: Run, arms: list[Arm], step
                   f"{'round and arm' if paired else 'block'})", flush=True)
             (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
             steps = follow
-        chosen = hook(study, "profile_cells", lambda p, run: [])(p, run) if getattr(
-            p, "cpu_profile", False) else []
+        chosen = study.profile_cells(run, p) if getattr(p, "cpu_profile", False) else []
         if chosen:  # one round more: each chosen cell on every compared arm (no twin), its server sampled by perf
             compared = [a for a in arms if a.twin_of is None]
             profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
@@ -151,7 +151,7 @@ def provision(names: list[str], run: Run, total: int) -> None:
 class _Loop:
     """The servers (created, started and prepared on first use), blocks or rounds, steps."""
 
-    def __init__(self, study: StudyModule, p: StudyParams, run: Run):
+    def __init__(self, study: Study, p: StudyParams, run: Run):
         self.study, self.p, self.run = study, p, run
         self.stack = contextlib.ExitStack()
         self.contexts: dict[str, Context] = {}
@@ -191,7 +191,7 @@ class _Loop:
             self.stack.callback(server.remove_datadir)
             self.stack.callback(server.stop)
             ctx = Context(self.p, self.run, server,
-                          _hook(self.study, "client")(self.p, server, self.client_record), warmups=self.warmups,
+                          self.study.client(self.p, server, self.client_record), warmups=self.warmups,
                           siblings=lambda key=key: [c.server.pid for k, c in self.contexts.items()
                                                     if k != key and c.server.pid is not None])
             self.contexts[key] = ctx
@@ -200,7 +200,7 @@ class _Loop:
             record_server(self.run, server, f"prepare {key}")
             now = self.run.progress() or {"done": 0, "total": 0}
             self.run.set_progress(now["done"], now["total"], f"preparing {key}: loading the data")
-            _hook(self.study, "prepare")(ctx)
+            self.study.prepare(ctx)
             record_data(self.run, server, key)
         return self.contexts[key]
 
@@ -231,7 +231,7 @@ class _Loop:
             if a.label not in self.recorded:
                 self.recorded.add(a.label)
                 record_server(self.run, ctx.server, a.label, session=ctx.session)
-            _hook(self.study, "warmup")(ctx)
+            self.study.warmup(ctx)
 
     def out_of_time(self, durations: list[float]) -> bool:
         """Whether the next round (or repeat), as long as the mean one so far, would end past
@@ -247,7 +247,7 @@ class _Loop:
         total = before + len(steps)
         bar = tqdm(total=len(steps), disable=not progress, unit="step", mininterval=2,
                    desc=study_name(self.study) + (" (follow-up)" if before else ""))
-        step = _hook(self.study, "step")
+        step = self.study.step
         done, durations, current, started = before, [], None, time.monotonic()
         self.run.set_progress(done, total, "starting the server")
         try:
@@ -416,7 +416,7 @@ class _Loop:
     def pair(self, contexts: dict[str, Context], arms: dict[str, Arm],
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
         """One cell on every arm, back to back: a study with its own `step` measures each as
-        it does in blocks; else the `pair` hook measures them (sysbench's: `steps.sysbench_pair`).
+        it does in blocks; else the study's `pair` measures them (sysbench's: `steps.sysbench_pair`).
         `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
         def begin(i: int, cell: dict[str, Any]) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
@@ -426,13 +426,8 @@ class _Loop:
             ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
             return ctx
 
-        own_step = hook(self.study, "step")
         t0 = time.monotonic()
-        if own_step is not None:
-            for i, cell in enumerate(cells):
-                own_step(begin(i, cell), cell)
-        else:
-            _hook(self.study, "pair")(begin, cells)
+        self.study.pair(begin, cells)
         self.pair_seconds.setdefault(_key(_cells(pd.DataFrame(cells[:1]))[0]), []).append(time.monotonic() - t0)
         bar.update(len(cells))
         return done + len(cells)
@@ -493,7 +488,3 @@ def record_data(run: Run, server: servers.Server, key: str) -> None:
     data += [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
              for schema, size, n in rows]
     run.update(data=data)
-
-
-def _hook(study: StudyModule, name: str) -> Callable[..., Any]:
-    return hook(study, name, DEFAULT_HOOKS[name])

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from . import analysis, checks, experiment, ownership, paths, precision, schedule, stats
+from .contract import Study, study_name
 from .results import Run, list_runs
 from .study import load
-from .studykit import StudyModule, StudyParams, arms_of, cells_of, hook, study_name
+from .studykit import StudyParams, arms_of
 
 PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used
@@ -35,7 +36,7 @@ RECENT = 5   # the latest runs used
 _READ: dict[tuple, list[precision.Observations]] = {}
 
 
-def paired_tables(study: StudyModule, run: Run) -> list[precision.Observations]:
+def paired_tables(study: Study, run: Run) -> list[precision.Observations]:
     """The tables `dbstudies plan` predicts for `study`, with `run`'s observations, in order —
     read once per state of the run's tables (a plan asks for each run's tables once per
     metric and spread: 47 reads of ≈ 1 s on five quick runs before)."""
@@ -67,7 +68,7 @@ def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
     return out
 
 
-def cell_noise(study: StudyModule, runs: list[Run], table: int = 0, spread: str = "s2") -> pd.DataFrame:
+def cell_noise(study: Study, runs: list[Run], table: int = 0, spread: str = "s2") -> pd.DataFrame:
     """Per cell of the study's `table`-th paired table (sysbench: 0 QPS, 1 p95, 2 p99, 3 tail ratio, per workload
     × threads): the variance of the per-round log ratios (every arm against its run's
     baseline, every run; with `spread` "s0" their sum of squares about zero over n − 1, what a run measured
@@ -88,7 +89,7 @@ def cell_noise(study: StudyModule, runs: list[Run], table: int = 0, spread: str 
     return both.assign(s2=both["ss"] / both["df"]).reset_index()[[*by, "s2", "df"]]
 
 
-def planned_rounds(study: StudyModule, p: StudyParams) -> int:
+def planned_rounds(study: Study, p: StudyParams) -> int:
     """The rounds a run will measure: `repeats`, or as many as the time budget fits (with a
     precision target: the `repeats` every cell gets first)."""
     if p.budget and not p.target:
@@ -96,14 +97,14 @@ def planned_rounds(study: StudyModule, p: StudyParams) -> int:
     return p.repeats
 
 
-def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame, *,
+def predict(study: Study, p: StudyParams, noise: pd.DataFrame, *,
             candidates: int | None = None) -> dict[str, float]:
     """The MDE (%) of the median cell, the smallest and the largest, of a table over the
     study's cells × candidates (or `candidates`: the positive control's table has one) at
     `p`'s rounds, from per-cell noise (its columns before s2 and df name the cell)."""
     by = [c for c in noise.columns if c not in ("s2", "df")]
-    own = hook(study, "table_cells")  # the cells of its verdict tables, where not its plan's
-    cells = pd.DataFrame(own(p) if own else cells_of(study, p))
+    own = study.table_cells(p)  # the cells of its verdict tables, where not its plan's
+    cells = pd.DataFrame(own if own is not None else study.cells(p))
     cands = candidates or len([a for a in arms_of(study, p)[1:] if a.twin_of is None])
     m, n = len(cells) * max(cands, 1), planned_rounds(study, p)
     s2, _, d0 = stats.moderated(noise["s2"].to_numpy(), noise["df"].to_numpy())
@@ -117,13 +118,13 @@ def predict(study: StudyModule, p: StudyParams, noise: pd.DataFrame, *,
             "rounds": n, "comparisons": m}
 
 
-def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) -> list[str]:
+def to_target(study: Study, p: StudyParams, runs: list[Run], source: str) -> list[str]:
     """How long a run with a precision target will take, from earlier runs' noise per cell:
     the rounds each cell needs for every metric's target (`stats.rounds_for`, moderated as
     the tables are), the time to spend them as the loop does (`precision.fund` within the
     budget), what the same MDE in every cell would take with fixed rounds, the cells that
     need the most, and those expected to end undecided."""
-    cells = pd.DataFrame(cells_of(study, p))
+    cells = pd.DataFrame(study.cells(p))
     m = len(cells) * max(len([a for a in arms_of(study, p)[1:] if a.twin_of is None]), 1)
     keys = list(precision.paired_tables(study, runs[0]))
     need: dict[tuple, float] = {}  # pairs to the target as the loop judges it (spread about zero)
@@ -176,7 +177,7 @@ def to_target(study: StudyModule, p: StudyParams, runs: list[Run], source: str) 
     return lines
 
 
-def pilot(study: StudyModule, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
+def pilot(study: Study, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
     budget), as an ordinary run under `root`."""
     p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": 0, "target": {},
@@ -199,7 +200,7 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     expected MDE with where its noise comes from."""
     study = load(name)
     p = checks.resolve(study, profile, **overrides)
-    arms, cells, ref, name = arms_of(study, p), cells_of(study, p), name, study_name(study)
+    arms, cells, ref, name = arms_of(study, p), study.cells(p), name, study_name(study)
     design = schedule.design(p)
     n = planned_rounds(study, p)
     lines = [f"{name} ({profile}): {design} design, {n} {'rounds' if design == 'paired' else 'repeats'} "

@@ -3,8 +3,8 @@ asks after every round when a run has a precision `target` (`experiment`), and w
 `dbstudies plan` predicts from earlier runs (`planner`).
 
 A study's comparison tables are its judged `COMPARISONS` (`comparisons`), each on the
-observations its `observations(run)` hook gives — by default the sysbench steps
-(`sysbench_observations`: QPS, p95, p99 and the tail ratio per workload × threads). Per cell and metric with a target, the
+observations its `observations(run, p)` gives — for the sysbench kind the measured steps
+(QPS, p95, p99 and the tail ratio per workload × threads). Per cell and metric with a target, the
 pairs measured so far give the paired log ratios' variance (every compared arm against the
 baseline; moderated across the table's cells as the verdicts are); from it the cell's MDE
 now (`stats.paired_mde`, without the draw threshold) and the pairs it needs to reach the
@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
-from . import comparisons, results, stats, tails
+from . import comparisons, stats
+from .contract import Study
 from .results import Run
-from .studykit import StudyModule, StudyParams, hook
+from .studykit import StudyParams
 
 HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bound needs more than the budget has
 
@@ -31,16 +32,11 @@ HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bou
 Observations = tuple[str, pd.DataFrame, list[str], str]
 
 
-def sysbench_observations(run: Run, p: StudyParams) -> pd.DataFrame:
-    """The sysbench studies' observations: the measured steps, with the tail ratio (p99 ÷ p50)."""
-    return tails.with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
-
-
-def paired_tables(study: StudyModule, run: Run, p: StudyParams | None = None) -> dict[str, Observations]:
+def paired_tables(study: Study, run: Run, p: StudyParams | None = None) -> dict[str, Observations]:
     """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
-    `observations(run, p)` hook, else the sysbench steps; `p`: the run's, `Run.params`, unless
-    given): {key: (words, observations, cell columns, column)}."""
-    frame = hook(study, "observations", sysbench_observations)(run, p if p is not None else run.params(study))
+    `observations(run, p)`; `p`: the run's, `Run.params`, unless given): {key: (words,
+    observations, cell columns, column)}."""
+    frame = study.observations(run, p if p is not None else run.params(study))
     return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(study.Params.COMPARISONS)}
 
 
@@ -70,7 +66,7 @@ def compared(run: Run) -> tuple[str, list[str]]:
     return arms[0]["label"], [a["label"] for a in arms[1:] if a.get("twin_of") is None]
 
 
-def shortfall(study: StudyModule, p: StudyParams, run: Run) -> pd.DataFrame:
+def shortfall(study: Study, p: StudyParams, run: Run) -> pd.DataFrame:
     """Per cell (`cell`: the tuple of its table's cell columns): the fewest pairs any compared
     arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
     (`mde_<metric>`, its worst comparison) and the pairs it needs in all (`needs_<metric>`,

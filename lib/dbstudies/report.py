@@ -13,6 +13,7 @@ from . import analysis, archive, plots, results, schedule
 from .analysis import replication as replication_of
 from .analysis import settings
 from .comparisons import throughput
+from .contract import Answer
 from .errors import DbStudiesError
 from .render import (
     _e,
@@ -25,7 +26,6 @@ from .render import (
 from .results import Run
 from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
 from .study import load, params_of, reference
-from .studykit import Answer
 
 
 def plan(study: Any, p: Any, run_dir: Any = None) -> None:
@@ -379,7 +379,7 @@ def setup(run: Run, said: Answer | None = None) -> None:
             "worse. It need not equal the difference of two medians in the summaries: a median is "
             "of one arm's steps alone, so drift between rounds moves it, while a paired ratio "
             "cancels the drift both steps of a round shared.</p>")
-    governing = tuple(getattr(load(reference(meta)), "GOVERNING", ())) if meta.get("study") else ()
+    governing = tuple(load(reference(meta)).GOVERNING) if meta.get("study") else ()
     for title, body in (("Servers: the settings that matter and what differs between arms",
                          configuration(meta, governing)),
                         ("Data against the buffer pool", data_sizes(meta)),

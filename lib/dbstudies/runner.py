@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from . import checks, paths, schedule, workloads
+from .contract import study_name
 from .errors import ParamError, StoreError
 from .ownership import (
     EXIT_FAILED,
@@ -32,7 +33,6 @@ from .params import as_dict
 from .render import conclusion_text, render
 from .results import Run
 from .study import load, notebook_of, reference
-from .studykit import study_name
 
 # ---------------------------------------------------------------- dbstudies run
 

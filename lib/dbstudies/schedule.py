@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .studykit import Arm, StudyModule, StudyParams, arms_of, cells_of, hook
+from .contract import Study
+from .studykit import Arm, StudyParams, arms_of
 
 RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
 MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
@@ -106,28 +107,28 @@ def rounds(p: StudyParams) -> int:
     return MAX_ROUNDS if p.budget and not p.target else p.repeats
 
 
-def steps(study: StudyModule, p: StudyParams) -> pd.DataFrame:
+def steps(study: Study, p: StudyParams) -> pd.DataFrame:
     """The study's measured steps in execution order, in its design."""
-    arms, cells = arms_of(study, p), cells_of(study, p)
+    arms, cells = arms_of(study, p), study.cells(p)
     if design(p) == "paired":
         return paired_order(arms, cells, rounds(p), p.seed)
     return block_order(arms, cells, rounds(p), p.seed)
 
 
-def round_seconds(study: StudyModule, p: StudyParams) -> float:
+def round_seconds(study: Study, p: StudyParams) -> float:
     """A rough wall-clock estimate of one round (paired: every server's restart and every
     arm's warm-up when due, every cell on every arm) or one repeat of blocks."""
     arms = arms_of(study, p)
-    block = estimate(study, p, "block_seconds")
+    block = study.block_seconds(p)
     if design(p) == "paired":
-        warmup = estimate(study, p, "warmup_seconds")
+        warmup = study.warmup_seconds(p)
         n_servers = len(servers_needed(arms, p))
         restart = (RESTART_SECONDS * n_servers + warmup * len(arms)) / max(p.restart_every, 1)
         return restart + (block - warmup) * len(arms)
     return len(arms) * (RESTART_SECONDS + block)
 
 
-def round_parts(study: StudyModule, p: StudyParams) -> tuple[float, float]:
+def round_parts(study: Study, p: StudyParams) -> tuple[float, float]:
     """A paired round's estimate in its parts: (restarting and warming up every server, its
     share per round; one pair of one cell — every arm's step of it).
 
@@ -135,27 +136,26 @@ def round_parts(study: StudyModule, p: StudyParams) -> tuple[float, float]:
     >>> from dbstudies import checks
     >>> tp = load("thread_pool"); p = checks.resolve(tp, "quick")
     >>> restart, pair = round_parts(tp, p)
-    >>> abs(restart + pair * len(cells_of(tp, p)) - round_seconds(tp, p)) < 1e-9
+    >>> abs(restart + pair * len(tp.cells(p)) - round_seconds(tp, p)) < 1e-9
     True
     """
-    cells = len(cells_of(study, p))
-    pair = (estimate(study, p, "block_seconds") - estimate(study, p, "warmup_seconds")) * len(arms_of(study, p)) / max(cells, 1)
+    cells = len(study.cells(p))
+    pair = (study.block_seconds(p) - study.warmup_seconds(p)) * len(arms_of(study, p)) / max(cells, 1)
     return round_seconds(study, p) - pair * cells, pair
 
 
-def rounds_in(study: StudyModule, p: StudyParams, seconds: float) -> int:
+def rounds_in(study: Study, p: StudyParams, seconds: float) -> int:
     """The rounds (or repeats) `seconds` hold at `round_seconds` each, never fewer than the
     two a verdict needs: what a time budget buys."""
     return max(2, int(seconds // round_seconds(study, p)))
 
 
-def describe(study: StudyModule, p: StudyParams) -> str:
+def describe(study: Study, p: StudyParams) -> str:
     """What a run of these parameters measures, in one line (the study's `describe(p, steps)`
     hook, else its steps, rounds and arms) and about how long it takes."""
-    own, n = hook(study, "describe"), len(steps(study, p))
-    if own is not None:
-        said = own(p, n)
-    else:
+    n = len(steps(study, p))
+    said = study.describe(p, n)
+    if said is None:
         arms = arms_of(study, p)
         said = (f"{n} measured steps: {p.repeats} "
                 f"{'rounds' if design(p) == 'paired' else 'repeats'} × {len(arms)} arms "
@@ -164,19 +164,12 @@ def describe(study: StudyModule, p: StudyParams) -> str:
     return f"{said}; about " + (f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
 
 
-def estimated_seconds(study: StudyModule, p: StudyParams) -> float:
+def estimated_seconds(study: Study, p: StudyParams) -> float:
     """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
     if p.budget:
         return p.budget * 60
     return p.repeats * round_seconds(study, p)
 
-
-
-def estimate(study: StudyModule, p: StudyParams, what: str) -> float:
-    """The study's own `block_seconds` or `warmup_seconds` hook, else its parameters' (sysbench:
-    warm-up + every cell's steps)."""
-    own = hook(study, what)
-    return float(own(p) if own else getattr(p, what)())
 
 
 # ---------------------------------------------------------------- servers

@@ -22,7 +22,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import paths, pauses, probes, profiler, servers, workloads
+from . import paths, pauses, probes, profiler, results, servers, workloads
+from .comparisons import with_tail_ratio
+from .contract import Study
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import (
     CPU_PROFILES,
@@ -332,8 +334,33 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append_rows(WAITS, [{**w, "step": step} for w in attempt.waits])
 
 
-DEFAULT_HOOKS: dict[str, Callable[..., Any]] = {
-    "client": sysbench_client, "prepare": sysbench_prepare, "warmup": sysbench_warmup,
-    "step": sysbench_step, "pair": sysbench_pair,
-}
+class SysbenchStudy(Study):
+    """The sysbench kind: a study whose loop drives sysbench by default — its client, its
+    tables loaded once per server, a read-only warm-up, one sysbench run per step, a pair
+    measured again on a busy host — and whose comparisons are judged on the measured steps
+    (with the tail ratio). A study of this kind overrides what differs."""
+
+    def client(self, p: Any, server: servers.Server, record: dict[str, Any]) -> Sysbench | None:
+        return sysbench_client(p, server, record)
+
+    def prepare(self, ctx: Context) -> None:
+        sysbench_prepare(ctx)
+
+    def warmup(self, ctx: Context) -> None:
+        sysbench_warmup(ctx)
+
+    def step(self, ctx: Context, cell: dict[str, Any]) -> None:
+        sysbench_step(ctx, cell)
+
+    def pair(self, begin: Callable[[int, dict[str, Any]], Context], cells: list[dict[str, Any]]) -> None:
+        """sysbench's steps: measured again as a pair on a busy host (`sysbench_pair`); a
+        study's own steps one after another."""
+        if type(self).step is SysbenchStudy.step:
+            sysbench_pair(begin, cells)
+        else:
+            super().pair(begin, cells)
+
+    def observations(self, run: Run, p: Any) -> pd.DataFrame:
+        """The measured steps, with the tail ratio (p99 ÷ p50)."""
+        return with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
 

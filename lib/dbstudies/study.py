@@ -1,27 +1,19 @@
 """The studies: found (never listed by hand), loaded by name or by folder, and their
-parameters written into each study's README. The parts a study is built from and the contract it
-fulfils are `studykit`'s.
+parameters written into each study's README. What a study is — its kind's class, whose
+methods are the hooks — is `contract`'s; the parts it is built from are `studykit`'s.
 
 A study is a package — `dbstudies.studies.<name>`, or a folder of your own loaded by its
 path (`load("./my_study")`, docs/writing-a-study.md) — whose `__init__` declares:
 
 - `Params`: a frozen dataclass deriving from `studykit.StudyParams` (or `SysbenchParams`),
-  with a `check()` for its own problems (the shared checks are the kit's) and `MEANINGS`;
+  with a `check()` for its own problems (the shared checks are the kit's), `MEANINGS` and
+  its `COMPARISONS` (`comparisons`: each table declared once);
 - `PROFILES`: every parameter's value in the smoke, quick and full profiles;
-- `arms(p)`: the configurations compared, baseline first (each an `Arm`);
-- `cells(p)`: what one block measures on every arm (sysbench studies inherit workload ×
-  client threads from `SysbenchParams.cells`);
-- optionally `client(p, server, record)`, `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`,
-  `pair(begin, cells)`, `block_seconds(p)` and `warmup_seconds(p)` (the defaults — `steps`,
-  and the sysbench parameters' own estimates — load and drive sysbench), and
-  `follow_up(p, run)`: cells chosen from what the plan measured, measured after it;
-  `profile_cells(p, run)` (with `CpuProfiled` parameters): the cells measured once more on
-  every arm with the server profiled (`profiler`), after the plan and its follow-up;
-- `answer(run, p)`: what the study answers (`studykit.Answer`: its tables, its verdict
-  tables, its conclusion), shown by every notebook the same way (`report.answer`);
-  its comparisons are its `Params.COMPARISONS` (`comparisons`: each table declared once),
-  judged on what its optional `observations(run)` gives — what `dbstudies plan` predicts and
-  a precision `target` names (`precision`); default: the sysbench steps.
+- a class of its kind (`contract.Study`; `steps.SysbenchStudy` drives sysbench) holding
+  `Params` and `PROFILES` and overriding what differs — `arms(p)` and `answer(run, p)` always;
+  `cells`, `prepare`, `warmup`, `step`, `pair`, `observations(run, p)`, `follow_up(run, p)`,
+  `profile_cells(run, p)` … where its own — and one instance of it, `STUDY`, which `load`
+  returns. The class is the catalogue of hooks: each has its one default there.
 
 In the paired design a study's own `step` measures each arm of a pair on that arm's server;
 when its `Params.SHARED_SERVER` says that its steps give their arm's settings to each session
@@ -29,9 +21,8 @@ when its `Params.SHARED_SERVER` says that its steps give their arm's settings to
 
 The measurement loop — server per flavour, blocks with restart and warm-up, per-step flush,
 server records, progress, the A/A arm — is the library's (`experiment`), not the study's.
-A study is a plain module: nothing forwards to it; the library's functions take it as their
-first argument. This module sits below the loop (it imports neither pandas nor the loop);
-`load` imports a study only when it is used, and nothing imports a study by name.
+This module sits below the loop (it imports neither pandas nor the loop); `load` imports a
+study only when it is used, and nothing imports a study by name.
 
     study = load("thread_pool")
     p = checks.resolve(study, "smoke", threads=[1, 8])
@@ -51,7 +42,8 @@ from typing import Any, Mapping
 
 from . import params as P
 from . import paths, workloads
-from .studykit import StudyModule, StudyParams, study_name, title
+from .contract import Study, study_name, title
+from .studykit import StudyParams
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -91,7 +83,7 @@ def is_folder(study: str | os.PathLike) -> bool:
     return os.sep in str(study) or str(study).startswith(".") or Path(study).is_dir() and str(study) not in names()
 
 
-def load(study: str | os.PathLike) -> StudyModule:
+def load(study: str | os.PathLike) -> Study:
     """The study called `study` — a built-in's name, or the folder of a study of your own
     (its `__init__.py`, beside its notebook) —, imported now: nothing below imports a
     study module, and nothing lists them by hand."""
@@ -100,13 +92,13 @@ def load(study: str | os.PathLike) -> StudyModule:
     if study not in names():
         raise P.ParamError([f"study: unknown study {study!r}; known: {', '.join(names())} (or a "
                             "study's folder, e.g. ./my_study)"])
-    return importlib.import_module(f"dbstudies.studies.{study}")
+    return _the_study(importlib.import_module(f"dbstudies.studies.{study}"))
 
 
 OUTSIDE = "dbstudies_outside"  # the package name a study of your own is imported under
 
 
-def _load_folder(folder: Path) -> StudyModule:
+def _load_folder(folder: Path) -> Study:
     folder = folder.expanduser().resolve()
     init = folder / "__init__.py"
     if not init.is_file():
@@ -114,7 +106,7 @@ def _load_folder(folder: Path) -> StudyModule:
                             "docs/writing-a-study.md)"])
     name = f"{OUTSIDE}.{folder.name}"
     if name in sys.modules and Path(sys.modules[name].__file__).resolve() == init:
-        return sys.modules[name]
+        return _the_study(sys.modules[name])
     if not folder.name.isidentifier():
         raise P.ParamError([f"study: the folder's name {folder.name!r} must be a Python name "
                             "(letters, digits, _), it names the study"])
@@ -125,14 +117,26 @@ def _load_folder(folder: Path) -> StudyModule:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+        return _the_study(module)
+    except BaseException:  # a study that failed to load is not kept half-loaded
         del sys.modules[name]
         raise
-    problems = [f"study: {folder} declares no {what}" for what in ("Params", "PROFILES", "arms", "answer")
-                if not hasattr(module, what)]
+
+
+def _the_study(module: types.ModuleType) -> Study:
+    """The study a module declares: its `STUDY`, an instance of its kind's class (`Study`)
+    with `Params`, `PROFILES`, `arms` and `answer` of its own."""
+    study = getattr(module, "STUDY", None)
+    where = getattr(module, "__file__", module.__name__)
+    if not isinstance(study, Study):
+        raise P.ParamError([f"study: {where} declares no STUDY (an instance of its kind's class, e.g. "
+                            "`STUDY = MyStudy()` with `class MyStudy(SysbenchStudy)`: docs/writing-a-study.md)"])
+    problems = [f"study: {where} declares no {what}" for what in ("Params", "PROFILES") if not hasattr(type(study), what)]
+    problems += [f"study: {where} declares no {what}" for what in ("arms", "answer")
+                 if getattr(type(study), what) is getattr(Study, what)]
     if problems:
         raise P.ParamError(problems)
-    return module
+    return study
 
 
 def reference(meta: Mapping[str, Any]) -> str:
@@ -146,7 +150,7 @@ def params_of(run: Any) -> StudyParams:
     return run.params(load(reference(run.metadata)))
 
 
-def notebook_of(study: StudyModule) -> Path:
+def notebook_of(study: Study) -> Path:
     """The study's notebook: notebooks/<name>.ipynb, or <name>.ipynb in its own folder."""
     folder = paths.study_folder(study)
     return (folder or paths.NOTEBOOKS_DIR) / f"{study_name(study)}.ipynb"
@@ -156,7 +160,7 @@ TABLE = ("<!-- parameters of {name}: generated by `dbstudies list --write-readme
          "<!-- end of the parameters of {name} -->")
 
 
-def parameter_table(study: StudyModule) -> str:
+def parameter_table(study: Study) -> str:
     """The study's parameters as its README shows them: values per profile, meanings."""
     return P.table(study.Params, study.PROFILES)
 
@@ -167,7 +171,7 @@ EXTRA = {"run_dir": "a finished run to re-analyse, e.g. \"data/runs/<study>/<run
          "runs_root": "where a new run is created (None: data/runs)"}
 
 
-def parameters_cell(study: StudyModule) -> str:
+def parameters_cell(study: Study) -> str:
     """The source of the study notebook's parameters cell, generated from the study's fields
     and their meanings like the study READMEs' tables: `profile`, every parameter at None (the
     profile's value), then `run_dir` and `runs_root`.
@@ -220,12 +224,12 @@ def write_parameters_cells() -> list[Path]:
     return changed
 
 
-def readme_of(study: StudyModule) -> Path:
+def readme_of(study: Study) -> Path:
     """The README.md beside the study's package: its narrative and its parameter table."""
     return Path(study.__file__).parent / "README.md"
 
 
-def readme_table(text: str, study: StudyModule) -> str:
+def readme_table(text: str, study: Study) -> str:
     """`text` (a study's README) with its parameter table generated anew between its markers;
     a README without them (a new study's) gets a Parameters section at its end."""
     start, end = (m.format(name=study_name(study)) for m in TABLE)

@@ -3,9 +3,9 @@
 `MEANINGS`, for the study READMEs' tables and `dbstudies list`), their checks, and the arms a study
 compares (`Arm`; named configurations, schedulers, the A/A twin).
 
-A study's `__init__` imports this module as `S` (docs/writing-a-study.md). Here too: the
-contract a study fulfils (`StudyModule`, its optional hooks, `arms_of`, `cells_of`); finding
-and loading studies is `dbstudies.study`'s.
+A study's `__init__` imports this module as `S` (docs/writing-a-study.md); what a study is —
+its kind's class, whose methods are the hooks — is `dbstudies.contract`'s, finding and
+loading studies `dbstudies.study`'s.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Mapping
 
 from . import comparisons as C
 from . import errors, pauses, servers, workloads
@@ -425,75 +425,6 @@ def flavour_label(flavour: str) -> str:
     return Path(flavour).stem if str(flavour).endswith(".toml") else flavour
 
 
-# ---------------------------------------------------------------- the contract
-
-@dataclass
-class Answer:
-    """What a study answers from a run — every study's `answer(run, p)` returns one, and every
-    notebook shows it the same way (`report.answer`): its `tables` by key (the measured steps,
-    summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
-    in the order the answer lists them), its `conclusion` (Markdown, computed from the
-    tables, no claim hard-coded), the source's `claims` it tests (`analysis.words.Claim`) and
-    the `comparisons` its tables are of."""
-    tables: dict[str, Any]
-    verdicts: dict[str, str]
-    conclusion: str
-    claims: list[Any] = field(default_factory=list)
-    comparisons: tuple[C.Comparison, ...] = ()  # the study's (`Params.COMPARISONS`)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.tables[key]
-
-    def take(self, *keys: str) -> tuple[Any, ...]:
-        """Several tables at once, for a notebook's later sections."""
-        return tuple(self.tables[k] for k in keys)
-
-    def verdict_tables(self) -> dict[str, Any]:
-        """The verdict tables by their words, in order."""
-        return {words: self.tables[key] for words, key in self.verdicts.items()}
-
-
-class StudyModule(Protocol):
-    """What a study module declares (the contract the loop, the planner and the runner read).
-
-    Optional hooks, looked up with `hook(study, name)`: `cells(p)` (default: the parameters'
-    own), `prepare(ctx)`, `warmup(ctx)`, `step(ctx, cell)`, `block_seconds(p)`,
-    `warmup_seconds(p)`, `follow_up(p, run)`, `observations(run)` (what `Params.COMPARISONS`
-    judge; default: the sysbench steps) and `table_cells(p)` (the
-    cells of its comparison tables, where they are not the plan's: the latency
-    study's offered levels come after its closed-loop peak phase) and `sweep_steps(run)` (the steps a
-    sweep shows side by side; default: every measured step)."""
-    __name__: str
-    __doc__: str | None
-    Params: type[StudyParams]
-    PROFILES: Mapping[str, Mapping[str, Any]]
-
-    def arms(self, p: Any) -> list[Arm]: ...
-
-    def answer(self, run: Any, p: Any) -> Answer: ...
-
-
-def study_name(study: StudyModule) -> str:
-    """The study's name (its package's last component: the folder's name)."""
-    return study.__name__.rsplit(".", 1)[-1]
-
-
-def title(study: StudyModule) -> str:
-    """The first line of the study module's docstring."""
-    return (study.__doc__ or study_name(study)).strip().splitlines()[0]
-
-
-def hook(study: StudyModule, what: str, default: Any = None) -> Any:
-    """The study's optional hook `what`, else `default`."""
-    return getattr(study, what, None) or default
-
-
-def arms_of(study: StudyModule, p: StudyParams) -> list[Arm]:
+def arms_of(study: Any, p: StudyParams) -> list[Arm]:
     """The arms measured: the study's, with its controls (`with_control`)."""
     return with_control(study.arms(p), p)
-
-
-def cells_of(study: StudyModule, p: StudyParams) -> list[dict[str, Any]]:
-    """The study's `cells(p)`, else the parameters' own (sysbench: workload × threads)."""
-    own = hook(study, "cells")
-    return own(p) if own else p.cells()

@@ -47,7 +47,6 @@ from . import checks, paths, proc, results
 from .errors import ParamError, StoreError
 from .results import Run
 from .study import is_folder, load
-from .studykit import hook
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
 MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
@@ -361,8 +360,7 @@ class Sweep:
         swept = self.swept()
         jobs = {j.key: j for j in self.jobs}
         # a study may say which steps a sweep compares (latency: its offered levels)
-        shown = hook(load(self.jobs[0].study), "sweep_steps", results.measured) if self.jobs \
-            else results.measured
+        study = load(self.jobs[0].study) if self.jobs else None
         for r in self.records:
             if r.get("status") != "complete" or not r.get("run_dir"):
                 continue
@@ -370,7 +368,8 @@ class Sweep:
             name = (", ".join(f"{k}={json.dumps(job.parameters.get(k))}" for k in swept)
                     if job and swept else r["label"])
             run = Run.open(r["run_dir"])
-            steps = shown(run) if results.finished_steps(run) else pd.DataFrame()
+            own = study.sweep_steps(run, run.params(study)) if study and results.finished_steps(run) else None
+            steps = (own if own is not None else results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
             if steps.empty:
                 continue
             frames.append(steps.groupby(["arm", "workload", "threads"], sort=False)

@@ -18,21 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .comparisons import SYSBENCH, by_key
 from .results import HISTOGRAMS, Run
 from .studykit import BY
-
-
-def with_tail_ratio(steps: pd.DataFrame) -> pd.DataFrame:
-    """`steps` with `tail_ratio`: each step's p99 over its own p50 (unchanged without both).
-
-    >>> with_tail_ratio(pd.DataFrame({"latency_p50_ms": [2.0], "latency_p99_ms": [9.0]}))["tail_ratio"].tolist()
-    [4.5]
-    """
-    p50, p99 = by_key(SYSBENCH, "p50").column, by_key(SYSBENCH, "p99").column
-    if p50 not in steps or p99 not in steps:
-        return steps
-    return steps.assign(**{by_key(SYSBENCH, "tail").column: steps[p99] / steps[p50]})
 
 
 def merged_percentile(histograms: pd.DataFrame, steps: pd.DataFrame, q: float = 99.0,

@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from dbstudies import analysis, checks, experiment, ownership, paths, planner, stats
+from dbstudies.contract import study_name
 from dbstudies.results import Run
 from dbstudies.study import load
-from dbstudies.studykit import arms_of, study_name
+from dbstudies.studykit import arms_of
 
 
 def analyse(run: Run) -> None:

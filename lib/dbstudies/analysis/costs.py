@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..contract import Answer
 from ..probes import COSTS
-from ..studykit import Answer, Arm
+from ..studykit import Arm
 from . import BY, adjusted, caveats, compare_arms, interval, signed
 
 JUDGED = ("better", "worse")

@@ -18,16 +18,16 @@ import pandas as pd
 
 from .. import precision, stats
 from ..comparisons import by_key
+from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
-from ..studykit import StudyModule
 from . import design_table, threshold
 from .settings import between_runs
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
 
 
-def higher_is_better(study: StudyModule, metric: str) -> bool:
+def higher_is_better(study: Study, metric: str) -> bool:
     """Whether more is better in a study's comparison `metric` (its record says)."""
     return by_key(study.Params.COMPARISONS, metric).higher_is_better
 
@@ -41,7 +41,7 @@ def compared(run: Run) -> tuple[str, list[str]]:
     return labels[0], labels[1:]
 
 
-def effects(study: StudyModule, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
+def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
     """A run's comparison tables: {metric: (words, cell columns, table)} — every arm against
     the baseline per cell (`compared`), by the rule and with the draw threshold the run's
     report used, one Holm family per table (empty tables left out)."""
@@ -74,7 +74,7 @@ def same_comparisons(runs: Sequence[Run]) -> None:
                          + "; ".join(f"{r.path.name}: {', '.join(a[1])}" for r, a in zip(runs, arms)))
 
 
-def replication(study: StudyModule, original: Run, replica: Run) -> dict[str, pd.DataFrame]:
+def replication(study: Study, original: Run, replica: Run) -> dict[str, pd.DataFrame]:
     """Per table the two runs share: `stats.replication_table` of the replica's effects
     against the original's, per compared arm × cell both measured (one Holm family per
     table); `attrs`: words, the cell columns, the cells only one run has."""
@@ -101,7 +101,7 @@ def _cells(t: pd.DataFrame, keys: list[str]) -> set[tuple[str, ...]]:
     return set(map(tuple, t[keys].astype(str).to_numpy().tolist()))
 
 
-def pooled(study: StudyModule, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
+def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     """Per table: `stats.pooled_table` over the runs' effects (each row: a compared arm × cell
     at least two runs measured)."""
     if len(runs) < 2:

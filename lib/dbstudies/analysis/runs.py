@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import results, stats, tails
-from ..comparisons import SYSBENCH, by_key
+from .. import results, stats
+from ..comparisons import SYSBENCH, by_key, with_tail_ratio
 from ..errors import StoreError
 from ..results import Run
 from . import BY
@@ -37,7 +37,7 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: floa
                          f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
     if metric not in (keys := [c.key for c in SYSBENCH]):
         raise StoreError(f"metric must be one of {', '.join(keys)}, got {metric!r}")
-    a, b = (tails.with_tail_ratio(results.measured(r)) for r in (run_a, run_b))
+    a, b = (with_tail_ratio(results.measured(r)) for r in (run_a, run_b))
     if a.empty or b.empty:
         empty = run_a if a.empty else run_b
         raise StoreError(f"run {empty.path.name} holds no measured steps")

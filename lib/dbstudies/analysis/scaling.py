@@ -9,9 +9,10 @@ from typing import Any
 import pandas as pd
 
 from .. import results, tails
-from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts
+from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts, with_tail_ratio
+from ..contract import Answer
 from ..results import Run
-from ..studykit import Answer, Arm
+from ..studykit import Arm
 from . import caveats, control, summary
 from .aa import calibration
 
@@ -27,7 +28,7 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     `tails.shift`, for the distribution figure), and with a paused twin the positive control:
     its table per metric (`control_tables`) and what each found against what the pause must
     do (`control`)."""
-    steps = tails.with_tail_ratio(results.measured(run))
+    steps = with_tail_ratio(results.measured(run))
     summ = tails.with_run_p99(run, steps, summary(steps))
     paused = control.tables(steps, arms, p, judged(p.COMPARISONS))
     shifted = (tails.shift(run.table(results.HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])

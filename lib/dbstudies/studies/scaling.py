@@ -22,6 +22,8 @@ from .. import studykit as S
 from .. import thread_handling as sch
 from ..analysis import aa, cpu_profiles, scaling, sentences
 from ..analysis.words import Claim
+from ..contract import Answer
+from ..steps import SysbenchStudy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 # what a face takes whole (`from ..scaling import *`): the study contract and the names its
 # profiles and tests use; `GOVERNING` a face takes by name where its report should show it
 __all__ = ["PER_CONNECTION", "POOL", "SCHEDULERS", "answer", "arms", "claims", "conclusion", "not_available",
-           "profile_cells", "qps_table", "relative", "relative_layout", "summary"]
+           "profile_cells", "qps_table", "relative", "relative_layout", "summary"]  # and `Scaling`, its class
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = sch.PER_CONNECTION, sch.POOL, sch.SCHEDULERS
@@ -69,7 +71,7 @@ def not_available(p: Params) -> list[tuple[str, str]]:
     return sch.schedulers_unavailable(p, p.schedulers)
 
 
-def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
+def profile_cells(run: "Run", p: Params) -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
     return cpu_profiles.cells(run, S.with_control(arms(p), p), p)
@@ -185,8 +187,14 @@ def _version_claims(p: Params) -> list[Claim]:
     return out
 
 
-def answer(run: "Run", p: Params) -> S.Answer:
+def answer(run: "Run", p: Params) -> Answer:
     """What the run answers: every arm against the baseline on QPS, p95, p99 and the tail
     ratio, the A/A control and its calibration, the conclusion (`analysis.scaling.answer`) and
     the sources' `claims`."""
     return scaling.answer(run, p, S.with_control(arms(p), p), relative, conclusion, claims(p))
+
+
+class Scaling(SysbenchStudy):
+    """The scaling experiment's hooks, the sysbench kind's otherwise; each face gives its
+    `Params` and `PROFILES`."""
+    arms, profile_cells, answer = staticmethod(arms), staticmethod(profile_cells), staticmethod(answer)

@@ -26,6 +26,8 @@ from ... import comparisons as C
 from ... import studykit as S
 from ...analysis import control, cpu_profiles, sentences
 from ...analysis.words import Claim
+from ...contract import Answer
+from ...steps import SysbenchStudy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,7 +130,7 @@ def describe(p: Params, steps: int) -> str:
             f"{p.repeats} repeats × {len(arms_)} configurations ({', '.join(a.label for a in arms_)})")
 
 
-def profile_cells(p: Params, run: "Run") -> list[dict[str, Any]]:
+def profile_cells(run: "Run", p: Params) -> list[dict[str, Any]]:
     """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
     better or worse, else the largest difference; or `cpu_profile_cells`)."""
     return cpu_profiles.cells(run, S.with_control(arms(p), p), p, value="tps")
@@ -247,7 +249,7 @@ def claims(p: Params) -> list[Claim]:
                   "worse", "a plot of throughput over time", min_threads=16)]
 
 
-def answer(run: "Run", p: Params) -> S.Answer:
+def answer(run: "Run", p: Params) -> Answer:
     """What the run answers: per step its per-second `series`, one row per measured run
     (`runs`: steady-state throughput, stalls, p99 …), their `summary`, every configuration
     against the baseline on median TPS, p99 and stall seconds, the A/A control, with a
@@ -264,4 +266,14 @@ def answer(run: "Run", p: Params) -> S.Answer:
          "control_tables": paused,
          "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)
-    return S.Answer(t, C.verdicts(p.COMPARISONS), said, claims(p), comparisons=p.COMPARISONS)
+    return Answer(t, C.verdicts(p.COMPARISONS), said, claims(p), comparisons=p.COMPARISONS)
+
+
+class CheckpointStalls(SysbenchStudy):
+    """Long read/write steps judged by their seconds; the sysbench kind's loop."""
+    Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
+    describe, arms, profile_cells = staticmethod(describe), staticmethod(arms), staticmethod(profile_cells)
+    observations, answer = staticmethod(observations), staticmethod(answer)
+
+
+STUDY = CheckpointStalls()

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ... import analysis, results, schedule, servers, workloads
 from ... import comparisons as C
 from ... import studykit as S
+from ...contract import Answer
 from ...errors import WorkloadError
 from ...schema import Table
 from ...servers import compression
-from ...steps import sysbench_step
+from ...steps import SysbenchStudy, sysbench_step
 from . import storage
 
 if TYPE_CHECKING:
@@ -305,7 +306,7 @@ def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Param
     return storage.conclusion(summ, tables, p, {c.key: c.words for c in p.COMPARISONS})
 
 
-def answer(run: "Run", p: Params) -> S.Answer:
+def answer(run: "Run", p: Params) -> Answer:
     """What the run answers: per step its per-second `series`, one row per measured run
     (`runs`: load, footprints, steady state, write amplification), their `summary`, every
     candidate against `none` on steady TPS, load time, footprint and write amplification,
@@ -317,4 +318,16 @@ def answer(run: "Run", p: Params) -> S.Answer:
          **{c.key: relative(runs_, p, c.key) for c in p.COMPARISONS},
          C.AA_KEY: relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True)}
     said = conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
-    return S.Answer(t, C.verdicts(p.COMPARISONS), said, comparisons=p.COMPARISONS)
+    return Answer(t, C.verdicts(p.COMPARISONS), said, comparisons=p.COMPARISONS)
+
+
+class Compression(SysbenchStudy):
+    """Its own steps (each loads, verifies and sizes its tables, then runs I/O-bound), one
+    after another; the sysbench kind's client."""
+    Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
+    describe, arms, prepare, warmup = staticmethod(describe), staticmethod(arms), staticmethod(prepare), staticmethod(warmup)
+    block_seconds, step = staticmethod(block_seconds), staticmethod(step)
+    observations, answer = staticmethod(observations), staticmethod(answer)
+
+
+STUDY = Compression()

@@ -25,7 +25,9 @@ import pandas as pd
 from ... import comparisons as C
 from ... import errors, tpch
 from ... import studykit as S
+from ...contract import Answer
 from ...schema import Table
+from ...steps import SysbenchStudy
 from ...workloads import sql as sql_
 from . import queries as qa
 from .queries import OWN_PLAN
@@ -194,7 +196,7 @@ def step(ctx: "Context", cell: dict[str, Any]) -> None:
     _execute(ctx, cell, "forced" if "order_of" in cell else "measure", sql, order_of)
 
 
-def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
+def follow_up(run: "Run", p: Params) -> list[dict[str, Any]]:
     """The forced-order phase's cells: for every query whose candidates chose different join
     orders (their plans of the measurement), one cell per distinct order. Every candidate
     runs them all: its own order as it is, the others forced."""
@@ -305,7 +307,7 @@ def answers_line(run: "Run", p: Params) -> str:
 VERDICTS = {**C.verdicts(Params.COMPARISONS), "geometric mean over the queries": "geo"}
 
 
-def answer(run: "Run", p: Params) -> S.Answer:
+def answer(run: "Run", p: Params) -> Answer:
     """What the run answers: the measured executions (`ex`), their `summary`, every
     candidate against the baseline per query (`seconds`) and over the queries (`geo`), the plans
     that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
@@ -315,4 +317,17 @@ def answer(run: "Run", p: Params) -> S.Answer:
          "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
          "forced": qa.forced(run.table(FORCED), executions(run, "forced"), p)}
     said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers_line(run, p))
-    return S.Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS)
+    return Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS)
+
+
+class Dbt3Plans(SysbenchStudy):
+    """Its own steps (one query's executions on one candidate), one after another."""
+    Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
+    describe, arms, cells, prepare, warmup = (staticmethod(describe), staticmethod(arms), staticmethod(cells),
+                                              staticmethod(prepare), staticmethod(warmup))
+    step, follow_up = staticmethod(step), staticmethod(follow_up)
+    block_seconds, warmup_seconds = staticmethod(block_seconds), staticmethod(warmup_seconds)
+    observations, answer = staticmethod(observations), staticmethod(answer)
+
+
+STUDY = Dbt3Plans()

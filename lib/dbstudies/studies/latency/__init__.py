@@ -34,6 +34,8 @@ from ... import params as P
 from ... import pauses
 from ... import studykit as S
 from ... import thread_handling as sch
+from ...contract import Answer
+from ...steps import SysbenchStudy
 from ...workloads import sysbench
 from . import levels as L
 
@@ -184,7 +186,7 @@ def not_available(p: Params) -> list[tuple[str, str]]:
     return [] if p.configs is not None else sch.schedulers_unavailable(p, p.schedulers)
 
 
-def follow_up(p: Params, run: "Run") -> list[dict[str, Any]]:
+def follow_up(run: "Run", p: Params) -> list[dict[str, Any]]:
     """The offered-load cells, from the peak phase the plan measured: per workload, each
     level as a rate (a fraction of the baseline's median peak transactions/s, or `rates`)."""
     return L.load_cells(run, p, arms(p)[0].label)
@@ -217,7 +219,7 @@ def observations(run: "Run", p: Params) -> "pd.DataFrame":
 
 # ---------------------------------------------------------------- analysis
 
-def sweep_steps(run: "Run") -> "pd.DataFrame":
+def sweep_steps(run: "Run", p: Params) -> "pd.DataFrame":
     """What a sweep shows of a run side by side: the offered-load steps, a panel per
     workload × level (a fraction of the peak: runs with different peaks stay comparable),
     their p99 from the scheduled start — none where the level was not sustained (a lower
@@ -248,9 +250,22 @@ VERDICTS = {"capacity at the p99 target": "capacity_rel", **C.verdicts(Params.CO
             "closed-loop peak (transactions/s)": "peak"}
 
 
-def answer(run: "Run", p: Params) -> S.Answer:
+def answer(run: "Run", p: Params) -> Answer:
     """What the run answers (`tables`): the peak phase's peaks, the offered levels, p99 and
     p50 per level and the capacity at the p99 target against the baseline, and the
     conclusion."""
     t = tables(run, p)
-    return S.Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS)
+    return Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS)
+
+
+class Latency(SysbenchStudy):
+    """The sysbench kind's loop (its steps at an offered rate: `DBSTUDIES_RATE`), with the
+    offered levels as a follow-up of its peak phase."""
+    Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
+    describe, arms, follow_up, block_seconds = (staticmethod(describe), staticmethod(arms), staticmethod(follow_up),
+                                                staticmethod(block_seconds))
+    table_cells, observations, sweep_steps = staticmethod(table_cells), staticmethod(observations), staticmethod(sweep_steps)
+    answer = staticmethod(answer)
+
+
+STUDY = Latency()

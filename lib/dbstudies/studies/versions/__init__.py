@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
 from ..scaling import PER_CONNECTION
 from ..scaling import Params as Scaling
+from ..scaling import Scaling as Experiment
 
 FOUR = ["mariadb-10.5", "mariadb-10.11", "mariadb-11.8", "mysql-9.7"]
 
@@ -57,3 +58,11 @@ PROFILES: dict[str, dict[str, Any]] = {
                  duration=5, repeats=6, budget=180, target={"qps": 0.05, "p95": 0.20},
                  settings={"innodb_buffer_pool_size": "3G"}),
 }
+
+
+class Versions(Experiment):
+    """This face of the scaling experiment: its parameters and profiles."""
+    Params, PROFILES = Params, PROFILES
+
+
+STUDY = Versions()
