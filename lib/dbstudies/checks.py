@@ -117,21 +117,21 @@ def reanalysis(study: Study, run: Run, profile: str | None, given: Mapping[str, 
     """The parameters of a re-analysis of the ended `run`: what it measured with — every
     parameter as the run recorded it — but the study's analysis parameters (`ANALYSIS`: the
     draw threshold, …) as `given` (None: the run's). A measurement parameter `given` that
-    differs from the run's is named (`say`) and ignored: nothing is measured again."""
-    recorded = dict(run.metadata["parameters"])
-    ran = recorded.pop("profile", "quick")
-    analysis, known = study.Params.ANALYSIS, P.fields(study.Params)
+    differs from the run's is named (`say`) and ignored: nothing is measured again. A
+    parameter the run predates is at its default (`Run.params`), not today's profile value."""
+    recorded = run.params(study)
+    ran, analysis = recorded.profile, study.Params.ANALYSIS
+    as_run = {k: v for k, v in P.as_dict(recorded).items() if k != "profile"}
     p = P.from_profile(study.Params, study.PROFILES, ran,
-                       {**{k: v for k, v in recorded.items() if k in known},
-                        **{k: v for k, v in given.items() if k in analysis and v is not None}})
-    differs = [f"{k} = {v!r} (the run's: {recorded.get(k)!r})" for k, v in given.items()
-               if v is not None and k not in analysis and _text(v) != _text(recorded.get(k))]
+                       {**as_run, **{k: v for k, v in given.items() if k in analysis and v is not None}})
+    differs = [f"{k} = {v!r} (the run's: {as_run.get(k)!r})" for k, v in given.items()
+               if v is not None and k not in analysis and k != "profile" and _text(v) != _text(as_run.get(k))]
     if profile and profile != ran:
         differs.insert(0, f"profile = {profile!r} (the run's: {ran!r})")
     changed = p.analysis_changes(recorded)
     if changed:
         say(f"Re-analysing run {run.path.name} at {', '.join(f'{k} = {v!r}' for k, v in changed.items())} "
-            f"(the run's: {', '.join(repr(recorded.get(k, getattr(study.Params, k, None))) for k in changed)}): "
+            f"(the run's: {', '.join(repr(getattr(recorded, k)) for k in changed)}): "
             "a variant of its own, "
             "beside what the run wrote.")
     if differs:

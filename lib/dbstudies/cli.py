@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import comparisons, contract, paths, study
 from .errors import DbStudiesError
@@ -35,117 +35,130 @@ from .params import PROFILES, fields, meanings, profile_values
 EXIT_USAGE = 2
 
 
+def _arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return flags, kw
+
+
+def _study() -> tuple[tuple[str, ...], dict[str, Any]]:
+    return _arg("study", help=f"one of: {', '.join(study.names())}")
+
+
+def _runs_dir(help: str = "where run directories are (default: data/runs)") -> tuple[tuple[str, ...], dict[str, Any]]:
+    return _arg("--runs-dir", type=Path, default=paths.RUNS_DIR, help=help)
+
+
+def _parameter(help: str = "as for `run`") -> tuple[tuple[str, ...], dict[str, Any]]:
+    return _arg("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=help)
+
+
+KERNEL = [_arg("--kernel", default=None, help="Jupyter kernel (default: dbstudies, else python3)"),
+          _arg("-v", "--verbose", action="store_true",
+               help="show the notebook's output as it runs (default: a progress bar)")]
+
+
+# every command: its help and its arguments, in the order `dbstudies -h` lists them
+COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = {
+    "run": ("run a study end to end and render its report", [
+        _study(), _arg("--profile", default="quick", choices=PROFILES,
+                       help="smoke (seconds), quick (minutes, default), full (hours)"),
+        _parameter("override a parameter, e.g. -p threads '[1,8,64]'"),
+        _runs_dir("where run directories are created (default: data/runs)"), *KERNEL]),
+    "plan": ("before running: the expected wall time and the minimum detectable effect of each table, "
+             "from this host's earlier runs (or a pilot)", [
+        _study(), _arg("--profile", default="quick", choices=PROFILES), _parameter(),
+        _runs_dir("where earlier runs are, and where a pilot run goes (default: data/runs)"),
+        _arg("--no-pilot", action="store_true",
+             help="never measure: without earlier runs, say so instead of running a pilot")]),
+    "list": ("list studies and their parameters: values per profile, meanings", [
+        _arg("study", nargs="?", help="one study (a name or a study's folder); default: every built-in"),
+        _arg("--write-readme", action="store_true",
+             help="write the built-in studies' parameter tables into their README.md, their notebooks' "
+                  "parameters cells, and what `make study` prints into README.md")]),
+    "report": ("(re)render a run's report.html; a run without an executed notebook (measured from "
+               "JupyterLab) gets one first", [
+        _arg("run_dir", type=Path),
+        _arg("--analyse", action="store_true",
+             help="execute the notebook on the run's steps again, even if it has one"),
+        _parameter("re-analyse at another analysis parameter (e.g. -p draw_threshold 0.02): a variant of "
+                   "its own in the run, its report beside the run's"), *KERNEL]),
+    "runs": ("list runs: status, size, duration, parameters changed from the profile (marks runs whose "
+             "owner is gone abandoned)", [
+        _arg("study", nargs="?", help="only this study's runs (or a packed run: its line)"), _runs_dir()]),
+    "clean": ("remove what abandoned, failed or interrupted runs left behind (server datadirs, socket "
+              "directories)", [
+        _arg("--unpacked", action="store_true",
+             help="also the copies of packed runs opened here (data/unpacked; each is unpacked again when "
+                  "next opened), but not one a replication is measuring from"), _runs_dir()]),
+    "servers": ("list server flavours (version, source, provisioned, disk use); `servers provision NAME` "
+                "builds a rootfs flavour's tree; `servers add NAME PATH` makes a flavour of a server "
+                "directory", [
+        _arg("action", nargs="?", choices=("list", "provision", "add"), default="list"),
+        _arg("name", nargs="?", help="the flavour to provision or add"),
+        _arg("path", nargs="?", type=Path,
+             help="add: an unpacked release tarball, an install prefix or a build tree"),
+        _arg("--runtime", default="", help="add: a rootfs flavour whose tree supplies the libraries the "
+                                           "binary needs (e.g. mysql-9.7)"),
+        _arg("--servers-dir", type=Path, default=paths.SERVERS_DIR,
+             help="add: where NAME.toml is written (default: env/servers)")]),
+    "compare": ("run B against run A (same study): first their effects (each arm against the baseline "
+                "inside each run: did A's answer hold in B?), then their values per configuration and "
+                "cell (not interleaved: drift is confounded)", [
+        _arg("run_a", type=Path, help="the baseline run (a directory or a packed run)"),
+        _arg("run_b", type=Path),
+        _arg("--metric", choices=[c.key for c in comparisons.SYSBENCH], default="qps",
+             help="the comparison whose values are compared (the effects: every one)"),
+        _arg("--csv", type=Path, default=None, help="also write the whole table here")]),
+    "pack": ("write a run as one file to share (tables, metadata, notebook, report, its workload scripts, "
+             "each server's my.cnf; no datadir)", [
+        _arg("run_dir", type=Path),
+        _arg("--out", type=Path, default=None,
+             help="the archive (default: data/packs/<study>-<run-id>.run.tar.gz)")]),
+    "replicate": ("measure a run again here — its study, parameters, workload scripts and server flavours "
+                  "— and say per cell whether its answer held", [
+        _arg("run_dir", type=Path, help="a run directory or a packed run (`dbstudies pack`)"),
+        _runs_dir("where the replication's run directory is created (default: data/runs)"),
+        _arg("--kernel", default=None, help="as for `run`"),
+        _arg("-v", "--verbose", action="store_true", help="as for `run`")]),
+    "pool": ("several runs of a study as one estimate per cell (random effects), with the spread between "
+             "runs (τ, I²)", [
+        _arg("runs", type=Path, nargs="+", help="run directories or packed runs (at least two)"),
+        _arg("--csv", type=Path, default=None, help="also write the pooled tables here")]),
+    "sweep": ("run a study over a grid of parameter sets (YAML), here one after another or on Dask "
+              "workers (--scheduler)", [
+        _study(),
+        _arg("--grid", type=Path, required=True,
+             help="YAML: profile, parameters (every run), grid (lists of values)"),
+        _arg("--scheduler", default=None,
+             help="a Dask scheduler (tcp://HOST:8786) whose workers are benchmark hosts"),
+        _runs_dir("where finished run directories land (default: data/runs)"),
+        _arg("--sweeps-dir", type=Path, default=paths.DATA_DIR / "sweeps",
+             help="where the sweep's records and index page go (default: data/sweeps)")]),
+    "scheduler": ("start a Dask scheduler for sweeps (a failed run is never retried on another worker)", [
+        _arg("--port", type=int, default=8786)]),
+    "worker": ("make this machine a benchmark host of a sweep's scheduler: one run at a time "
+               "(resource bench=1)", [
+        _arg("scheduler", help="tcp://HOST:8786"),
+        _arg("--local-directory", type=Path, default=paths.DATA_DIR / "worker",
+             help="the worker's own directory; its runs stay under runs/ there")]),
+    "lab": ("JupyterLab on notebooks/: what you save of a study notebook goes to a working copy under "
+            "data/lab/, never into the tracked notebook", [
+        _arg("--port", type=int, default=None)]),
+    "export": ("write a run's tidy tables for other tools", [
+        _arg("run_dir", type=Path),
+        _arg("--format", choices=("csv", "parquet"), default="csv"),
+        _arg("--out", type=Path, default=None,
+             help="output folder (default: data/exports/<run-id>-<format>)")]),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
+    """The command line, built from `COMMANDS`."""
     ap = argparse.ArgumentParser(prog="dbstudies", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a study end to end and render its report")
-    run.add_argument("study", help=f"one of: {', '.join(study.names())}")
-    run.add_argument("--profile", default="quick", choices=PROFILES,
-                     help="smoke (seconds), quick (minutes, default), full (hours)")
-    run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                     metavar=("NAME", "VALUE"), help="override a parameter, e.g. -p threads '[1,8,64]'")
-    run.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
-                     help="where run directories are created (default: data/runs)")
-    pln = sub.add_parser("plan", help="before running: the expected wall time and the minimum "
-                         "detectable effect of each table, from this host's earlier runs (or a pilot)")
-    pln.add_argument("study", help=f"one of: {', '.join(study.names())}")
-    pln.add_argument("--profile", default="quick", choices=PROFILES)
-    pln.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
-                     metavar=("NAME", "VALUE"), help="as for `run`")
-    pln.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
-                     help="where earlier runs are, and where a pilot run goes (default: data/runs)")
-    pln.add_argument("--no-pilot", action="store_true",
-                     help="never measure: without earlier runs, say so instead of running a pilot")
-    lst = sub.add_parser("list", help="list studies and their parameters: values per profile, meanings")
-    lst.add_argument("study", nargs="?", help="one study (a name or a study's folder); default: every built-in")
-    lst.add_argument("--write-readme", action="store_true",
-                     help="write the built-in studies' parameter tables into their README.md, their notebooks' parameters cells, and what `make study` prints into README.md")
-    rep = sub.add_parser("report", help="(re)render a run's report.html; a run without an "
-                         "executed notebook (measured from JupyterLab) gets one first")
-    rep.add_argument("run_dir", type=Path)
-    rep.add_argument("--analyse", action="store_true",
-                     help="execute the notebook on the run's steps again, even if it has one")
-    rep.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                     help="re-analyse at another analysis parameter (e.g. -p draw_threshold 0.02): a "
-                          "variant of its own in the run, its report beside the run's")
-    for p in (run, rep):
-        p.add_argument("--kernel", default=None,
-                       help="Jupyter kernel (default: dbstudies, else python3)")
-        p.add_argument("-v", "--verbose", action="store_true",
-                       help="show the notebook's output as it runs (default: a progress bar)")
-    runs = sub.add_parser("runs", help="list runs: status, size, duration, parameters changed "
-                                       "from the profile (marks runs whose owner is gone abandoned)")
-    runs.add_argument("study", nargs="?", help="only this study's runs (or a packed run: its line)")
-    clean = sub.add_parser("clean", help="remove what abandoned, failed or interrupted runs left "
-                                         "behind (server datadirs, socket directories)")
-    clean.add_argument("--unpacked", action="store_true",
-                       help="also the copies of packed runs opened here (data/unpacked; each is unpacked "
-                            "again when next opened), but not one a replication is measuring from")
-    for p in (runs, clean):
-        p.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
-                       help="where run directories are (default: data/runs)")
-    srv = sub.add_parser("servers", help="list server flavours (version, source, provisioned, "
-                         "disk use); `servers provision NAME` builds a rootfs flavour's tree; "
-                         "`servers add NAME PATH` makes a flavour of a server directory")
-    srv.add_argument("action", nargs="?", choices=("list", "provision", "add"), default="list")
-    srv.add_argument("name", nargs="?", help="the flavour to provision or add")
-    srv.add_argument("path", nargs="?", type=Path, help="add: an unpacked release tarball, an "
-                     "install prefix or a build tree")
-    srv.add_argument("--runtime", default="", help="add: a rootfs flavour whose tree supplies "
-                     "the libraries the binary needs (e.g. mysql-9.7)")
-    srv.add_argument("--servers-dir", type=Path, default=paths.SERVERS_DIR,
-                     help="add: where NAME.toml is written (default: env/servers)")
-    cmp = sub.add_parser("compare", help="run B against run A (same study): first their effects (each "
-                         "arm against the baseline inside each run: did A's answer hold in B?), then their "
-                         "values per configuration and cell (not interleaved: drift is confounded)")
-    cmp.add_argument("run_a", type=Path, help="the baseline run (a directory or a packed run)")
-    cmp.add_argument("run_b", type=Path)
-    pck = sub.add_parser("pack", help="write a run as one file to share (tables, metadata, notebook, "
-                         "report, its workload scripts, each server's my.cnf; no datadir)")
-    pck.add_argument("run_dir", type=Path)
-    pck.add_argument("--out", type=Path, default=None,
-                     help="the archive (default: data/packs/<study>-<run-id>.run.tar.gz)")
-    rpl = sub.add_parser("replicate", help="measure a run again here — its study, parameters, workload "
-                         "scripts and server flavours — and say per cell whether its answer held")
-    rpl.add_argument("run_dir", type=Path, help="a run directory or a packed run (`dbstudies pack`)")
-    rpl.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
-                     help="where the replication's run directory is created (default: data/runs)")
-    rpl.add_argument("--kernel", default=None, help="as for `run`")
-    rpl.add_argument("-v", "--verbose", action="store_true", help="as for `run`")
-    pool = sub.add_parser("pool", help="several runs of a study as one estimate per cell (random "
-                          "effects), with the spread between runs (τ, I²)")
-    pool.add_argument("runs", type=Path, nargs="+", help="run directories or packed runs (at least two)")
-    pool.add_argument("--csv", type=Path, default=None, help="also write the pooled tables here")
-    cmp.add_argument("--metric", choices=[c.key for c in comparisons.SYSBENCH], default="qps",
-                     help="the comparison whose values are compared (the effects: every one)")
-    cmp.add_argument("--csv", type=Path, default=None, help="also write the whole table here")
-    swp = sub.add_parser("sweep", help="run a study over a grid of parameter sets (YAML), "
-                         "here one after another or on Dask workers (--scheduler)")
-    swp.add_argument("study", help=f"one of: {', '.join(study.names())}")
-    swp.add_argument("--grid", type=Path, required=True,
-                     help="YAML: profile, parameters (every run), grid (lists of values)")
-    swp.add_argument("--scheduler", default=None,
-                     help="a Dask scheduler (tcp://HOST:8786) whose workers are benchmark hosts")
-    swp.add_argument("--runs-dir", type=Path, default=paths.RUNS_DIR,
-                     help="where finished run directories land (default: data/runs)")
-    swp.add_argument("--sweeps-dir", type=Path, default=paths.DATA_DIR / "sweeps",
-                     help="where the sweep's records and index page go (default: data/sweeps)")
-    sch = sub.add_parser("scheduler", help="start a Dask scheduler for sweeps (a failed run "
-                         "is never retried on another worker)")
-    sch.add_argument("--port", type=int, default=8786)
-    wrk = sub.add_parser("worker", help="make this machine a benchmark host of a sweep's "
-                         "scheduler: one run at a time (resource bench=1)")
-    wrk.add_argument("scheduler", help="tcp://HOST:8786")
-    wrk.add_argument("--local-directory", type=Path, default=paths.DATA_DIR / "worker",
-                     help="the worker's own directory; its runs stay under runs/ there")
-    lab = sub.add_parser("lab", help="JupyterLab on notebooks/: what you save of a study notebook goes "
-                         "to a working copy under data/lab/, never into the tracked notebook")
-    lab.add_argument("--port", type=int, default=None)
-    exp = sub.add_parser("export", help="write a run's tidy tables for other tools")
-    exp.add_argument("run_dir", type=Path)
-    exp.add_argument("--format", choices=("csv", "parquet"), default="csv")
-    exp.add_argument("--out", type=Path, default=None,
-                     help="output folder (default: data/exports/<run-id>-<format>)")
+    for name, (help, arguments) in COMMANDS.items():
+        command = sub.add_parser(name, help=help)
+        for flags, kw in arguments:
+            command.add_argument(*flags, **kw)
     return ap
 
 
@@ -257,7 +270,7 @@ def _clean(runs_dir: Path, unpacked: bool = False) -> int:
     freed, measuring = 0, set()
     for run in results.list_runs(None, runs_dir):
         if ownership.check_abandoned(run) == "running":
-            measuring.add(str(run.metadata["parameters"].get("replicate")))
+            measuring.add(str(study.params_of(run).replicate))
         for path, size in ownership.clean(run):
             print(f"removed {path} ({size / 2**20:.1f} MiB) of {run.status} run {run.path.name}")
             freed += size

@@ -21,10 +21,10 @@ import shutil
 import socket
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Iterator
 
 from . import paths, proc
+from .contract import Study, study_name
 from .params import as_dict
 from .paths import disk_usage
 from .results import Run, export_figures, find_run
@@ -34,11 +34,11 @@ EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CL
 
 # ---------------------------------------------------------------- ownership
 
-def create_run(study: ModuleType | str, p: Any, root: str | os.PathLike, kind: str) -> Run:
+def create_run(study: Study | str, p: Any, root: str | os.PathLike, kind: str) -> Run:
     """A new run directory of `study` (a study module, or a built-in's name) owned by this
     process (`kind`: cli or notebook); a study of your own is recorded with its folder
     (`study_dir`), to be loaded again."""
-    name = study if isinstance(study, str) else study.__name__.rsplit(".", 1)[-1]
+    name = study if isinstance(study, str) else study_name(study)
     run = Run.create(name, as_dict(p), root=Path(root))
     folder = None if isinstance(study, str) else paths.study_folder(study)
     run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()},
@@ -46,7 +46,7 @@ def create_run(study: ModuleType | str, p: Any, root: str | os.PathLike, kind: s
     return run
 
 
-def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None,
+def open_run(study: Study, p: Any, run_dir: str | os.PathLike | None = None,
              root: str | os.PathLike | None = None) -> Run:
     """The run a notebook records into: the CLI's (`run_dir`: owned by the CLI), or a new
     one owned by this notebook (JupyterLab, plain papermill). A `run_dir` that has ended is
@@ -58,7 +58,7 @@ def open_run(study: ModuleType, p: Any, run_dir: str | os.PathLike | None = None
         run = Run.open(find_run(run_dir))
         if run.status == "running":
             return run
-        changed = p.analysis_changes(run.metadata["parameters"])
+        changed = p.analysis_changes(run.params(study))
         return run.as_variant(changed) if changed else run
     return create_run(study, p, root or paths.RUNS_DIR, "notebook")
 

@@ -157,8 +157,8 @@ def variant_of(run: Run, pairs: Sequence[Sequence[str]]) -> Run:
         raise ParamError([f"{n}: a measurement parameter; a re-analysis keeps the run's (only "
                           f"{', '.join(sorted(analysis))} can change: `dbstudies run` measures anew)"
                           for n in other])
-    recorded = run.metadata["parameters"]
-    p = checks.reanalysis(study, run, recorded.get("profile"), overrides, say=lambda text: None)
+    recorded = run.params(study)
+    p = checks.reanalysis(study, run, recorded.profile, overrides, say=lambda text: None)
     changed = p.analysis_changes(recorded)
     return run.as_variant(changed) if changed else run
 
@@ -176,13 +176,14 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     meta = run.metadata
     if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
-    notebook = notebook_of(load(reference(meta)))  # an unknown study: a clear error
+    study = load(reference(meta))  # an unknown study: a clear error
+    notebook = notebook_of(study)
     out, partial = run.notebook, run.partial_notebook(run.status)
     if not run.variant and out.exists() and not partial.exists() and run.status != "complete":
         out.rename(partial)  # the measuring execution's notebook, with its traceback
     changed = {k: v["variant"] for k, v in _variant_changes(run).items()}
     try:
-        _notebook(run, notebook, out, {**meta["parameters"], **changed, "run_dir": str(run.path)},
+        _notebook(run, notebook, out, {**as_dict(run.params(study)), **changed, "run_dir": str(run.path)},
                   kernel, verbose)
     except PapermillExecutionError as e:
         print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)

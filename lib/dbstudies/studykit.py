@@ -113,14 +113,14 @@ class StudyParams:
     # the study's comparison tables, each declared once (`comparisons`)
     COMPARISONS: ClassVar[tuple[C.Comparison, ...]] = ()
 
-    def analysis_changes(self, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    def analysis_changes(self, recorded: "StudyParams") -> dict[str, Any]:
         """The analysis parameters (`ANALYSIS`) whose values here differ from a run's
-        `recorded` ones (one the run predates: its default, which the run was analysed
-        with): name → value here (what a re-analysis variant is named by)."""
+        `recorded` ones (`Run.params`: one the run predates at its default, which the run was
+        analysed with): name → value here (what a re-analysis variant is named by)."""
         def text(v: Any) -> str:
             return json.dumps(v, default=str, sort_keys=True)
         return {k: getattr(self, k) for k in sorted(self.ANALYSIS)
-                if text(getattr(self, k)) != text(recorded.get(k, getattr(type(self), k, None)))}
+                if text(getattr(self, k)) != text(getattr(recorded, k))}
 
     def validate(self) -> list[str]:
         """Every problem of these parameters: the shared checks, then the study's `check`."""
