@@ -33,10 +33,11 @@ from pathlib import Path
 import nbformat
 import slim_fixture
 
+from dbstudies import study as registry
+
 HERE = Path(__file__).resolve().parent
 NBVAL = HERE / "nbval"
 FIXTURES = HERE / "fixtures" / "runs"
-NOTEBOOKS = HERE.parent / "notebooks"
 OUTPUTS = HERE / "fixtures" / "notebook_outputs.json"
 CHECKED = ("report.table(", "report.comparison(", "report.conclusion(", "report.answer(", "report.setup(",
            "report.details(", "report.cpu_profiles(", "report.full_comparison(", "report.scaling_summary(",
@@ -77,13 +78,19 @@ def fixture_run(study: str) -> Path:
     return runs[0]
 
 
+def notebook(study: str) -> Path:
+    """The study's notebook (the faces of one experiment share one)."""
+    return registry.notebook_of(registry.load(study))
+
+
 def study_notebook(study: str, run: Path):
     """The study's notebook with the fixture's parameters injected after its parameters cell
-    (as papermill injects them, `run_dir` included) and its checked cells tagged."""
-    nb = nbformat.read(NOTEBOOKS / f"{study}.ipynb", as_version=4)
+    (as papermill injects them, `run_dir` and a shared notebook's `face` included) and its
+    checked cells tagged."""
+    nb = nbformat.read(notebook(study), as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    values = {**json.loads((run / "metadata.json").read_text())["parameters"],
-              "run_dir": os.path.relpath(run, NBVAL)}
+    values = {**registry.notebook_face(registry.load(study)),
+              **json.loads((run / "metadata.json").read_text())["parameters"], "run_dir": os.path.relpath(run, NBVAL)}
     source = f"# Parameters of the fixture run (tests/{Path(__file__).name})\n" + "".join(
         f"{k} = {v!r}\n" for k, v in values.items())
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED]}))
@@ -179,16 +186,17 @@ def from_text(text: str) -> list[tuple[str, list]]:
 
 # ---------------------------------------------------------------- at test time
 def build(study: str) -> Path:
-    """tests/nbval/<study>.ipynb: the study's notebook on its fixture run, its checked cells
+    """tests/nbval/<notebook>.ipynb: the study's notebook on its fixture run, its checked cells
     holding the reference's outputs. Where the two no longer match cell for cell, the notebook
     starts with a cell that fails, saying how to write the reference again."""
     nb = study_notebook(study, fixture_run(study))
-    reference = NBVAL / f"{study}.txt"
+    name = notebook(study).stem
+    reference = NBVAL / f"{name}.txt"
     cells = checked_cells(nb)
     expected = from_text(reference.read_text()) if reference.exists() else []
     found = [headline(c) for c in cells]
     if found != [h for h, _ in expected]:
-        why = (f"the checked cells of notebooks/{study}.ipynb are not those of tests/nbval/{study}.txt "
+        why = (f"the checked cells of notebooks/{name}.ipynb are not those of tests/nbval/{name}.txt "
                f"({len(found)} vs {len(expected)}; first different: "
                f"{next((a for a, b in zip(found + [''], [h for h, _ in expected] + ['']) if a != b), '')!r})"
                f": write the reference again with {REBUILD}")
@@ -196,7 +204,7 @@ def build(study: str) -> Path:
     else:
         for n, (cell, (_, outputs)) in enumerate(zip(cells, expected), 1):
             cell.outputs, cell.execution_count = outputs, n  # nbval compares only cells that ran
-    out = NBVAL / f"{study}.ipynb"
+    out = NBVAL / f"{name}.ipynb"
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
     nbformat.write(nb, tmp)
     tmp.replace(out)
@@ -204,7 +212,10 @@ def build(study: str) -> Path:
 
 
 def studies() -> list[str]:
-    return sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+    """The studies with a fixture run whose notebook nbval executes: one per notebook (a
+    shared one's first face)."""
+    return sorted(p.name for p in FIXTURES.iterdir()
+                  if p.is_dir() and registry.faces(notebook(p.name))[0] == p.name)
 
 
 def build_all() -> list[Path]:
@@ -252,14 +263,14 @@ def record(study: str) -> Path:
     from nbclient import NotebookClient
     nb = study_notebook(study, fixture_run(study))
     NotebookClient(nb, timeout=600, kernel_name="dbstudies", resources={"metadata": {"path": str(NBVAL)}}).execute()
-    out = NBVAL / f"{study}.txt"
+    out = NBVAL / f"{notebook(study).stem}.txt"
     out.write_text(to_text(nb))
-    record_checked(f"{study}.ipynb", nb)
+    record_checked(study, nb)
     return out
 
 
 def record_checked(name: str, nb) -> None:
-    """A notebook new to notebook_outputs.json: its `# CHECK_OUTPUT` cells' printed lines."""
+    """A study new to notebook_outputs.json: its notebook's `# CHECK_OUTPUT` cells' printed lines."""
     expected = json.loads(OUTPUTS.read_text())
     if name in expected:
         return
@@ -275,6 +286,11 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         run = Path(arg).resolve()
         meta = json.loads((run / "metadata.json").read_text())
+        first = registry.faces(notebook(meta["study"]))[0]
+        if first != meta["study"]:
+            print(f"{meta['study']}: shares {notebook(meta['study']).name} with {first}, whose fixture "
+                  "makes its reference: skipped")
+            continue
         # a fixture given again: only its reference is written again (after a notebook's change)
         dest = run if run.is_relative_to(FIXTURES) else fixture(run)
         size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file() and "figures" not in f.parts)

@@ -23,6 +23,7 @@ from tiers import (  # noqa: F401 — the tiers plugin's hooks and fixture, regi
 )
 
 from dbstudies import paths, servers
+from dbstudies import study as registry
 
 # the study of your own is measured through the CLI, from a copy outside the repository
 # (test_outside_study); nbval must not execute its notebook in place as a test notebook
@@ -82,19 +83,20 @@ def kill_leftovers():
             os.kill(pid, signal.SIGKILL)
 
 
-# notebook → the `dbstudies run` arguments of its one execution in the suite, where they are
-# not the smoke profile's (a new study's notebook runs its smoke profile without being named
+# study → the `dbstudies run` arguments of its notebook's one execution in the suite, where
+# they are not the smoke profile's (a new study runs its smoke profile without being named
 # here). The thread-pool one is the README's example.
 SMOKE = ["--profile", "smoke"]
-SMOKE_RUNS = {"thread_pool.ipynb": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
+SMOKE_RUNS = {"thread_pool": ["--profile", "smoke", "-p", "threads", "[1,8,64]",
                                     "-p", "duration", "2", "-p", "cpu_profile", "true",
                                     "-p", "positive_control", '{"pause_ms": 200, "every_s": 1}']}
 
 
-NOTEBOOKS = sorted(p.name for p in paths.NOTEBOOKS_DIR.glob("*.ipynb"))  # every built-in study's
+NOTEBOOKS = sorted(p.name for p in paths.NOTEBOOKS_DIR.glob("*.ipynb"))  # the built-in studies' (faces share one)
+STUDIES = registry.names()
 # the order their smoke runs execute in: the README's first (the longest, and the one a test in
 # another file, on the other worker, waits for), the others as they sort
-SMOKE_ORDER = sorted(NOTEBOOKS, key=lambda name: (name not in SMOKE_RUNS, name))
+SMOKE_ORDER = sorted(STUDIES, key=lambda name: (name not in SMOKE_RUNS, name))
 
 
 def smoke_argv(name: str) -> list[str]:
@@ -103,8 +105,8 @@ def smoke_argv(name: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """Execute a notebook once per test session, through the CLI (`dbstudies run`, which
-    executes it with papermill and renders the report): name → (completed process, run
+    """Execute a study's notebook once per test session, through the CLI (`dbstudies run`, which
+    executes it with papermill and renders the report): study → (completed process, run
     directory). Once for all of `pytest -n 2`'s workers too: the first to ask runs it under a
     lock in their shared temporary directory, the others wait on that lock and read what it kept."""
     import fcntl
@@ -115,7 +117,7 @@ def smoke_run(tmp_path_factory):
 
     def execute(name: str):
         if name not in done:
-            stem = name.removesuffix(".ipynb")
+            stem = name
             runs = shared / f"smoke-{stem}"
             with open(shared / f"smoke-{stem}.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # released when the run (by whoever took it) has ended

@@ -25,7 +25,7 @@ def test_defaults_leave_each_server_as_it_ships():
 
 @pytest.mark.server
 def test_a_versions_smoke_run_records_the_aligned_settings_equal_and_names_the_rest(smoke_run):
-    proc, run_dir = smoke_run("versions.ipynb")
+    proc, run_dir = smoke_run("versions")
     assert proc.returncode == 0, proc.stderr[-3000:]
     meta = json.loads((run_dir / "metadata.json").read_text())
     per_arm = settings.arm_variables(meta)

@@ -53,7 +53,7 @@ def test_arms_split_intent_from_plain_settings():
 @pytest.mark.notebook
 @pytest.mark.server
 def test_smoke_run_probes_series_and_report(smoke_run):
-    proc, run_dir = smoke_run("checkpoint_stalls.ipynb")
+    proc, run_dir = smoke_run("checkpoint_stalls")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     meta = run.metadata
@@ -98,7 +98,7 @@ def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
     age comes from MariaDB's own status and from MySQL's LSNs and redo capacity, and the
     server's I/O is read from the real server process, not its launcher."""
     from dbstudies import timeseries
-    proc, run_dir = smoke_run("versions.ipynb")
+    proc, run_dir = smoke_run("versions")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)
     status = run.table(STATUS)
@@ -118,7 +118,7 @@ def test_the_smoke_run_pairs_long_write_steps_by_round(smoke_run):
     of a round back to back (the idle one's flushing waited out, `settle_s`), the verdicts from
     per-round ratios; the planner predicts the verdict tables from the same run summaries."""
     from dbstudies import planner, stats
-    proc, run_dir = smoke_run("checkpoint_stalls.ipynb")
+    proc, run_dir = smoke_run("checkpoint_stalls")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)
     p = checks.resolve(cs, "smoke")

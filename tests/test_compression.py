@@ -155,7 +155,7 @@ def test_a_failed_load_is_an_error_even_though_sysbench_exits_0(lz4_server):
 @pytest.mark.notebook
 @pytest.mark.server
 def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
-    proc, run_dir = smoke_run("compression.ipynb")
+    proc, run_dir = smoke_run("compression")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     steps = results.measured(run)

@@ -137,7 +137,7 @@ def test_a_recorder_samples_a_busy_process_and_keeps_only_the_folded_stacks(tmp_
 @pytest.mark.notebook
 @pytest.mark.server
 def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_run):
-    proc, run_dir = smoke_run("thread_pool.ipynb")  # conftest: -p cpu_profile true
+    proc, run_dir = smoke_run("thread_pool")  # conftest: -p cpu_profile true
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     plan = pd.DataFrame(run.metadata["cpu_profile_plan"])

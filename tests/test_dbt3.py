@@ -29,7 +29,7 @@ def test_bad_parameters_are_refused_together():
 @pytest.mark.notebook
 @pytest.mark.server
 def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
-    proc, run_dir = smoke_run("dbt3_plans.ipynb")
+    proc, run_dir = smoke_run("dbt3_plans")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     ex = d3.executions(run)

@@ -130,7 +130,7 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport=VIEW)
-        page.goto(f"{url}/lab/tree/thread_pool.ipynb?token={TOKEN}")
+        page.goto(f"{url}/lab/tree/scaling.ipynb?token={TOKEN}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         wait_for(lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0,
                  60, "the dbstudies kernel to start")
@@ -186,12 +186,12 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         assert any("Stopped: interrupted." in e and len(e.splitlines()) <= 3 for e in errors(page)), errors(page)
         shot(page, "4-interrupted")
         page.keyboard.press("Control+s")
-        wait_for(lambda: (tmp / "lab" / "thread_pool.ipynb").exists(), 30, "the save")
+        wait_for(lambda: (tmp / "lab" / "scaling.ipynb").exists(), 30, "the save")
         browser.close()
     assert snapshot(run_dir) == before, "the re-analysis changed what the run wrote"
     variant = run_dir / "variants" / "draw_threshold=0.02"
     assert list((variant / "figures").glob("*.png")) and len(list(runs.glob("*/*/metadata.json"))) == 2
     # what JupyterLab saved (Ctrl+S, as autosave would) went to the working copy, not the study's notebook
-    copy = nbformat.read(tmp / "lab" / "thread_pool.ipynb", as_version=4)
+    copy = nbformat.read(tmp / "lab" / "scaling.ipynb", as_version=4)
     assert 'draw_threshold = 0.02' in copy.cells[1].source and any(c.get("outputs") for c in copy.cells)
     assert tracked == {f.name: f.read_bytes() for f in lab.paths.NOTEBOOKS_DIR.glob("*.ipynb")}

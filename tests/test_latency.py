@@ -77,7 +77,7 @@ def test_smoke_run_finds_the_peak_offers_loads_and_keeps_lower_bounds_out_of_ver
     the peak never compared. Whether 150 % of a 2-s peak is sustained is the host's business
     (once, on a fresh clone, one such step was): the answers are asserted on the recorded run
     below."""
-    proc, run_dir = smoke_run("latency.ipynb")
+    proc, run_dir = smoke_run("latency")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run = Run.open(run_dir)
     p = checks.resolve(study, "smoke")

@@ -9,7 +9,7 @@ import sys
 import checked_cells
 import nbformat
 import pytest
-from conftest import FIXTURES, NOTEBOOKS, SMOKE_ORDER, SMOKE_RUNS
+from conftest import FIXTURES, NOTEBOOKS, SMOKE_ORDER, SMOKE_RUNS, STUDIES
 
 from dbstudies import paths
 from dbstudies import study as registry
@@ -26,11 +26,17 @@ def code_cells(name):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+def face(name: str) -> str:
+    """The study a notebook's parameters cell names first (a shared notebook's first face)."""
+    return registry.faces(paths.NOTEBOOKS_DIR / name)[0]
+
+
 def test_every_notebook_is_covered():
     assert NOTEBOOKS, "no notebooks found"
-    assert set(SMOKE_RUNS) <= set(NOTEBOOKS) and set(EXPECTED) == set(NOTEBOOKS), \
-        "record a new notebook's checked outputs in fixtures/notebook_outputs.json"
-    assert set(NOTEBOOKS) == {f"{s}.ipynb" for s in registry.names()}, "one notebook per study"
+    assert set(SMOKE_RUNS) <= set(STUDIES) and set(EXPECTED) == set(STUDIES), \
+        "record a new study's checked outputs in fixtures/notebook_outputs.json"
+    # a notebook per study, but the faces of one experiment share theirs
+    assert {registry.notebook_of(registry.load(s)).name for s in STUDIES} == set(NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -51,8 +57,9 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
                                                                  ast.AsyncFunctionDef, ast.Lambda))], c.source
     (params,) = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
     declared = {t.id for n in ast.parse(params.source).body for t in n.targets}
-    study = registry.load(name.removesuffix(".ipynb"))
-    assert declared == {"profile", *fields(study.Params), "run_dir", "runs_root"}
+    study = registry.load(face(name))
+    shared = ["face"] if study.NOTEBOOK else []
+    assert declared == {*shared, "profile", *fields(study.Params), "run_dir", "runs_root"}
     # generated from the fields and their meanings: a parameter added, renamed or re-worded in
     # its class and not written into the notebook fails here (`dbstudies list --write-readme`)
     assert params.source == registry.parameters_cell(study), "the parameters cell drifted: run `dbstudies list --write-readme`"
@@ -82,23 +89,25 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
 
 def test_the_scaling_experiments_two_faces_say_it_once():
     """thread_pool and versions are two faces of one experiment (`studies.scaling`): each
-    face's module takes its parameters, arms and analysis from there (it adds profiles and
-    words only), and the two notebooks run the same code but for the study they load."""
+    face's module takes its parameters, arms and analysis from there (it adds profiles, words
+    and its narrative), and both run one notebook, notebooks/scaling.ipynb, which loads the
+    face its parameters cell names and shows that face's own words."""
     from dbstudies.studies import scaling
     faces = [registry.load("thread_pool"), registry.load("versions")]
-    for face in faces:
-        assert issubclass(face.Params, scaling.Params) and fields(face.Params) == fields(scaling.Params)
-        assert not [n for n, v in vars(face.Params).items() if callable(v) and not n.startswith("__")]
+    for f in faces:
+        assert issubclass(f.Params, scaling.Params) and fields(f.Params) == fields(scaling.Params)
+        assert not [n for n, v in vars(f.Params).items() if callable(v) and not n.startswith("__")]
         for name in ("arms", "relative", "relative_layout", "summary", "conclusion", "claims", "answer",
                      "profile_cells", "qps_table"):
-            assert getattr(face, name) is getattr(scaling, name), (face.__name__, name)
-        own = [n for n, v in vars(face.module).items() if callable(v) and getattr(v, "__module__", "") == face.__name__]
-        assert own == ["Params", type(face).__name__], own  # its parameters and its class (Params, PROFILES)
-        assert set(vars(type(face))) - {"__module__", "__doc__", "__qualname__"} <= {"Params", "PROFILES", "GOVERNING"}
-    code = [[c.source for c in nbformat.read(paths.NOTEBOOKS_DIR / f"{f.__name__.rsplit('.', 1)[1]}.ipynb",
-                                              as_version=4).cells if c.cell_type == "code"][1:]
-            for f in faces]
-    assert [s.replace('load("versions")', 'load("thread_pool")') for s in code[1]] == code[0]
+            assert getattr(f, name) is getattr(scaling, name), (f.__name__, name)
+        assert isinstance(f, scaling.Scaling)
+        assert set(vars(type(f))) - {"__module__", "__doc__", "__qualname__"} <= {"Params", "PROFILES", "GOVERNING"}
+        assert registry.notebook_of(f) == paths.NOTEBOOKS_DIR / "scaling.ipynb"
+        assert set(f.NARRATIVE) == {"intro", "method"} and f.NARRATIVE["intro"].startswith("# ")
+    assert registry.faces(paths.NOTEBOOKS_DIR / "scaling.ipynb") == ["thread_pool", "versions"]
+    code = [c.source for c in code_cells("scaling.ipynb")]
+    assert any("load(face)" in c for c in code) and {'report.narrative(study, "intro")',
+                                                     'report.narrative(study, "method")'} <= set(code)
 
 
 @pytest.mark.notebook
@@ -120,7 +129,7 @@ def test_notebook_smoke_run_has_no_errors_and_its_checked_cells_match(name, smok
 
 @pytest.mark.notebook
 @pytest.mark.server
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", STUDIES)
 def test_smoke_figures_are_readable_and_keep_one_colour_per_arm(name, smoke_run):
     """Every figure of every study's smoke run, as matplotlib drew it (figures/<name>.json,
     written by plots.save): ≥ 3 labelled ticks and a unit on each numeric axis, a legend for
@@ -146,12 +155,12 @@ def test_smoke_figures_are_readable_and_keep_one_colour_per_arm(name, smoke_run)
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_a_notebooks_checked_cells_are_those_of_its_text_reference(name):
-    """tests/nbval/<study>.txt holds what the study notebook's checked cells print on its
-    fixture run (nbval compares them, tests/checked_cells.py); a notebook whose checked cells
-    changed without the reference being written again fails here, before any kernel starts —
-    and the notebook nbval executes is the study's, cell for cell, plus the fixture's parameters."""
+    """tests/nbval/<notebook>.txt holds what the notebook's checked cells print on its (first
+    face's) fixture run (nbval compares them, tests/checked_cells.py); a notebook whose checked
+    cells changed without the reference being written again fails here, before any kernel
+    starts — and the notebook nbval executes is the study's, cell for cell, plus the fixture's parameters."""
     study = name.removesuffix(".ipynb")
-    built = nbformat.read(checked_cells.build(study), as_version=4)
+    built = nbformat.read(checked_cells.build(face(name)), as_version=4)
     code = [c for c in built.cells if c.cell_type == "code"]
     injected = [c for c in code if checked_cells.INJECTED in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "run_dir = '../fixtures/runs/" in injected[0].source

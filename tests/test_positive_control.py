@@ -147,7 +147,7 @@ def test_outcomes_count_misses_and_unexplained_differences():
 @pytest.mark.server
 @pytest.mark.notebook
 def test_the_smoke_thread_pool_run_pauses_its_control_and_reports_it(smoke_run):
-    p, run_dir = smoke_run("thread_pool.ipynb")
+    p, run_dir = smoke_run("thread_pool")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     run = Run(run_dir)
     every = run.table("steps")

@@ -58,7 +58,7 @@ def test_missing_notebook_is_a_clear_error(tmp_path):
 @pytest.mark.notebook
 @pytest.mark.server
 def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
-    proc, run_dir = smoke_run("thread_pool.ipynb")
+    proc, run_dir = smoke_run("thread_pool")
     assert proc.returncode == 0, proc.stderr[-2000:]
     run = Run.open(run_dir)
     meta = run.metadata

@@ -283,8 +283,8 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2 -p cpu_profile true "
            """-p positive_control '{"pause_ms": 200, "every_s": 1}'""")
     assert cmd in (REPO / "README.md").read_text()
-    assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool.ipynb"]]
-    p, run_dir = smoke_run("thread_pool.ipynb")
+    assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool"]]
+    p, run_dir = smoke_run("thread_pool")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     run = Run.open(run_dir)
     meta = run.metadata

@@ -51,6 +51,9 @@ class Study:
     Params: ClassVar[type]
     PROFILES: ClassVar[Mapping[str, Mapping[str, Any]]]
     GOVERNING: ClassVar[tuple[str, ...]] = ()
+    # the notebook it shares with the other faces of one experiment (its name, without
+    # .ipynb); None: a notebook of its own, named after the study
+    NOTEBOOK: ClassVar[str | None] = None
 
     # ---------------------------------------------------------------- what it compares
     def arms(self, p: Any) -> list[Any]:

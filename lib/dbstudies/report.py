@@ -353,6 +353,13 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     return "\n\n".join(said_words), said.conclusion + (f"\n\n{differ}" if differ else "")
 
 
+def narrative(study: Any, part: str) -> None:
+    """A face's own words (its module's `NARRATIVE[part]`) in the notebook the faces of its
+    experiment share."""
+    from IPython.display import Markdown, display
+    display(Markdown(study.NARRATIVE[part]))
+
+
 def setup(run: Run, said: Answer | None = None) -> None:
     """How the run was measured, for judging its answer: the design in one line, what each
     of the answer's (`said`) verdict tables could detect (said once here), the servers' settings that matter and

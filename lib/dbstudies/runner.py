@@ -32,7 +32,7 @@ from .ownership import (
 from .params import as_dict
 from .render import conclusion_text, render
 from .results import Run
-from .study import load, notebook_of, reference
+from .study import load, notebook_face, notebook_of, reference
 
 # ---------------------------------------------------------------- dbstudies run
 
@@ -86,7 +86,7 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     code = 0
     try:
         _notebook(run, notebook, run.notebook,
-                  {**as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
+                  {**notebook_face(study), **as_dict(p), "run_dir": str(run.path)}, kernel, verbose, progress=True)
         record_end(run, "complete")
     except KeyboardInterrupt as e:
         signame = getattr(e, "signame", "SIGINT")
@@ -183,8 +183,8 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
         out.rename(partial)  # the measuring execution's notebook, with its traceback
     changed = {k: v["variant"] for k, v in _variant_changes(run).items()}
     try:
-        _notebook(run, notebook, out, {**as_dict(run.params(study)), **changed, "run_dir": str(run.path)},
-                  kernel, verbose)
+        _notebook(run, notebook, out, {**notebook_face(study), **as_dict(run.params(study)), **changed,
+                                       "run_dir": str(run.path)}, kernel, verbose)
     except PapermillExecutionError as e:
         print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)
     return out

@@ -196,5 +196,6 @@ def answer(run: "Run", p: Params) -> Answer:
 
 class Scaling(SysbenchStudy):
     """The scaling experiment's hooks, the sysbench kind's otherwise; each face gives its
-    `Params` and `PROFILES`."""
+    `Params` and `PROFILES`; both faces share one notebook, notebooks/scaling.ipynb."""
+    NOTEBOOK = "scaling"
     arms, profile_cells, answer = staticmethod(arms), staticmethod(profile_cells), staticmethod(answer)

@@ -55,6 +55,31 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
+# its side of the shared notebook (notebooks/scaling.ipynb: `report.narrative`)
+NARRATIVE = {
+    "intro": (
+        "# Thread-pool scaling: one-thread-per-connection vs pool-of-threads\n"
+        "\n"
+        "How does MariaDB's throughput and tail latency scale with the number of client connections,\n"
+        "with the classic one-thread-per-connection scheduler and with the thread pool\n"
+        "(`thread_handling=pool-of-threads`, `thread_pool_size` = the server's CPUs)?\n"
+        "Modelled on the MariaDB 5.5 thread-pool posts (sysbench OLTP up to 4096 threads) and the\n"
+        "MariaDB-vs-MySQL thread-pool assessment."
+    ),
+    "method": (
+        "**Method.** Each scheduler runs on a private server of its own, both started from the chosen\n"
+        "flavour, with the sysbench tables loaded into each; warm-ups after each start are recorded and\n"
+        "discarded. How this run ordered, paired and restarted its steps is the design line below, read\n"
+        "from the run itself. Per-second samples serve the time series only.\n"
+        "\n"
+        "**Statistics.** Medians with min/max whiskers. The pool is compared with\n"
+        "one-thread-per-connection by the ratio of geometric means, with the test the design line names,\n"
+        "Holm-corrected across each table; a difference below `draw_threshold` or not significant is a\n"
+        "**draw**. What each table can detect is stated below."
+    ),
+}
+
+
 class ThreadPool(Experiment):
     """This face of the scaling experiment: its parameters and profiles."""
     Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING

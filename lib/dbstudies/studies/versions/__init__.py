@@ -60,6 +60,30 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
+# its side of the shared notebook (notebooks/scaling.ipynb: `report.narrative`)
+NARRATIVE = {
+    "intro": (
+        "# Server versions side by side\n"
+        "\n"
+        "How do server versions compare on the same machine, with the same intent in their own\n"
+        "configuration dialects, as the client count grows? Modelled on the simplified-OLTP version\n"
+        "comparisons (QPS by client count, then a \"relative results\" table against a baseline version)\n"
+        "and the MariaDB-vs-MySQL 9.7 assessment."
+    ),
+    "method": (
+        "**Method.** Every flavour gets its own private server (versions from other Debian suites run in a\n"
+        "root filesystem of their own, provisioned on first use, through bwrap), the sysbench tables are\n"
+        "loaded once per server; warm-ups after each start are recorded and discarded. How this run\n"
+        "ordered, paired and restarted its steps is the design line below, read from the run itself.\n"
+        "\n"
+        "**Statistics.** Medians with min/max whiskers. Every version is compared with the baseline\n"
+        "(`flavour`) by the ratio of geometric means and its 95 % CI, with the test the design line names,\n"
+        "Holm-corrected across the whole table (all versions × cells in one family); a difference below\n"
+        "`draw_threshold` or not significant is a **draw**. What each table can detect is stated below."
+    ),
+}
+
+
 class Versions(Experiment):
     """This face of the scaling experiment: its parameters and profiles."""
     Params, PROFILES = Params, PROFILES
