@@ -242,10 +242,10 @@ def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
 
 
 def test_the_latency_tables_are_calibrated_on_the_aa_noise_in_one_line():
-    from dbstudies.analysis import scaling
+    from dbstudies.analysis import sysbench_answer
     cal = pd.DataFrame({"shift_pct": [0.0, 10.0, 20.0], "tables_any_verdict": [0.06, 0.5, 0.9],
                         "cells_better": [0.0, 0.2, 0.43]})
-    line = scaling.calibration_lines({"p95": cal, "tail": pd.DataFrame()}, SYSBENCH)
+    line = sysbench_answer.calibration_lines({"p95": cal, "tail": pd.DataFrame()}, SYSBENCH)
     assert line == ["- The latency tables judged on the same A/A noise: p95 latency 6 % of tables with a "
                     "non-draw, a 20 % difference found in 43 % of cells."]
-    assert scaling.calibration_lines({"p99": pd.DataFrame()}, SYSBENCH) == []
+    assert sysbench_answer.calibration_lines({"p99": pd.DataFrame()}, SYSBENCH) == []

@@ -8,7 +8,7 @@ from test_precision import QUICK
 
 from dbstudies import analysis, checks, comparisons, precision
 from dbstudies import studykit as S
-from dbstudies.analysis import replication, scaling
+from dbstudies.analysis import replication, sysbench_answer
 from dbstudies.errors import ParamError
 from dbstudies.report import answer_text
 from dbstudies.results import Run
@@ -54,7 +54,7 @@ def test_the_a_a_control_calibrates_an_added_comparison(with_mean):
 
     def relative(steps, p, metric="qps", *, aa=False):
         return analysis.relative(steps, arms, p, metric, aa=aa)
-    t = scaling.tables(run, p, arms, relative)
+    t = sysbench_answer.tables(run, p, arms, relative)
     assert set(t["calibrations"]) == {"p95", "p99", "tail", "mean"}
     assert t["calibrations"]["mean"]["shift_pct"].tolist() == [0.0, 10.0, 20.0]
     assert len(t["aa"]) == 8  # the A/A table: the first comparison, QPS

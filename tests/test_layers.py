@@ -28,7 +28,7 @@ LAYERS = [
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),
     ("measurement loop", ["steps", "precision", "experiment"]),
-    ("analysis", ["analysis.settings", "analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.scaling", "analysis.runs", "analysis.replication",
+    ("analysis", ["analysis.settings", "analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.runs", "analysis.replication",
                   "analysis.costs", "analysis.cpu_profiles"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["render", "shown", "report"]),

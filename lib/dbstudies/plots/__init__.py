@@ -11,8 +11,8 @@ from .latency import achieved, latency_vs_load, shift
 from .publish import problems, properties, publish, save
 from .queries import bars, normalised, per_query, whiskers
 from .replication import effects as replication
-from .scaling import cpu, ratios_per_round, scaling, sweep
 from .series import bands, distribution, per_second, timeline, typical
+from .threads import cpu, ratios_per_round, scaling, sweep
 
 __all__ = ["CLIPPED", "MAX_W", "achieved", "bands", "bars", "cpu", "distribution", "latency_vs_load",
            "normalised", "palette", "per_query", "per_second", "plt", "problems", "properties", "publish",

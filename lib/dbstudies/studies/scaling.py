@@ -2,7 +2,7 @@
 workloads × threads, every arm against a baseline. Two built-in studies are its two faces —
 `thread_pool` (one server, thread-per-connection against pool-of-threads) and `versions`
 (several servers, one scheduler) — which differ in their profiles, their words and their
-notebook's narrative, not in what they measure or how they judge it (`analysis.scaling`).
+notebook's narrative, not in what they measure or how they judge it (`analysis.sysbench_answer`).
 
 Arms: every server of `flavours` × every scheduler of `schedulers` it has (a scheduler is
 said as an intent in each flavour's dialect; `thread_handling` is not dynamic, so an arm's
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import analysis, pauses, profiler
 from .. import studykit as S
 from .. import thread_handling as sch
-from ..analysis import aa, cpu_profiles, scaling, sentences
+from ..analysis import aa, cpu_profiles, sentences, sysbench_answer
 from ..analysis.words import Claim
 from ..contract import Answer
 from ..steps import SysbenchStudy
@@ -189,9 +189,9 @@ def _version_claims(p: Params) -> list[Claim]:
 
 def answer(run: "Run", p: Params) -> Answer:
     """What the run answers: every arm against the baseline on QPS, p95, p99 and the tail
-    ratio, the A/A control and its calibration, the conclusion (`analysis.scaling.answer`) and
+    ratio, the A/A control and its calibration, the conclusion (`analysis.sysbench_answer.answer`) and
     the sources' `claims`."""
-    return scaling.answer(run, p, S.with_control(arms(p), p), relative, conclusion, claims(p))
+    return sysbench_answer.answer(run, p, S.with_control(arms(p), p), relative, conclusion, claims(p))
 
 
 class Scaling(SysbenchStudy):
