@@ -200,3 +200,16 @@ def test_a_recorded_run_reads_back_typed_old_runs_and_variants_too(tmp_path):
     variant = run.as_variant({"draw_threshold": 0.1})
     assert run.params(tp).draw_threshold == 0.05 and variant.params(tp).draw_threshold == 0.1
     assert study.params_of(variant).draw_threshold == 0.1  # its own study, loaded from its metadata
+
+
+def test_a_field_a_run_predates_reads_back_as_its_profile_said_unless_it_is_a_mode(tmp_path):
+    """A versions run recorded before `schedulers` existed ran one scheduler — what its
+    profile says; read at the field's default (both schedulers) its arms would not be the
+    run's and every table would come out empty. A `target` it predates it did not use."""
+    from dbstudies.results import Run
+    versions = load("versions")
+    run = Run.create("versions", {"profile": "smoke", "flavours": ["mariadb-10.11", "mysql-9.7"], "repeats": 2},
+                     root=tmp_path)
+    p = run.params(versions)
+    assert p.schedulers == ["one-thread-per-connection"] and p.target == {} and p.repeats == 2
+    assert [a.label for a in arms_of(versions, p)] == ["mariadb-10.11", "mysql-9.7"]

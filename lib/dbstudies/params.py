@@ -153,30 +153,32 @@ def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: 
 
 def recorded(cls: type, profiles: Mapping[str, Mapping[str, Any]], parameters: Mapping[str, Any]):
     """A recorded run's parameters as `cls`, typed and not validated (a run is read on a
-    machine that may lack its servers): its profile's values, then every value it recorded
-    of a field `cls` still has. A field the run predates takes its default — what the run
-    was measured and analysed without — or, having none, its profile's value; a parameter
-    since removed is dropped.
+    machine that may lack its servers): every value it recorded of a field `cls` still has
+    (one since removed is dropped). A field the run predates takes its profile's value — a
+    field is added with the profiles set to what the code did before it (`schedulers`: one in
+    the versions face) — except those `cls.PREDATED` names, which take their default: a mode
+    the run cannot have used (`target`: a run recorded before it measured fixed rounds, even
+    where its profile now measures to a target).
 
-    >>> from dataclasses import dataclass
+    >>> from dataclasses import dataclass, field
     >>> @dataclass(frozen=True)
     ... class X:
+    ...     PREDATED = frozenset({"target"})
     ...     profile: str
     ...     n: int
-    ...     draw_threshold: float = 0.05
-    >>> recorded(X, {"quick": {"n": 4, "draw_threshold": 0.1}}, {"profile": "quick", "n": "8", "gone": 1})
-    X(profile='quick', n=8, draw_threshold=0.05)
+    ...     target: dict = field(default_factory=dict)
+    >>> recorded(X, {"quick": {"n": 4, "target": {"qps": 0.2}}}, {"profile": "quick", "n": "8", "gone": 1})
+    X(profile='quick', n=8, target={})
     >>> recorded(X, {"quick": {"n": 4}}, {"profile": "quick"}).n
     4
     """
     values = dict(parameters)
     profile = str(values.pop("profile", None) or next(iter(profiles)))
     known = fields(cls)
-    given = {**shared_profile(cls, profile), **profiles.get(profile, {})}
-    required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING}
+    given = {k: v for k, v in {**shared_profile(cls, profile), **profiles.get(profile, {})}.items()
+             if k not in getattr(cls, "PREDATED", ())}
     kept = {k: (_coerce(v, known[k]) if v is not None else None) for k, v in values.items() if k in known}
-    return cls(profile=profile, **{**{k: v for k, v in given.items() if k in required}, **kept})
+    return cls(profile=profile, **{**given, **kept})
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

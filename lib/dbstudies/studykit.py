@@ -107,6 +107,9 @@ class StudyParams:
     # parameters only the analysis reads: a finished run re-analysed at other values of these
     # gets a variant of its own (`Run.as_variant`); every other parameter is the run's
     ANALYSIS: ClassVar[frozenset[str]] = frozenset({"draw_threshold"})
+    # a run recorded before these existed did not use them: read back at their default, not at
+    # today's profile value (`params.recorded`)
+    PREDATED: ClassVar[frozenset[str]] = frozenset({"target", "budget"})
     # paired design: whether the study's steps give their arm's settings to each session, so
     # that arms of one flavour without an intent share a server (schedule.server_key)
     SHARED_SERVER: ClassVar[bool] = False
