@@ -5,7 +5,7 @@ import socket
 
 import nbformat
 import pytest
-from conftest import NOTEBOOKS, REPO
+from conftest import REPO, STUDIES
 from report_checks import read_in_chromium, report_problems, unused_option_problems
 
 from dbstudies import checks, ownership, paths, render
@@ -82,7 +82,7 @@ def test_smoke_report_has_the_header_and_no_machine_paths(smoke_run):
 @pytest.mark.notebook
 @pytest.mark.server
 @pytest.mark.browser
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", STUDIES)
 def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
     """What a reader sees: each study's smoke report in a real browser at 1,300 px with the
     network off — it asks for nothing beyond its file, no table is wider than the window, the
