@@ -131,9 +131,8 @@ def relative(steps: pd.DataFrame, arms: list[Arm], p: Any, metric: str = "qps", 
 
 
 def comparison(p: Any, key: str) -> Comparison:
-    """The comparison `key` of a study's parameters (`COMPARISONS`; the sysbench ones for
-    parameters that declare none)."""
-    return by_key(getattr(p, "COMPARISONS", None) or SYSBENCH, key)
+    """The comparison `key` of a study's parameters (its `COMPARISONS`)."""
+    return by_key(p.COMPARISONS, key)
 
 
 def over_repeats(run_table: pd.DataFrame, columns: list[str],
