@@ -335,7 +335,8 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     key = throughput(said.comparisons)
     meta = run.metadata if run is not None else {}
     cpus = (meta.get("host") or {}).get("cpus") or 0
-    pinned = caveats.pinned_apart(meta) if run is not None else True
+    p = params_of(run) if run is not None else None
+    pinned = caveats.pinned_apart(p) if run is not None else True
     client = (caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned)
               if run is not None and key else None)
     name = next((n for n, k in said.verdicts.items() if k == key), None)
@@ -344,7 +345,7 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     if said.claims:
         said_words.append("**The source's claims, tested here:**\n\n" + "\n".join(
             f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus)))
-    warn = caveats.caveats(run, said.tables, key) if run is not None else []
+    warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
         said_words.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
     differ = settings.differences_line(run.metadata) if run is not None else ""

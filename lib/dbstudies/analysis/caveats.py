@@ -172,10 +172,9 @@ def client_explained(b: pd.DataFrame, pinned: bool) -> pd.DataFrame:
     return b[pd.Series(ok, index=b.index) & (b["client_share_pct"] > CLIENT_MOSTLY)][cols].reset_index(drop=True)
 
 
-def pinned_apart(meta: dict[str, Any]) -> bool:
-    """Whether the run pinned server and client to CPUs of their own."""
-    params = meta.get("parameters") or {}
-    return bool(params.get("server_cpus") and params.get("client_cpus"))
+def pinned_apart(p: Any) -> bool:
+    """Whether the run (its parameters `p`) pinned server and client to CPUs of their own."""
+    return bool(getattr(p, "server_cpus", None) and getattr(p, "client_cpus", None))
 
 
 def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinned: bool) -> str:
@@ -315,18 +314,18 @@ def _steps(tables: dict[str, Any]) -> pd.DataFrame | None:
     return steps if isinstance(steps, pd.DataFrame) and {*BY, "arm"} <= set(steps) else None
 
 
-def caveats(run: Run, tables: dict[str, Any], throughput: str | None) -> list[str]:
-    """Every caveat that applies to this run (Markdown, one item each). `tables`: the
+def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) -> list[str]:
+    """Every caveat that applies to this run (its parameters `p`; Markdown, one item each). `tables`: the
     answer's tables (`steps` among them, where the study has one); `throughput`: the key of
     its throughput verdict table, whose judged cells get the CPU budget (None: no budget)."""
     meta = run.metadata
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
     host = (meta.get("host") or {}).get("cpus") or 0
-    pinned = pinned_apart(meta)
+    pinned = pinned_apart(p)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
     out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta),
-           busy(steps, meta.get("parameters", {}).get("busy_retries", SysbenchParams.busy_retries)),
+           busy(steps, getattr(p, "busy_retries", 0)),  # a study that retries no step: none
            settings.beyond_varied(meta)]
     return [c for c in out if c]

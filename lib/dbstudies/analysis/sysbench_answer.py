@@ -54,7 +54,7 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
     cpus = run.metadata["host"]["cpus"]
     client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus),
-                                      caveats.pinned_apart(run.metadata))
+                                      caveats.pinned_apart(p))
     said = conclusion(summ, {**{c.key: t[c.key] for c in p.COMPARISONS}, AA_KEY: t[AA_KEY], "client": client}, p,
                       host_cpus=cpus, calibration=t["calibration"])
     arm = control.control_arm(arms)
