@@ -117,8 +117,9 @@ def reanalysis(study: Study, run: Run, profile: str | None, given: Mapping[str, 
     """The parameters of a re-analysis of the ended `run`: what it measured with — every
     parameter as the run recorded it — but the study's analysis parameters (`ANALYSIS`: the
     draw threshold, …) as `given` (None: the run's). A measurement parameter `given` that
-    differs from the run's is named (`say`) and ignored: nothing is measured again. A
-    parameter the run predates is at its default (`Run.params`), not today's profile value."""
+    differs from the run's is named (`say`) and ignored: nothing is measured again. The run's
+    parameters are read back typed (`Run.params`: one it predates as its profile had it, a
+    mode in `PREDATED` at its default)."""
     recorded = run.params(study)
     ran, analysis = recorded.profile, study.Params.ANALYSIS
     as_run = {k: v for k, v in P.as_dict(recorded).items() if k != "profile"}

@@ -181,18 +181,13 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     out, partial = run.notebook, run.partial_notebook(run.status)
     if not run.variant and out.exists() and not partial.exists() and run.status != "complete":
         out.rename(partial)  # the measuring execution's notebook, with its traceback
-    changed = {k: v["variant"] for k, v in _variant_changes(run).items()}
     try:
-        _notebook(run, notebook, out, {**notebook_face(study), **as_dict(run.params(study)), **changed,
+        # a variant's parameters are the run's with what it changed (`Run.params`)
+        _notebook(run, notebook, out, {**notebook_face(study), **as_dict(run.params(study)),
                                        "run_dir": str(run.path)}, kernel, verbose)
     except PapermillExecutionError as e:
         print(f"dbstudies: the analysis stopped: {_error_line(e)}", file=sys.stderr)
     return out
-
-
-def _variant_changes(run: Run) -> dict[str, Any]:
-    """What a variant changed ({name: {"run", "variant"}}), none for the run itself."""
-    return dict(run.variants()).get(run.variant, {}) if run.variant else {}
 
 
 KERNEL_LOG = "kernel.log"  # what the kernel and the libraries wrote to stderr (not with -v)

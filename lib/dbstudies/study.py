@@ -197,10 +197,9 @@ def parameters_cell(study: Study) -> str:
     flavour = None             # server flavour (`env/servers/<flavour>.toml`)
     """
     words = P.meanings(study.Params)
-    shared = faces(notebook_of(study)) if study.NOTEBOOK else []
-    lines = [CELL.format(name=study_name(study)),
-             *[_cell_line("face", f'"{study_name(study)}"',
-                          f"the side of the {study.NOTEBOOK} experiment: {' | '.join(shared)}")][:len(shared)],
+    face = ([_cell_line("face", f'"{study_name(study)}"', f"the side of the {study.NOTEBOOK} experiment: "
+                        + " | ".join(faces(notebook_of(study))))] if study.NOTEBOOK else [])
+    lines = [CELL.format(name=study_name(study)), *face,
              _cell_line("profile", '"quick"', "smoke (seconds) | quick (minutes) | full (hours)")]
     lines += [_cell_line(name, "None", words.get(name, "")) for name in P.fields(study.Params)]
     lines += [_cell_line(name, "None", meaning) for name, meaning in EXTRA.items()]
