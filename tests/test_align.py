@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from dbstudies import servers
-from dbstudies.analysis import settings
+from dbstudies import servers, settings
 from dbstudies.render import conclusion_text
 
 SHOWN = [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]

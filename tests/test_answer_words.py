@@ -164,7 +164,7 @@ def test_ramp_up_a_virtual_machine_and_busy_steps_are_caveats(tmp_path):
 
 
 def test_settings_beyond_what_the_arms_vary_are_a_caveat():
-    from dbstudies.analysis import settings
+    from dbstudies import settings
     meta = {"arms": [{"label": "A", "settings": {"x_size": "1"}}, {"label": "B", "settings": {"x_size": "2"}}],
             "servers": [{"label": "A", "global_variables": {"x_size": "1", "sync_binlog": "0", "lock_wait_timeout": "10"}},
                         {"label": "B", "global_variables": {"x_size": "2", "sync_binlog": "1", "lock_wait_timeout": "10.000000"}}]}

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, checks, experiment, planner, render, results, schedule, stats
+from dbstudies import analysis, checks, described, experiment, planner, results, schedule, stats
 from dbstudies.analysis import aa
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
@@ -70,13 +70,13 @@ def test_what_the_paired_design_refuses_before_anything_starts():
 
 def test_the_design_line_says_how_a_run_was_measured():
     meta = {"design": "blocks", "arms": [{"label": "A"}, {"label": "B"}], "parameters": {"repeats": 5}}
-    assert render.design_line(meta).startswith("blocks: 5 repeats, each arm (2) measured in a block")
+    assert described.design_line(meta).startswith("blocks: 5 repeats, each arm (2) measured in a block")
     meta = {"design": "paired", "arms": [{"label": "A"}, {"label": "B"}, {"label": "A (A/A)"}],
             "rounds_done": 7, "plan": [], "parameters": {"restart_every": 2, "budget": 10}}
-    assert render.design_line(meta).startswith(
+    assert described.design_line(meta).startswith(
         "paired rounds: 7 rounds (10-minute budget), the 3 arms of a cell back to back")
-    assert "every 2 rounds" in render.design_line(meta)
-    assert render.design_line({}) == "not recorded"
+    assert "every 2 rounds" in described.design_line(meta)
+    assert described.design_line({}) == "not recorded"
 
 
 def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, twin=False):

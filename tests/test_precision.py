@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from dbstudies import analysis, checks, experiment, planner, precision, render, schedule, stats
+from dbstudies import analysis, checks, described, experiment, planner, precision, schedule, stats
 from dbstudies.analysis import words
 from dbstudies.comparisons import Comparison
 from dbstudies.contract import Study
@@ -210,7 +210,7 @@ def test_the_loop_spends_rounds_only_where_a_cell_is_short_of_its_target(tmp_pat
         firsts = g[g["position"] == 0]["arm"].value_counts()
         assert abs(firsts.get("A", 0) - firsts.get("B", 0)) <= 1, t
     assert "4 rounds of every cell, then rounds only for the cells still above their target (QPS 15 %" in \
-        render.design_line({**run.metadata, "design": "paired", "parameters": {"budget": 30}})
+        described.design_line({**run.metadata, "design": "paired", "parameters": {"budget": 30}})
 
 
 def test_the_planner_says_how_long_a_target_takes_and_what_it_leaves_undecided():

@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO, STUDIES
 from report_checks import read_in_chromium, report_problems, unused_option_problems
 
-from dbstudies import checks, ownership, paths, render
+from dbstudies import checks, described, ownership, paths, render
 from dbstudies.results import Run
 from dbstudies.study import load
 
@@ -212,15 +212,15 @@ def test_the_header_shows_what_differs_between_arms_the_data_and_the_client_comm
                  "argv": ["sysbench", "w.lua", f"--mysql-socket=/tmp/dbs-{i}/s.sock", f"--threads={t}",
                           f"--time={d}", f"--rand-seed={i}", "run"]}
                 for i, (t, d) in enumerate([(8, 1), (1, 3), (16, 3), (1, 3)])]}}
-    config = render.configuration(meta)
+    config = described.configuration(meta)
     rows = re.findall(r"<tr( class='dbs-differs')?><td><code>(\w+)</code></td><td>([^<]*)</td><td>([^<]*)</td>", config)
     assert ("", "version", "10.11.19", "10.11.19") in rows
     assert (" class='dbs-differs'", "thread_handling", "one-thread-per-connection", "pool-of-threads") in rows
     assert ("", "innodb_buffer_pool_size", "128 MiB", "128 MiB") in rows
     assert (" class='dbs-differs'", "tmp_table_size", "16 MiB", "32 MiB") in rows
     assert "port" not in {r[1] for r in rows} and "datadir" not in {r[1] for r in rows}
-    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in render.data_sizes(meta)
-    client = render.client_commands(meta)
+    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in described.data_sizes(meta)
+    client = described.client_commands(meta)
     assert ("DBSTUDIES_WORKLOAD=oltp_read_only sysbench w.lua --mysql-socket=… --threads={1, 16} "
             "--time=3 --rand-seed=… run") in client  # the measured steps' (not the 1-s warm-up's)
-    assert render.configuration({"arms": []}) == render.data_sizes({}) == render.client_commands({}) == ""
+    assert described.configuration({"arms": []}) == described.data_sizes({}) == described.client_commands({}) == ""

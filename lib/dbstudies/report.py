@@ -9,20 +9,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import analysis, archive, plots, results, schedule
+from . import analysis, archive, plots, results, schedule, settings
 from .analysis import replication as replication_of
-from .analysis import settings
 from .comparisons import throughput
 from .contract import Answer
+from .described import _e, client_commands, configuration, data_sizes, design_line
 from .errors import DbStudiesError
-from .render import (
-    _e,
-    client_commands,
-    configuration,
-    data_sizes,
-    design_line,
-    scrub_paths,
-)
+from .render import scrub_paths
 from .results import Run
 from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
 from .study import load, params_of, reference

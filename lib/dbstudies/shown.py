@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import CONCLUSION, SKIP, _e
+from .described import _e
+from .render import CONCLUSION, SKIP
 
 
 def skip(text: str) -> None:

@@ -43,7 +43,6 @@ from typing import Any, Mapping
 from . import params as P
 from . import paths, workloads
 from .contract import Study, study_name, title
-from .studykit import StudyParams
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -145,8 +144,9 @@ def reference(meta: Mapping[str, Any]) -> str:
     return meta.get("study_dir") or meta["study"]
 
 
-def params_of(run: Any) -> StudyParams:
-    """A recorded run's parameters, typed, as its own study declares them (`Run.params`)."""
+def params_of(run: Any) -> Any:
+    """A recorded run's parameters, typed, as its own study declares them (`Run.params`): an
+    instance of its `Params` (a `studykit.StudyParams`, whose kit this registry stands below)."""
     return run.params(load(reference(run.metadata)))
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import probes, stats
+from .. import probes, settings, stats
 from ..results import INTERVALS, Run
 from ..studykit import SysbenchParams
-from . import BY, is_paired, settings, signed, threads
+from . import BY, is_paired, signed, threads
 from .words import listing, percent, span, thread_words
 
 SATURATED = 0.9      # server + client CPU ≥ 90 % of the host's: throughput is bounded by CPU

@@ -21,8 +21,8 @@ from ..comparisons import by_key
 from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
+from ..settings import between_runs
 from . import design_table, threshold
-from .settings import between_runs
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import servers
+from . import servers
 
 # the server variables every report shows (where a server has them)
 KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
