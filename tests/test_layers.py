@@ -27,7 +27,7 @@ LAYERS = [
     ("numbers", ["stats.samples", "stats.paired", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),
-    ("measurement loop", ["steps", "precision", "experiment"]),
+    ("measurement loop", ["steps", "precision", "inventory", "experiment"]),
     ("analysis", ["analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.runs", "analysis.replication",
                   "analysis.costs", "analysis.cpu_profiles"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),

@@ -40,19 +40,20 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, live, precision, servers
+from . import errors, inventory, live, precision, servers
 from .checks import max_clients
 from .contract import Study, study_name
 from .ownership import guard, owns
-from .results import SYSTEM_SCHEMAS, Run, how_far
+from .results import Run, how_far
 from .schedule import (
     MAX_ROUNDS,
-    PLAN_COLUMNS,
+    cell_text,
+    cells_of,
     design,
     estimated_seconds,
     measuring,
-    next_order,
     next_phase,
+    pairs_of,
     rounds_in,
     server_key,
     session_settings,
@@ -87,7 +88,7 @@ def measure(study: Study, p: StudyParams, run: Run, *, progress: bool = True) ->
     steps = planned_steps(study, p)
     budget = p.budget
     run.update(plan=[] if budget else steps.to_dict("records"), design=design(p),
-               arms=[_arm_record(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
+               arms=[inventory.arm(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
                arm_servers={a.label: server_key(a, p) for a in arms},
                workload_scripts=keep_scripts(run, p))
     # measured by hand in a notebook: the progress in the cell and at the window's bottom
@@ -124,12 +125,12 @@ def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.
                   f"{'round and arm' if paired else 'block'})", flush=True)
             (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
             steps = follow
-        chosen = study.profile_cells(run, p) if getattr(p, "cpu_profile", False) else []
+        chosen = study.profilecells_of(run, p) if getattr(p, "cpu_profile", False) else []
         if chosen:  # one round more: each chosen cell on every compared arm (no twin), its server sampled by perf
             compared = [a for a in arms if a.twin_of is None]
             profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
             run.update(cpu_profile_plan=profiled.to_dict("records"))
-            print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(_cell_text(c) for c in chosen)} "
+            print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(cell_text(c) for c in chosen)} "
                   "on every arm)", flush=True)
             (loop.rounds if paired else loop.blocks)(profiled, {a.label: a for a in compared}, progress,
                                                       before=loop.done)  # the twins' servers are not restarted
@@ -197,11 +198,11 @@ class _Loop:
             self.contexts[key] = ctx
             server.start()
             self.check_sessions(server, arms)
-            record_server(self.run, server, f"prepare {key}")
+            inventory.record_server(self.run, server, f"prepare {key}")
             now = self.run.progress() or {"done": 0, "total": 0}
             self.run.set_progress(now["done"], now["total"], f"preparing {key}: loading the data")
             self.study.prepare(ctx)
-            record_data(self.run, server, key)
+            inventory.record_data(self.run, server, key)
         return self.contexts[key]
 
     def check_sessions(self, server: servers.Server, arms: list[Arm]) -> None:
@@ -230,7 +231,7 @@ class _Loop:
             self.use(ctx, a, repeat)
             if a.label not in self.recorded:
                 self.recorded.add(a.label)
-                record_server(self.run, ctx.server, a.label, session=ctx.session)
+                inventory.record_server(self.run, ctx.server, a.label, session=ctx.session)
             self.study.warmup(ctx)
 
     def out_of_time(self, durations: list[float]) -> bool:
@@ -262,10 +263,10 @@ class _Loop:
                 arm = arms[label]
                 flavour = arm.flavour or self.p.flavour
                 ctx = self.context(flavour, flavour)
-                ctx.cells = _cells(block)
+                ctx.cells = cells_of(block)
                 self.restart(ctx, arm, repeat)
                 for cell in block.to_dict("records"):
-                    now = f"r{repeat} {label} " + _cell_text(cell)
+                    now = f"r{repeat} {label} " + cell_text(cell)
                     bar.set_postfix_str(now)
                     self.run.set_progress(done, total, now)
                     ctx.progress = functools.partial(_within_step, self.run, done, total, now)
@@ -319,7 +320,7 @@ class _Loop:
         served = {k: [a for a in arms.values() if keys[a.label] == k] for k in dict.fromkeys(keys.values())}
         contexts = {k: self.context(k, mine[0].flavour or self.p.flavour, mine) for k, mine in served.items()}
         for k, mine in served.items():  # the cells a warm-up goes through: the round's
-            contexts[k].cells = _cells(steps[(steps["repeat"] == steps["repeat"].iloc[0])
+            contexts[k].cells = cells_of(steps[(steps["repeat"] == steps["repeat"].iloc[0])
                                              & (steps["arm"] == mine[0].label)])
         return keys, served, contexts
 
@@ -338,59 +339,30 @@ class _Loop:
     def refine(self, first: pd.DataFrame, arms: dict[str, Arm], progress: bool) -> pd.DataFrame:
         """With a precision target, after `first` (every cell's first rounds): round after
         round, one pair of every cell still short of its target that the time left can take
-        to it (`precision.fund`, fewest pairs to go first), cells shuffled per round, each
-        cell's arm orders kept balanced (`schedule.next_order`), servers restarted every
-        `restart_every` rounds as before. Ends when every cell meets its target, or when no
-        cell still short fits the budget; what it decided is kept in the run's `precision`
-        metadata after every round (so an interrupted run says it too). Returns the steps it
-        measured (a later phase numbers its steps and pairs on from them)."""
+        to it (`fund`), cells shuffled per round, each cell's arm orders kept balanced
+        (`schedule.pairs_of`), servers restarted every `restart_every` rounds as before. Ends
+        when every cell meets its target, or when no cell still short fits the budget; what
+        it decided is kept in the run's `precision` metadata after every round (so an
+        interrupted run says it too). Returns the steps it measured (a later phase numbers
+        its steps and pairs on from them)."""
         p, run = self.p, self.run
         rng = np.random.default_rng(p.seed + 3)
-        plan_cells = _cells(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
+        plan_cells = cells_of(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
         history = {_key(c): [tuple(g.sort_values("position")["arm"])
                              for _, g in first[measuring(first, c)].groupby("pair", sort=False)] for c in plan_cells}
-        repeat, pair_no, step_no = int(first["repeat"].max()), int(first["pair"].max()), int(first["step"].max())
+        repeat, numbers = int(first["repeat"].max()), {"pair": int(first["pair"].max()), "step": int(first["step"].max())}
         keys, served, contexts = self.servers(first, arms)
         bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,
                    desc=study_name(self.study) + " (to the target)")
         done, record, measured = self.done, {"target": dict(p.target), "first_rounds": repeat}, []
         try:
             while repeat < MAX_ROUNDS:
-                short = precision.shortfall(self.study, p, run)
-                by = short.attrs.get("by") or []
-                of_table = {tuple(c[b] for b in by): c for c in plan_cells}  # a table's cell → the plan's
-                chosen, left = precision.fund(short, lambda cell, of=of_table: self.seconds_per_pair(_key(of[cell])),
-                                              self.deadline - time.monotonic(),
-                                              float(np.mean(self.restart_seconds or [0.0])), p.restart_every)
-                record = precision.record(record, short, left, repeat)
-                due = 0.0 if repeat % p.restart_every else float(np.mean(self.restart_seconds or [0.0]))
-                if chosen and time.monotonic() + due + sum(self.seconds_per_pair(_key(of_table[c])) for c in chosen) \
-                        > self.deadline:  # the next round would end past the budget, however hopeful
-                    left, chosen = left + chosen, []
-                    record = precision.record(record, short, left, repeat)
-                if not chosen:
-                    record["stopped"] = ("every cell met its target" if not left else
-                                         f"{len(left)} cell{'s' if len(left) != 1 else ''} short of the target "
-                                         f"need{'s' if len(left) == 1 else ''} more rounds than the budget has left")
+                todo, more, record = self.fund(plan_cells, repeat, record)
+                if not todo:
                     break
-                run.update(precision=record)
-                self.note = (f" · to the target: {len(chosen)} cell{'s' if len(chosen) != 1 else ''} short"
-                             + (f", {len(left)} beyond the budget" if left else ""))
                 repeat += 1
-                todo = [of_table[cell] for cell in chosen]
-                rows = []
-                for i in rng.permutation(len(todo)):
-                    cell = todo[i]
-                    order = next_order(history[_key(cell)], rng)
-                    history[_key(cell)].append(order)
-                    pair_no += 1
-                    for position, label in enumerate(order):
-                        step_no += 1
-                        rows.append({"step": step_no, "repeat": repeat, "arm": label, **cell, "pair": pair_no,
-                                     "position": position})
-                measured += rows
-                to_go = dict(zip(short["cell"], short["more"]))
-                more = int(sum(to_go[c] for c in chosen))  # the funded cells' pairs still to go
+                rows = pairs_of(todo, history, rng, repeat, after=numbers)
+                numbers, measured = {k: rows[-1][k] for k in numbers}, measured + rows
                 total = done + len(rows) + max(more - len(todo), 0) * len(arms)
                 bar.total = total - self.done
                 self.restart_due(repeat, served, contexts, done, total)
@@ -408,6 +380,32 @@ class _Loop:
         finally:
             bar.close()
 
+    def fund(self, plan_cells: list[dict[str, Any]], repeat: int,
+             record: dict[str, Any]) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+        """The cells (the plan's) that round `repeat + 1` measures: those still short of their
+        target that the time left can take to it (`precision.fund`), none when the round would
+        end past the budget; with the pairs they still need in all, and the run's `precision`
+        record of the decision (its `stopped` said when nothing is chosen)."""
+        p = self.p
+        short = precision.shortfall(self.study, p, self.run)
+        by = short.attrs.get("by") or []
+        of_table = {tuple(c[b] for b in by): c for c in plan_cells}  # a table's cell → the plan's
+        restart = float(np.mean(self.restart_seconds or [0.0]))
+        chosen, left = precision.fund(short, lambda cell: self.seconds_per_pair(_key(of_table[cell])),
+                                      self.deadline - time.monotonic(), restart, p.restart_every)
+        due = 0.0 if repeat % p.restart_every else restart
+        if chosen and time.monotonic() + due + sum(self.seconds_per_pair(_key(of_table[c])) for c in chosen) \
+                > self.deadline:  # the next round would end past the budget, however hopeful
+            left, chosen = left + chosen, []
+        record = precision.record(record, short, left, repeat)
+        if not chosen:
+            return [], 0, {**record, "stopped": precision.stopped(left)}
+        self.run.update(precision=record)
+        self.note = (f" · to the target: {len(chosen)} cell{'s' if len(chosen) != 1 else ''} short"
+                     + (f", {len(left)} beyond the budget" if left else ""))
+        to_go = dict(zip(short["cell"], short["more"]))
+        return [of_table[c] for c in chosen], int(sum(to_go[c] for c in chosen)), record
+
     def seconds_per_pair(self, cell: tuple) -> float:
         """How long a pair of `cell` took so far on average (untimed yet: every pair's)."""
         own = self.pair_seconds.get(cell)
@@ -420,7 +418,7 @@ class _Loop:
         `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
         def begin(i: int, cell: dict[str, Any]) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
-            now = f"r{repeat} {cell['arm']} " + _cell_text(cell) + self.note
+            now = f"r{repeat} {cell['arm']} " + cell_text(cell) + self.note
             bar.set_postfix_str(now)
             self.run.set_progress(done + i, total, now)
             ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
@@ -428,7 +426,7 @@ class _Loop:
 
         t0 = time.monotonic()
         self.study.pair(begin, cells)
-        self.pair_seconds.setdefault(_key(_cells(pd.DataFrame(cells[:1]))[0]), []).append(time.monotonic() - t0)
+        self.pair_seconds.setdefault(_key(cells_of(pd.DataFrame(cells[:1]))[0]), []).append(time.monotonic() - t0)
         bar.update(len(cells))
         return done + len(cells)
 
@@ -437,54 +435,5 @@ def _key(cell: dict[str, Any]) -> tuple:  # a cell's values, in order: the key o
     return tuple(cell.values())
 
 
-def _cells(steps: pd.DataFrame) -> list[dict[str, Any]]:
-    """Steps' cells as a hook sees them: without their plan columns."""
-    return steps.drop(columns=[c for c in PLAN_COLUMNS if c in steps]).to_dict("records")
-
-
-def _cell_text(cell: dict[str, Any]) -> str:
-    """A cell as the progress shows it: its values, a profiled one marked so.
-
-    >>> _cell_text({"step": 3, "workload": "oltp_read_only", "threads": 64, "cpu_profile": True})
-    'oltp_read_only 64 (profiled)'
-    """
-    return " ".join("(profiled)" if k == "cpu_profile" else str(v)
-                    for k, v in cell.items() if k not in PLAN_COLUMNS)
-
-
 def _within_step(run: Run, done: int, total: int, now: str, text: str) -> None:
     run.set_progress(done, total, f"{now} · {text}")
-
-
-def _arm_record(arm: Arm, p: StudyParams) -> dict[str, Any]:
-    flavour = arm.flavour or p.flavour
-    said = servers.load_flavour(flavour).settings_for(arm.intent) if arm.intent else {}
-    return {"label": arm.label, "intent": arm.intent.asdict() if arm.intent else {},
-            "settings": {**said, **arm.settings}, "flavour": flavour, "twin_of": arm.twin_of}
-
-
-def record_server(run: Run, server: servers.Server, label: str, *,
-                  session: dict[str, Any] | None = None) -> None:
-    """Add what the server is (version, my.cnf, global variables) to the run's metadata;
-    `session`: the settings the arm's sessions set on it (a shared server)."""
-    meta = run.metadata["servers"]
-    meta.append({"label": label, **server.describe(), **({"session": session} if session else {})})
-    run.update(servers=meta)
-
-
-def record_data(run: Run, server: servers.Server, key: str) -> None:
-    """Add the size of the data the study loaded into server `key` (per schema, data and
-    indexes, as information_schema reports it after the load and an ANALYZE TABLE of each
-    table: MySQL otherwise shows statistics cached before the load) to the run's metadata."""
-    system = ", ".join(repr(s) for s in SYSTEM_SCHEMAS)
-    tables = server.query("SELECT table_schema, table_name FROM information_schema.TABLES WHERE "
-                          f"table_type = 'BASE TABLE' AND table_schema NOT IN ({system})")
-    if tables:
-        server.query("ANALYZE TABLE " + ", ".join(f"`{s}`.`{t}`" for s, t in tables))
-    rows = server.query(
-        "SELECT table_schema, SUM(data_length + index_length), SUM(table_rows) "
-        f"FROM information_schema.TABLES WHERE table_schema NOT IN ({system}) GROUP BY table_schema")
-    data = run.metadata.get("data") or []
-    data += [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
-             for schema, size, n in rows]
-    run.update(data=data)

@@ -154,3 +154,16 @@ def record(record: dict[str, Any], short: pd.DataFrame, left: list[Any], repeat:
                       "mde_pct": {k.removeprefix("mde_"): round(float(v), 2) for k, v in r.items()
                                   if k.startswith("mde_") and v == v}})
     return {**record, "rounds": repeat, "cells": cells}
+
+
+def stopped(left: list[Any]) -> str:
+    """Why the rounds to a target ended when no cell was funded: `left`, the cells still short.
+
+    >>> stopped([]), stopped([("a",)])
+    ('every cell met its target', '1 cell short of the target needs more rounds than the budget has left')
+    """
+    if not left:
+        return "every cell met its target"
+    n = len(left)
+    return (f"{n} cell{'s' if n != 1 else ''} short of the target need{'s' if n == 1 else ''} more "
+            "rounds than the budget has left")

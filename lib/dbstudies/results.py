@@ -38,7 +38,6 @@ from .schema import Table
 
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
 PROFILE_DIR = "profiles"    # in a run: the profiled steps' folded stacks
-SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
 
 class NotARun(errors.StoreError, FileNotFoundError):

@@ -87,6 +87,45 @@ def next_order(orders: list[tuple[str, ...]], rng: np.random.Generator) -> tuple
     return fewest[int(rng.integers(len(fewest)))]
 
 
+def pairs_of(cells: list[dict[str, Any]], history: dict[tuple, list[tuple[str, ...]]],
+             rng: np.random.Generator, repeat: int, *, after: dict[str, int]) -> list[dict[str, Any]]:
+    """The steps of round `repeat` when it measures one pair of each of `cells` (the rounds to
+    a precision target): cells in a shuffled order, each pair's arm order the next that keeps
+    its cell's arms balanced (`next_order`; `history`, keyed by the cell's values, extended),
+    steps and pairs numbered on `after` the last ({"step": n, "pair": n}).
+
+    >>> history = {("oltp", 1): [("A", "B")]}
+    >>> [(s["step"], s["pair"], s["arm"], s["position"]) for s in pairs_of(
+    ...     [{"w": "oltp", "t": 1}], history, np.random.default_rng(0), 3, after={"step": 8, "pair": 4})]
+    [(9, 5, 'B', 0), (10, 5, 'A', 1)]
+    """
+    rows, step, pair = [], after["step"], after["pair"]
+    for i in rng.permutation(len(cells)):
+        cell = cells[i]
+        order = next_order(history[tuple(cell.values())], rng)
+        history[tuple(cell.values())].append(order)
+        pair += 1
+        for position, label in enumerate(order):
+            step += 1
+            rows.append({"step": step, "repeat": repeat, "arm": label, **cell, "pair": pair, "position": position})
+    return rows
+
+
+def cells_of(steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Steps' cells as a hook sees them: without their plan columns."""
+    return steps.drop(columns=[c for c in PLAN_COLUMNS if c in steps]).to_dict("records")
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    """A cell as the progress shows it: its values, a profiled one marked so.
+
+    >>> cell_text({"step": 3, "workload": "oltp_read_only", "threads": 64, "cpu_profile": True})
+    'oltp_read_only 64 (profiled)'
+    """
+    return " ".join("(profiled)" if k == "cpu_profile" else str(v)
+                    for k, v in cell.items() if k not in PLAN_COLUMNS)
+
+
 def measuring(steps: pd.DataFrame, cell: dict[str, Any]) -> pd.Series:
     """Which of `steps` measure `cell` (every one of its values)."""
     hit = pd.Series(True, index=steps.index)
