@@ -9,9 +9,9 @@ import pytest
 from dbstudies import checks
 from dbstudies.analysis import caveats
 from dbstudies.params import ParamError
-from dbstudies.results import STEPS
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
+from dbstudies.tables import STEPS
 
 tp = load("thread_pool")
 PC, POOL, TWIN = tp.PER_CONNECTION, tp.POOL, tp.PER_CONNECTION + " (A/A)"

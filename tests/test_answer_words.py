@@ -10,8 +10,9 @@ import pytest
 from dbstudies import checks, comparisons, stats
 from dbstudies.analysis import caveats, words
 from dbstudies.comparisons import SYSBENCH
-from dbstudies.results import INTERVALS, STEPS, Run
+from dbstudies.results import Run
 from dbstudies.study import load
+from dbstudies.tables import INTERVALS, STEPS
 
 tp = load("thread_pool")
 PC, POOL = "one-thread-per-connection", "pool-of-threads"

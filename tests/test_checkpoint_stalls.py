@@ -7,9 +7,10 @@ import pytest
 
 from dbstudies import checks, results
 from dbstudies.params import ParamError
-from dbstudies.results import INTERVALS, STATUS, Run
+from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
+from dbstudies.tables import INTERVALS, STATUS
 
 cs = load("checkpoint_stalls")
 

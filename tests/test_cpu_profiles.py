@@ -13,9 +13,10 @@ import pytest
 from dbstudies import checks, experiment, flamegraph, ownership, profiler, results
 from dbstudies.analysis import cpu_profiles
 from dbstudies.errors import ParamError
-from dbstudies.results import CPU_PROFILES, Run
+from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
+from dbstudies.tables import CPU_PROFILES
 
 # `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
 SCRIPT = """mariadbd

@@ -9,9 +9,10 @@ from conftest import FIXTURES
 
 from dbstudies import checks
 from dbstudies.params import ParamError
-from dbstudies.results import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP, Run
+from dbstudies.results import Run
 from dbstudies.studies.latency import levels as L
 from dbstudies.study import load
+from dbstudies.tables import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
 
 study = load("latency")
 

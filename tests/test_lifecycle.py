@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks, ownership, results
-from dbstudies.results import INTERVALS, Run
+from dbstudies.results import Run
 from dbstudies.study import load
+from dbstudies.tables import INTERVALS
 
 CLI = [sys.executable, "-m", "dbstudies"]
 tp = load("thread_pool")
@@ -130,7 +131,7 @@ def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
 
 def run_with_steps(root, gain, seed):
     """A complete run whose steps have QPS 10,000 × gain (3 % noise), 6 repeats per arm."""
-    from dbstudies.results import STEPS
+    from dbstudies.tables import STEPS
     run = make_run(root, "complete")
     rng = np.random.default_rng(seed)
     rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,

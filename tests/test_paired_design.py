@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, checks, described, experiment, planner, results, schedule, stats
+from dbstudies import analysis, checks, described, experiment, planner, results, schedule, stats, tables
 from dbstudies.analysis import aa
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
@@ -97,11 +97,11 @@ def fake_paired_run(tmp_path, sd_own, rounds, cells=(1, 16), shift=0.0, seed=0, 
                              "position": pos, "qps": 1000 * math.exp(shared + own),
                              "latency_p99_ms": math.exp(-shared - own)})
     steps = pd.DataFrame(rows)
-    for col, dtype in results.STEPS.columns.items():
+    for col, dtype in tables.STEPS.columns.items():
         if col not in steps:
             steps[col] = pd.Series(np.nan if dtype == "float64" else 0, index=steps.index).astype(
                 "bool" if dtype == "bool" else "str" if dtype == "str" else dtype)
-    run.append(results.STEPS, steps)
+    run.append(tables.STEPS, steps)
     run.finish()
     return run
 
@@ -131,8 +131,8 @@ def test_the_planner_reads_a_runs_tables_once_until_they_change(tmp_path, monkey
     monkeypatch.setattr(precision, "paired_tables", lambda study, r: reads.append(r.path) or real(study, r))
     first = planner.paired_tables(tp, run)
     assert planner.paired_tables(tp, Run.open(run.path)) is first and len(reads) == 1
-    more = run.table(results.STEPS).assign(step=lambda t: t["step"] + 1000, repeat=lambda t: t["repeat"] + 3)
-    run.append(results.STEPS, more)  # three more rounds written: read again, and they count
+    more = run.table(tables.STEPS).assign(step=lambda t: t["step"] + 1000, repeat=lambda t: t["repeat"] + 3)
+    run.append(tables.STEPS, more)  # three more rounds written: read again, and they count
     again = planner.paired_tables(tp, run)
     assert len(reads) == 2 and len(again[0][1]) == 2 * len(first[0][1])
 

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from dbstudies import errors, ownership, results
-from dbstudies.results import INTERVALS, Run, Table
+from dbstudies.results import Run, Table
+from dbstudies.tables import INTERVALS
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from processes import processes_mentioning, wait_for
 
 from dbstudies import checks, errors, experiment, ownership, pauses, results, servers
 from dbstudies import steps as step_driver
-from dbstudies.results import INTERVALS, STATUS, Run
+from dbstudies.results import Run
 from dbstudies.study import load
+from dbstudies.tables import INTERVALS, STATUS
 
 tp = load("thread_pool")
 

@@ -120,8 +120,8 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     """`workloads=["tpcc"]` in a study: TPC-C's tables are prepared (not sbtest's), the
     warm-up runs TPC-C, and the per-type tables and New-Order per minute come out."""
     from dbstudies.analysis import transactions
-    from dbstudies.results import STEPS
     from dbstudies.study import load
+    from dbstudies.tables import STEPS
     tp = load("thread_pool")
     p = checks.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks")
     run = ownership.open_run(tp, p, root=tmp_path)
@@ -137,7 +137,7 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     assert (nopm["tps_min"] <= nopm["tps_median"]).all()
     series, runs = transactions.tpcc_per_second(run, steps)  # the per-second chart's data
     assert set(series["step"]) == set(steps["step"]) == set(runs["step"])
-    from dbstudies.results import TYPE_INTERVALS
+    from dbstudies.tables import TYPE_INTERVALS
     per_second = run.table(TYPE_INTERVALS).query("type == 'new_order'")
     # matched on (step, second) pairs: a second only one of the tables has (the last, partial
     # one) counts in neither sum

@@ -26,7 +26,9 @@ from . import paths, pauses, probes, profiler, results, servers, workloads
 from .comparisons import with_tail_ratio
 from .contract import Study
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
-from .results import (
+from .results import PROFILE_DIR, Run
+from .studykit import Arm
+from .tables import (
     CPU_PROFILES,
     HISTOGRAMS,
     INTERVALS,
@@ -34,15 +36,12 @@ from .results import (
     OL_SECONDS,
     OPEN_LOOP,
     PAUSES,
-    PROFILE_DIR,
     STATUS,
     STEPS,
     TYPE_INTERVALS,
     TYPES,
     WAITS,
-    Run,
 )
-from .studykit import Arm
 from .workloads.sysbench import Sysbench, SysbenchResult
 from .workloads.sysbench import version as sysbench_version
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .results import HISTOGRAMS, Run
+from .results import Run
 from .studykit import BY
+from .tables import HISTOGRAMS
 
 
 def merged_percentile(histograms: pd.DataFrame, steps: pd.DataFrame, q: float = 99.0,

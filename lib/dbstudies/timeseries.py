@@ -170,7 +170,7 @@ def per_second(run: "Run", steps: pd.DataFrame) -> pd.DataFrame:
     pages, pages flushed/s, bytes the server and its device wrote, CPU). `steps`: the
     measured steps (`results.measured`), whose keys label the rows."""
     from . import probes
-    from .results import INTERVALS, STATUS
+    from .tables import INTERVALS, STATUS
     intervals = run.table(INTERVALS)
     status = run.table(STATUS)
     status = status[status["step"].isin(steps["step"])]

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .. import probes, settings, stats
-from ..results import INTERVALS, Run
+from ..results import Run
 from ..studykit import SysbenchParams
+from ..tables import INTERVALS
 from . import BY, is_paired, signed, threads
 from .words import listing, percent, span, thread_words
 

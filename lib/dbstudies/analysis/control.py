@@ -30,8 +30,9 @@ import pandas as pd
 
 from ..comparisons import PER_SECOND, SYSBENCH, Comparison, judged
 from ..pauses import Pause
-from ..results import PAUSES, Run
+from ..results import Run
 from ..studykit import Arm
+from ..tables import PAUSES
 from . import BY, design_table, interval, signed
 from .words import listing, percent
 

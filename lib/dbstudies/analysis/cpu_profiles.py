@@ -12,8 +12,9 @@ import pandas as pd
 
 from .. import flamegraph, profiler, results
 from ..profiler import parse_cell
-from ..results import CPU_PROFILES, STEPS, WAITS, Run
+from ..results import Run
 from ..studykit import Arm
+from ..tables import CPU_PROFILES, STEPS, WAITS
 from . import BY, compare_arms
 
 JUDGED = ("better", "worse")

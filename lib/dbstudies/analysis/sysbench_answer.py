@@ -13,6 +13,7 @@ from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughpu
 from ..contract import Answer
 from ..results import Run
 from ..studykit import Arm
+from ..tables import HISTOGRAMS
 from . import caveats, control, summary
 from .aa import calibration
 
@@ -31,8 +32,8 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     steps = with_tail_ratio(results.measured(run))
     summ = tails.with_run_p99(run, steps, summary(steps))
     paused = control.tables(steps, arms, p, judged(p.COMPARISONS))
-    shifted = (tails.shift(run.table(results.HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
-               if run.has_table(results.HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
+    shifted = (tails.shift(run.table(HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
+               if run.has_table(HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
     first = primary(p.COMPARISONS)
     return {"steps": steps, "summary": summ, **{c.key: relative(steps, p, c.key) for c in p.COMPARISONS},
             AA_KEY: relative(steps, p, first.key, aa=True),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import INTERVALS, TYPE_INTERVALS, TYPES, Run
+from ..results import Run
+from ..tables import INTERVALS, TYPE_INTERVALS, TYPES
 from ..workloads import TYPES as ORDER
 
 

@@ -22,8 +22,9 @@ from ...analysis import (
     with_unavailable,
 )
 from ...errors import StoreError
-from ...results import OL_SECONDS, OPEN_LOOP, Run
+from ...results import Run
 from ...studykit import Arm
+from ...tables import OL_SECONDS, OPEN_LOOP
 
 CELL = ["workload", "threads", "rate"]
 VERDICT_LOAD = 0.7   # latency verdicts per level up to this fraction of the baseline's peak
