@@ -1,8 +1,9 @@
 """The sampler's arithmetic on recorded samples: CPU of server and client, host load."""
 import pytest
 
-from dbstudies import probes
-from dbstudies.probes import CPU_CLIENT, CPU_SERVER, CPU_SIBLINGS, HOST_BUSY, HOST_STEAL, HOST_TOTAL, Sampler
+from dbstudies import counters, probes
+from dbstudies.counters import HOST_BUSY, HOST_STEAL, HOST_TOTAL
+from dbstudies.probes import CPU_CLIENT, CPU_SERVER, CPU_SIBLINGS, Sampler
 
 
 def recorded(rows):
@@ -51,7 +52,7 @@ def test_rates_leave_host_counters_out():
 
 
 def test_host_cpu_seconds_reads_proc_stat():
-    now = probes.host_cpu_seconds()
+    now = counters.host_cpu_seconds()
     assert now[HOST_TOTAL] > now[HOST_BUSY] >= 0 and now[HOST_STEAL] >= 0
 
 
@@ -124,7 +125,7 @@ def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
             t.start()
         return ts
 
-    probe = probes.ThreadSwitches(os.getpid(), ("v", "i"))
+    probe = counters.ThreadSwitches(os.getpid(), ("v", "i"))
     start = probe()["v"]
     first = burst(4)
     time.sleep(0.05)
@@ -139,4 +140,4 @@ def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
     # each burst did ≈ 4 × 100 sleeps in 50 ms (each a voluntary switch); the first burst's
     # count stays in the total after its threads ended, the second's is added whole
     assert mid - start >= 40 and end - mid >= 40, (start, mid, end)
-    assert probes.ThreadSwitches(None, ("v", "i"))() == {}
+    assert counters.ThreadSwitches(None, ("v", "i"))() == {}

@@ -3,8 +3,9 @@
 Every second the `Sampler` reads SHOW GLOBAL STATUS (InnoDB checkpoint age and LSNs, dirty
 and flushed pages, redo written, …) and then each *probe* — a function returning
 {variable: value}: CPU seconds of server and client, how busy the host is apart from us
-(busy and steal time), bytes the server read and wrote (/proc/<pid>/io), and bytes the
-datadir's device read and wrote (psutil reads the rest).
+(busy and steal time), bytes the server read and wrote, bytes the datadir's device read and
+wrote, and the context switches of server and client threads (the operating system's
+counters, read by `counters`).
 
 Sample k is taken at t0 + k·interval, t0 being the moment sysbench was started, so sample k
 closes the same second as sysbench's k-th report interval. Rows are long (tidy): one per
@@ -14,16 +15,29 @@ terms.
 """
 from __future__ import annotations
 
-import math
-import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import psutil
+
+from .counters import (
+    DISK_READ,
+    DISK_WRITE,
+    HOST_BUSY,
+    HOST_STEAL,
+    HOST_TOTAL,
+    HOST_VARIABLES,
+    SERVER_READ,
+    SERVER_WRITE,
+    ThreadSwitches,
+    cpu_seconds,
+    device_of,
+    disk_io,
+    host_cpu_seconds,
+    process_io,
+)
 
 DEFAULT_STATUS = (
     "Questions", "Com_select", "Com_insert", "Com_update", "Com_delete", "Com_commit",
@@ -50,8 +64,6 @@ GAUGES = {"Threads_running", "Threads_connected", "Innodb_buffer_pool_pages_dirt
           "Innodb_buffer_pool_pages_data",
           "Innodb_buffer_pool_pages_total", "Innodb_checkpoint_age", "Innodb_checkpoint_max_age",
           "Innodb_redo_log_capacity_resized", "Threadpool_threads", "Threadpool_idle_threads"}
-SERVER_READ, SERVER_WRITE = "server_read_bytes", "server_write_bytes"
-DISK_READ, DISK_WRITE = "disk_read_bytes", "disk_write_bytes"
 CHECKPOINT_AGE_PCT, REDO_RATE = "checkpoint_age_pct", "redo_bytes_per_s"
 BP_FILL_PCT, BP_HIT_PCT, ROWS_CHANGED = "bp_fill_pct", "bp_hit_pct", "rows_changed_per_s"
 Probe = Callable[[], Mapping[str, float]]
@@ -62,8 +74,6 @@ CS_SERVER_VOL, CS_SERVER_INVOL = "cs_server_voluntary", "cs_server_involuntary"
 CS_CLIENT_VOL, CS_CLIENT_INVOL = "cs_client_voluntary", "cs_client_involuntary"
 ROWS_READ = ("Innodb_rows_read", "Rows_read")  # MySQL's, MariaDB's (sampled with the status)
 REDO_LSNS = ("Innodb_lsn_current", "Innodb_redo_log_current_lsn")  # MariaDB's, MySQL's
-HOST_TOTAL, HOST_BUSY, HOST_STEAL = "host_total_s", "host_busy_s", "host_steal_s"
-HOST_VARIABLES = (HOST_TOTAL, HOST_BUSY, HOST_STEAL)
 # a step is flagged as measured on a busy host when, on average over the step, other
 # processes used more than this share of the machine (or the hypervisor stole more)
 BUSY_OTHER_PCT, BUSY_STEAL_PCT = 10.0, 5.0
@@ -84,129 +94,6 @@ COSTS: dict[str, tuple[tuple[str, ...], float, str]] = {
     "redo_bytes_per_txn": (REDO_LSNS, 1.0, "redo bytes"),
     "rows_read_per_txn": (ROWS_READ, 1.0, "rows read"),
 }
-
-
-def host_cpu_seconds(times: Any = None) -> dict[str, float]:
-    """All CPUs' time (`psutil.cpu_times()`), in seconds: total, busy (neither idle nor
-    iowait nor steal) and steal (taken by the hypervisor for other guests).
-
-    >>> from types import SimpleNamespace as T
-    >>> host_cpu_seconds(T(user=1.0, nice=0.0, system=0.5, idle=8.0, iowait=0.25, irq=0.0,
-    ...                    softirq=0.25, steal=0.0)) == {HOST_TOTAL: 10.0, HOST_BUSY: 1.75, HOST_STEAL: 0.0}
-    True
-    """
-    t = psutil.cpu_times() if times is None else times
-    busy = t.user + t.nice + t.system + t.irq + t.softirq
-    return {HOST_TOTAL: busy + t.idle + t.iowait + t.steal, HOST_BUSY: busy, HOST_STEAL: t.steal}
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of a process (all its threads), or None if it is gone."""
-    if pid is None:
-        return None
-    try:
-        t = psutil.Process(pid).cpu_times()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-    return t.user + t.system
-
-
-def process_io(pid: int | None) -> dict[str, float]:
-    """Bytes a process (all its threads) made the storage read and write: /proc/<pid>/io
-    read_bytes and write_bytes − cancelled_write_bytes (truncated before reaching the disk);
-    empty when the process is gone or not ours to read. Read here, not through psutil,
-    whose `io_counters()` has no cancelled_write_bytes.
-
-    >>> process_io(os.getpid())[SERVER_WRITE] >= 0
-    True
-    """
-    try:
-        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    except (OSError, ValueError):
-        return {}
-    return {SERVER_READ: float(fields["read_bytes"]),
-            SERVER_WRITE: float(int(fields["write_bytes"]) - int(fields["cancelled_write_bytes"]))}
-
-
-def task_switches(pid: int) -> dict[int, tuple[int, int]]:
-    """Per thread of process `pid`: (voluntary, involuntary) context switches so far, from
-    /proc/<pid>/task/<tid>/status. Read here, not through psutil: its `num_ctx_switches()`
-    counts the main thread only (the kernel keeps the counts per thread), and a
-    `psutil.Process` per thread costs ≈ 90 µs against ≈ 20 µs for the read.
-
-    >>> v, i = task_switches(os.getpid())[os.getpid()]
-    >>> v >= 0 and i >= 0
-    True
-    """
-    out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status", "rb") as f:
-                data = f.read()
-        except OSError:  # the thread ended meanwhile
-            continue
-        at = data.find(b"voluntary_ctxt_switches:")
-        words = data[at:].split()
-        if at >= 0 and len(words) >= 4:
-            out[int(tid)] = (int(words[1]), int(words[3]))
-    return out
-
-
-class ThreadSwitches:
-    """A probe: cumulative context switches of every thread of a process, as counters
-    ({voluntary name: …, involuntary name: …}). Threads come and go (a connection's ends with
-    it): each reading adds what every thread seen before did since, and a new thread's
-    whole count; a thread that ends between two readings loses what it did after the
-    first, and one that starts and ends between them is not counted at all. Reading costs ≈ 20 µs per thread, so with many threads (4,096 connections) it
-    reads only every few calls, keeping itself under ≈ 1 % of a core (no row meanwhile)."""
-
-    BUDGET_S = 0.01  # CPU seconds a reading may take per call on average
-
-    def __init__(self, pid: int | None, names: tuple[str, str]):
-        self.pid, self.names = pid, names
-        self.seen: dict[int, tuple[int, int]] = {}
-        self.total = [0, 0]
-        self.calls, self.every = 0, 1
-
-    def __call__(self) -> dict[str, float]:
-        if self.pid is None:
-            return {}
-        self.calls += 1
-        if (self.calls - 1) % self.every:
-            return {}
-        t0 = time.process_time()
-        now = task_switches(self.pid)
-        if not now:
-            return {}
-        for tid, counts in now.items():
-            before = self.seen.get(tid, (0, 0))
-            for k in (0, 1):
-                self.total[k] += max(0, counts[k] - before[k])
-        self.seen = now
-        self.every = max(1, math.ceil((time.process_time() - t0) / self.BUDGET_S))
-        return {self.names[0]: float(self.total[0]), self.names[1]: float(self.total[1])}
-
-
-def device_of(path: str | Path) -> str | None:
-    """The block device (as /proc/diskstats names it) holding `path`, or None (tmpfs …)."""
-    dev = os.stat(path).st_dev
-    sysfs = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
-    return sysfs.resolve().name if sysfs.exists() else None
-
-
-def disk_io(device: str | None) -> dict[str, float]:
-    """Bytes the device has read and written since boot (`psutil.disk_io_counters`, which
-    counts /proc/diskstats sectors × 512); empty for no device or one it does not list."""
-    if device is None:
-        return {}
-    counters = psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
-    if device not in counters:
-        return {}
-    return {DISK_READ: float(counters[device].read_bytes), DISK_WRITE: float(counters[device].write_bytes)}
 
 
 def default_probes(server: Any, client_pid: int | None, siblings: Sequence[int] = ()) -> list[Probe]:
