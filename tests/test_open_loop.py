@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dbstudies.errors import ParamError
-from dbstudies.workloads import sysbench
+from dbstudies.workloads import sysbench, sysbench_output
 
 RECORDED = "\n".join([
     '{"kind":"interval","time":1.000,"interval":1.0,"threads":2,"events":3}',
@@ -21,7 +21,7 @@ RECORDED = "\n".join([
 
 
 def test_open_loop_lines_become_seconds_and_a_step_summary():
-    sustained = sysbench.parse_open_loop(
+    sustained = sysbench_output.parse_open_loop(
         RECORDED + '\n{"kind":"ol_end","due":7,"started":7,"unstarted":0,"dropped":0,"window_s":2,"unstarted_hist":[]}',
         rate=3.5, duration=2)
     s = sustained.seconds.set_index("second")
@@ -33,14 +33,14 @@ def test_open_loop_lines_become_seconds_and_a_step_summary():
     assert t["achieved_rate"] == 2 and t["arrival_rate"] == 3.5 and t["latency_p99_ms"] == 900
     # three arrivals still waiting at the end (the longest for 1.5 s): not sustained, and the
     # percentiles count their waits so far, as lower bounds
-    behind = sysbench.parse_open_loop(
+    behind = sysbench_output.parse_open_loop(
         RECORDED + '\n{"kind":"ol_end","due":7,"started":4,"unstarted":3,"dropped":0,'
                    '"unstarted_hist":[[1500,3]]}', rate=3.5, duration=2)
     b = behind.totals
     assert not b["sustained"] and b["lower_bound"] and b["end_lag_s"] == 1.5
     assert b["latency_p50_ms"] == 900 and b["latency_p99_ms"] == 1500
     with pytest.raises(ValueError, match="no open-loop end line"):
-        sysbench.parse_open_loop(RECORDED, rate=3.5, duration=2)
+        sysbench_output.parse_open_loop(RECORDED, rate=3.5, duration=2)
 
 
 class _Unreached:

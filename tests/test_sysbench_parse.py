@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies.workloads import sysbench
+from dbstudies.workloads import sysbench_output
 
 RECORDED = Path(__file__).parent / "fixtures" / "sysbench_oltp_read_only_2threads.txt"
 
@@ -14,9 +14,9 @@ def text():
 
 
 def test_intervals_and_total(text):
-    intervals, total = sysbench.parse_report(text)
+    intervals, total = sysbench_output.parse_report(text)
     assert len(intervals) == 3 and total["kind"] == "total"
-    df = sysbench.intervals_frame(intervals)
+    df = sysbench_output.intervals_frame(intervals)
     assert df["second"].tolist() == [1, 2, 3]
     assert df["tps"].iloc[0] == pytest.approx(4039.1002)
     assert df["reads_per_s"].iloc[0] == pytest.approx(56667 / 1.001708)
@@ -26,17 +26,17 @@ def test_intervals_and_total(text):
 
 
 def test_histogram_accounts_for_every_event(text):
-    hist = sysbench.parse_histogram(text)
-    _, total = sysbench.parse_report(text)
+    hist = sysbench_output.parse_histogram(text)
+    _, total = sysbench_output.parse_report(text)
     assert hist["count"].sum() == total["events"] == 11245
     assert hist["value_ms"].is_monotonic_increasing
     assert hist["value_ms"].iloc[0] == 0.312 and hist["value_ms"].iloc[-1] == 3.748
 
 
 def test_run_percentiles_from_histogram_match_sysbench(text):
-    _, total = sysbench.parse_report(text)
-    hist = sysbench.parse_histogram(text)
-    t = sysbench.run_totals(total, hist)
+    _, total = sysbench_output.parse_report(text)
+    hist = sysbench_output.parse_histogram(text)
+    t = sysbench_output.run_totals(total, hist)
     # sysbench's own whole-run 99th percentile, printed with 6 decimals; buckets have 3
     assert t["latency_p99_ms"] == pytest.approx(total["latency_pct_ms"], abs=0.001)
     assert t["latency_p50_ms"] < t["latency_p95_ms"] < t["latency_p99_ms"] <= t["latency_max_ms"] + 0.05
@@ -44,15 +44,15 @@ def test_run_percentiles_from_histogram_match_sysbench(text):
 
 
 def test_missing_histogram_gives_nan_percentiles():
-    empty = sysbench.parse_histogram("no histogram here")
+    empty = sysbench_output.parse_histogram("no histogram here")
     assert empty.empty
-    assert sysbench.histogram_percentile(empty, 99) != sysbench.histogram_percentile(empty, 99)
+    assert sysbench_output.histogram_percentile(empty, 99) != sysbench_output.histogram_percentile(empty, 99)
 
 
 def test_version_line():
-    assert sysbench.parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)") == "1.0.20"
+    assert sysbench_output.parse_version("sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)") == "1.0.20"
     with pytest.raises(ValueError):
-        sysbench.parse_version("bash: sysbench: command not found")
+        sysbench_output.parse_version("bash: sysbench: command not found")
 
 
 def test_per_type_lines_are_summed_over_threads():
@@ -69,7 +69,7 @@ def test_per_type_lines_are_summed_over_threads():
         '"sum_ms":50,"max_ms":50,"hist":[[50,1]]},"payment":{"count":4,"rollbacks":0,'
         '"retries":0,"sum_ms":8,"max_ms":2,"hist":[[2,4]]}}}',
     ])
-    types, seconds = sysbench.parse_types(text)
+    types, seconds = sysbench_output.parse_types(text)
     no = types.set_index("type").loc["new_order"]
     assert (no["count"], no["rollbacks"], no["retries"]) == (4, 1, 3)
     assert no["latency_avg_ms"] == 20 and no["latency_max_ms"] == 50
@@ -77,4 +77,4 @@ def test_per_type_lines_are_summed_over_threads():
     assert seconds.to_dict("records") == [{"second": 1, "type": "new_order", "count": 4},
                                           {"second": 1, "type": "payment", "count": 2},
                                           {"second": 2, "type": "payment", "count": 4}]
-    assert sysbench.parse_types('{"kind":"total"}')[0].empty  # bundled workloads: nothing
+    assert sysbench_output.parse_types('{"kind":"total"}')[0].empty  # bundled workloads: nothing
