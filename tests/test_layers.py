@@ -31,7 +31,7 @@ LAYERS = [
     ("analysis", ["analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.runs", "analysis.replication",
                   "analysis.costs", "analysis.cpu_profiles"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
-    ("report", ["described", "render", "shown", "report"]),
+    ("report", ["shown", "described", "render", "replicated", "report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "sweep", "lab", "sharing"]),
     ("command line", ["cli", "__main__"]),

@@ -10,6 +10,7 @@ from report_checks import read_in_chromium, report_problems, unused_option_probl
 
 from dbstudies import checks, described, ownership, paths, render
 from dbstudies.results import Run
+from dbstudies.shown import SKIP
 from dbstudies.study import load
 
 tp = load("thread_pool")
@@ -108,7 +109,7 @@ def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
 def test_prune_leaves_out_what_does_not_apply_and_cuts_after_a_failed_cell():
     md, code, out = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell, nbformat.v4.new_output
     shown = [out("stream", name="stdout", text="a table\n")]
-    skipped = [out("display_data", data={"text/markdown": "*off*"}, metadata={render.SKIP: True})]
+    skipped = [out("display_data", data={"text/markdown": "*off*"}, metadata={SKIP: True})]
     nb = nbformat.v4.new_notebook(cells=[
         md("An Exception was encountered at 'In [9]'", metadata={"tags": [render.PAPERMILL_ERROR]}),
         md("# Title\nThe question."),

@@ -16,6 +16,7 @@ from . import css, paths
 from .described import header
 from .errors import DbStudiesError
 from .results import Run
+from .shown import CONCLUSION, SKIP
 
 
 def scrub_paths(text: str, run: Run) -> str:
@@ -47,7 +48,6 @@ def _alt_texts(body: str, nb: Any) -> str:
 
 
 PAPERMILL_ERROR = "papermill-error-cell-tag"  # the cells papermill adds around a failure
-SKIP = "dbstudies/skip"  # output metadata: "this section does not apply" (`skip`)
 
 
 def prune(nb: Any) -> tuple[str, str] | None:
@@ -117,9 +117,6 @@ def render(run: Run) -> Path:
     out = run.report
     out.write_text(scrub_paths(body, run))
     return out
-
-
-CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion
 
 
 def conclusion_text(nb_path: Path) -> str | None:

@@ -3,11 +3,12 @@ columns named in words), a line of text computed from the run, a section that do
 a conclusion `dbstudies run` prints — the pieces every report section is made of (`report`)."""
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
-from .described import _e
-from .render import CONCLUSION, SKIP
+SKIP = "dbstudies/skip"  # output metadata: "this section does not apply" (`skip`); `render` leaves it out
+CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion (`conclusion`)
 
 
 def skip(text: str) -> None:
@@ -105,7 +106,7 @@ def table(df: "Any", columns: list[str] | None = None):
     styled = (view.style.hide(axis="index").format(number, escape="html")  # "<derived2>" is text
               .format(percent_cell, subset=pct)
               .set_properties(subset=text, **{"text-align": "left"})
-              .format_index(lambda c: _e(label(c)), axis="columns")
+              .format_index(lambda c: html.escape(label(c)), axis="columns")
               .set_table_attributes("class='dbs-table'"))
     if prose:  # long text wraps in its column (cells are one line otherwise): the table fits the page
         styled = styled.set_td_classes(pd.DataFrame("dbs-prose", index=view.index, columns=prose))
