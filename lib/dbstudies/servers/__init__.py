@@ -1,6 +1,8 @@
 """Servers: flavours (what to run), their config dialect, how they are launched, instances.
 
-    flavour.py   Flavour (env/servers/<name>.toml): source (system | rootfs | dir | remote), programs
+    flavour.py   Flavour (env/servers/<name>.toml): source (system | rootfs | dir | remote), programs,
+                 the options its binary knows
+    catalogue.py the flavours there are: files read and checked, a directory made a flavour
     tree.py      a server from a directory: layout, binary checks, version detection
     rootfs.py    a Debian suite's binaries in a cached minimal rootfs (mmdebstrap)
     launch.py    the argv prefix (host | bwrap, a directory bound into a runtime) and the real PID
@@ -16,6 +18,7 @@ Everything a study needs is importable from here (`servers.Server`, `servers.Int
 from __future__ import annotations
 
 from ..errors import ServerError
+from .catalogue import list_flavours, load_flavour
 from .cnf import ALIGN, ALIGNED, BASE_INTENT, Intent, base_intent, norm_key, read_cnf, render_cnf, size_bytes
 from .dialect import SHOWN_AS, Dialect, Unavailable
 from .factory import add_dir, check_installed, instance
@@ -24,8 +27,6 @@ from .flavour import (
                   bad_values,
                   disk_use,
                   known_options,
-                  list_flavours,
-                  load_flavour,
                   package_version,
                   same_value,
                   unknown_settings,

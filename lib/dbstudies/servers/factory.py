@@ -11,8 +11,9 @@ from typing import Any, Mapping, Protocol
 
 from .. import paths
 from ..errors import ConfigError
+from .catalogue import dir_flavour, list_flavours
 from .cnf import Intent
-from .flavour import Flavour, dir_flavour, list_flavours
+from .flavour import Flavour
 from .instance import Server
 from .remote import RemoteServer, check_reachable, password
 

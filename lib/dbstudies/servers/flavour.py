@@ -11,14 +11,13 @@ all detected from the binary (`tree`), never declared.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import paths, proc
-from ..errors import ConfigError, ServerError
-from . import launch, rootfs, tree
+from .. import proc
+from ..errors import ServerError
+from . import launch, rootfs
 from .cnf import Intent, norm_key
 from .dialect import Detected, Dialect, Unavailable, parse_version
 
@@ -153,16 +152,6 @@ class Flavour:
         return dict(self.paths)
 
 
-_FLAVOUR_TYPES = {"name": str, "family": str, "description": str, "source": str, "apt": list,
-                  "suite": str, "packages": list, "server": str, "install_db": list,
-                  "client_user": str, "cnf": list, "thread_pool": bool,
-                  "compression_providers": bool, "host": str, "port": int, "password_env": str,
-                  "option_file": str, "path": str, "runtime": str}
-_SOURCES = {"system", "rootfs", "dir", "remote"}
-# a directory flavour's file says where and (optionally) in what; the rest is detected
-_DIR_KEYS = {"name", "source", "path", "runtime", "description", "cnf", "client_user"}
-
-
 _VERSIONS: dict[Flavour, Detected | None] = {}
 
 
@@ -207,6 +196,11 @@ _PREFIXES = ("loose_", "skip_", "enable_", "disable_", "maximum_")
 
 
 _PLAIN_HELP: dict[Flavour, str] = {}
+
+
+def remember_help(flavour: Flavour, text: str) -> None:
+    """`--verbose --help`'s text of a flavour, asked already (a directory's detection did)."""
+    _PLAIN_HELP[flavour] = text
 
 
 def _plain_help(flavour: Flavour) -> str | None:
@@ -347,115 +341,3 @@ def disk_use(flavour: Flavour) -> int:
     if flavour.source != "rootfs":
         return 0
     return rootfs.disk_usage(flavour)
-
-
-def list_flavours(servers_dir: Path = paths.SERVERS_DIR) -> list[str]:
-    return sorted(p.stem for p in Path(servers_dir).glob("*.toml"))
-
-
-def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
-    """Read and validate env/servers/<name>.toml, or the flavour file `name` when it is a
-    path ending in .toml (a remote target kept outside the repository)."""
-    path = Path(name) if str(name).endswith(".toml") else Path(servers_dir) / f"{name}.toml"
-    if not path.exists():
-        raise ConfigError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
-    data = tomllib.loads(path.read_text())
-    if data.get("source") == "dir":
-        return _dir_flavour(path, data, servers_dir)
-    unknown = set(data) - set(_FLAVOUR_TYPES)
-    needed = {"host", "port"} if data.get("source") == "remote" else {"server", "install_db"}
-    missing = {"name", "family", "description", "source", *needed} - set(data)
-    if unknown or missing:
-        raise ConfigError(f"{path}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
-    for key, value in data.items():
-        if not isinstance(value, _FLAVOUR_TYPES[key]):
-            raise ConfigError(f"{path}: {key} must be a {_FLAVOUR_TYPES[key].__name__}")
-    if data["name"] != path.stem or data["source"] not in _SOURCES:
-        raise ConfigError(f"{path}: name must be {path.stem!r} and source one of {sorted(_SOURCES)}")
-    if data.get("password_env") and data.get("option_file"):
-        raise ConfigError(f"{path}: a password comes from password_env or option_file, not both")
-    if data["source"] == "rootfs" and not (data.get("suite") and data.get("packages")):
-        raise ConfigError(f"{path}: a rootfs flavour needs a suite and its packages")
-    for key in ("apt", "packages", "install_db", "cnf"):
-        if key in data:
-            data[key] = tuple(data[key])
-    return Flavour(**data)
-
-
-
-
-_DIRS: dict[tuple, Flavour] = {}
-
-
-def _dir_flavour(path: Path, data: dict[str, Any], servers_dir: Path) -> Flavour:
-    """A directory flavour: its file names the folder (and runtime); everything else is
-    detected from the binary there (once per binary state and file text)."""
-    unknown, missing = set(data) - _DIR_KEYS, {"name", "path"} - set(data)
-    if unknown or missing:
-        raise ConfigError(f"{path}: unknown keys {sorted(unknown)} (a directory flavour's family, "
-                          f"version and programs are detected), missing keys {sorted(missing)}")
-    if data["name"] != path.stem:
-        raise ConfigError(f"{path}: name must be {path.stem!r}")
-    return dir_flavour(data["name"], Path(data["path"]), data.get("runtime", ""),
-                       description=data.get("description", ""), cnf=tuple(data.get("cnf") or ()),
-                       client_user=data.get("client_user", "root"), servers_dir=servers_dir)
-
-
-def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str = "",
-                cnf: tuple[str, ...] = (), client_user: str = "root", say=None,
-                servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
-    """The flavour of the server in `folder` (run in `runtime`'s rootfs when given): layout,
-    family, version, thread pool and paths detected; cnf fragments by family and version
-    unless given. A ConfigError says in one line why it cannot be one."""
-    found = tree.locate(folder)
-    run_in = None
-    if runtime:
-        run_in = load_flavour(runtime, servers_dir if runtime in list_flavours(servers_dir)
-                              else paths.SERVERS_DIR)
-        if run_in.source != "rootfs":
-            raise ConfigError(f"runtime {runtime!r} is a {run_in.source} flavour; a runtime is a "
-                              "rootfs flavour whose tree supplies the libraries (e.g. mysql-9.7)")
-    stat = found.server.stat()
-    key = (name, str(found.server), stat.st_mtime_ns, stat.st_size, runtime, description, cnf, client_user)
-    if key in _DIRS:
-        return _DIRS[key]
-    if run_in is not None:
-        run_in.check_installed()
-        run_in.provision(**({"say": say} if say else {}))
-    shell = Flavour(name=name, family="mariadb", description="", source="dir", server=str(found.server),
-                    path=str(found.path), runtime=runtime, runtime_flavour=run_in)
-    argv = launch.prefix(shell, [])
-    tree.check_binary(found.server, argv, inside=runtime)
-    detected, help_text = tree.detect(found, argv)
-    dialect = Dialect(detected.family, detected.version, detected.variant)
-    lacking = found.missing_sql()
-    if lacking and not dialect.initialize:
-        raise ConfigError(f"{found.path} has no {', '.join(lacking)}: MariaDB's system tables "
-                          "cannot be created (its share files are missing)")
-    install = ((str(found.server), "--initialize-insecure") if dialect.initialize else
-               (str(found.server), "--bootstrap", "--log-warnings=0", "--enforce-storage-engine=",
-                "--max-allowed-packet=8M", "--net-buffer-length=16K"))
-    flavour = Flavour(
-        name=name, family=detected.family, source="dir", server=str(found.server),
-        description=description or f"{detected.text.split(' Ver ', 1)[-1]} ({found.layout} {found.path})",
-        install_db=install, client_user=client_user, cnf=cnf or default_fragments(dialect),
-        thread_pool="pool-of-threads" in help_text, compression_providers=dialect.provider_plugins,
-        path=str(found.path), runtime=runtime, runtime_flavour=run_in, version_text=detected.text,
-        layout=found.layout, paths=tuple(found.settings().items()),
-        bootstrap_sql=tuple(str(p) for p in found.sql))
-    _DIRS[key] = flavour
-    _PLAIN_HELP[flavour] = help_text  # detection asked it with the same paths: not again
-    return flavour
-
-
-def default_fragments(dialect: Dialect) -> tuple[str, ...]:
-    """The env/cnf fragments a server of this family and version gets.
-
-    >>> default_fragments(Dialect("mariadb", (11, 8, 6))), default_fragments(Dialect("mysql", (8, 0, 36)))
-    (('base.cnf', 'mariadb-11.cnf'), ('base.cnf', 'mysql-9.cnf'))
-    >>> default_fragments(Dialect("mariadb", (10, 11, 19)))
-    ('base.cnf',)
-    """
-    if dialect.mysql:
-        return ("base.cnf", "mysql-9.cnf") if dialect.at_least(8, 0) else ("base.cnf",)
-    return ("base.cnf", "mariadb-11.cnf") if dialect.at_least(11, 0) else ("base.cnf",)
