@@ -9,8 +9,8 @@ from test_precision import QUICK
 from dbstudies import analysis, checks, comparisons, precision
 from dbstudies import studykit as S
 from dbstudies.analysis import replication, sysbench_answer
+from dbstudies.analysis.said import answer_text
 from dbstudies.errors import ParamError
-from dbstudies.report import answer_text
 from dbstudies.results import Run
 from dbstudies.study import load
 

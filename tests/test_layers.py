@@ -28,12 +28,12 @@ LAYERS = [
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),
     ("measurement loop", ["steps", "precision", "inventory", "experiment"]),
-    ("analysis", ["analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.runs", "analysis.replication",
+    ("analysis", ["analysis.words", "analysis", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.said", "analysis.runs", "analysis.replication",
                   "analysis.costs", "analysis.cpu_profiles"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["shown", "described", "render", "replicated", "report"]),
     ("runner", ["runner"]),
-    ("tools", ["planner", "sweep", "lab", "sharing"]),
+    ("tools", ["planner", "sweep", "lab", "sharing", "generated"]),
     ("command line", ["cli", "__main__"]),
 ]
 

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from conftest import FIXTURES, NOTEBOOKS, SMOKE_ORDER, SMOKE_RUNS, STUDIES
 
-from dbstudies import paths
+from dbstudies import generated, paths
 from dbstudies import study as registry
 from dbstudies.params import fields
 from dbstudies.results import Run
@@ -62,7 +62,7 @@ def test_notebook_holds_no_definitions_and_a_complete_parameters_cell(name):
     assert declared == {*shared, "profile", *fields(study.Params), "run_dir", "runs_root"}
     # generated from the fields and their meanings: a parameter added, renamed or re-worded in
     # its class and not written into the notebook fails here (`dbstudies list --write-readme`)
-    assert params.source == registry.parameters_cell(study), "the parameters cell drifted: run `dbstudies list --write-readme`"
+    assert params.source == generated.parameters_cell(study), "the parameters cell drifted: run `dbstudies list --write-readme`"
     # … and papermill, which injects the CLI's values, reads every one of them (a line it cannot
     # parse — two `=` — makes it warn "Passed unknown parameter" on every run)
     from papermill.translators import PythonTranslator

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import checks, schedule, servers, study, thread_handling
+from dbstudies import checks, generated, schedule, servers, study, thread_handling
 from dbstudies import params as P
 from dbstudies.params import ParamError, parse_value
 from dbstudies.study import load, names
@@ -175,7 +175,7 @@ def test_a_smoke_run_measures_no_busy_step_again_unless_asked():
         assert checks.resolve(s, "smoke").busy_retries == 0 and checks.resolve(s, "quick").busy_retries == 2
         assert P.profile_values(s.Params, s.PROFILES, "smoke")["busy_retries"] == 0
         assert "busy_retries" not in s.PROFILES["smoke"]  # said once, in the class
-        assert "| `busy_retries` | 0 | 2 | 2 |" in study.readme_of(s).read_text()
+        assert "| `busy_retries` | 0 | 2 | 2 |" in generated.readme_of(s).read_text()
     assert checks.resolve(tp, "smoke", busy_retries=1).busy_retries == 1
     assert "busy_retries: must be ≥ 0" in " ".join(problems(busy_retries=-1))
 

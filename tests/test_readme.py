@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from conftest import REPO
 
-from dbstudies import checks, cli, study
+from dbstudies import checks, cli, generated, study
 from dbstudies.params import fields, meanings
 from dbstudies.study import load
 
@@ -16,7 +16,7 @@ tp = load("thread_pool")
 
 README = (REPO / "README.md").read_text()
 DOCS = sorted((REPO / "docs").glob("*.md"))
-STUDY_READMES = [study.readme_of(load(n)) for n in study.names()]
+STUDY_READMES = [generated.readme_of(load(n)) for n in study.names()]
 PAGES = [REPO / "README.md", *DOCS, *STUDY_READMES]
 
 
@@ -40,9 +40,9 @@ def test_the_parameter_tables_are_the_generated_ones(name):
     (`dbstudies list --write-readme` writes them): a parameter added, renamed, given another
     profile value or meaning without its README following fails here."""
     s = load(name)
-    text = study.readme_of(s).read_text()
-    assert study.TABLE[0].format(name=name) in text, f"{name}'s README has no parameter table"
-    assert study.readme_table(text, s) == text, "parameter table drifted: run `dbstudies list --write-readme`"
+    text = generated.readme_of(s).read_text()
+    assert generated.TABLE[0].format(name=name) in text, f"{name}'s README has no parameter table"
+    assert generated.readme_table(text, s) == text, "parameter table drifted: run `dbstudies list --write-readme`"
 
 
 @pytest.mark.parametrize("name", study.names())
@@ -55,9 +55,9 @@ def test_every_parameter_says_what_it_means(name):
 
 def test_a_drifted_table_is_seen():
     """The check itself: a profile value changed in a README is not what the code gives."""
-    text = study.readme_of(tp).read_text()
+    text = generated.readme_of(tp).read_text()
     changed = text.replace("| `repeats` | 2 | 4 | 6 |", "| `repeats` | 2 | 5 | 6 |", 1)
-    assert changed != text and study.readme_table(changed, tp) == text
+    assert changed != text and generated.readme_table(changed, tp) == text
 
 
 def test_cli_examples_are_valid():
@@ -71,6 +71,15 @@ def test_cli_examples_are_valid():
         argv = argv[argv.index("run"):]
         args = cli._parser().parse_args(argv)
         checks.resolve(load(args.study), args.profile, **dict(args.parameter))
+
+
+def test_every_command_has_what_it_takes_and_what_it_does(capsys):
+    """`COMMANDS` (arguments, help) and `HANDLERS` (what runs) name the same commands, and a
+    command reaches its handler: `dbstudies list` prints every built-in study."""
+    assert list(cli.HANDLERS) and set(cli.HANDLERS) == set(cli.COMMANDS)
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{name}: " in out for name in study.names())
 
 
 def slug(heading: str) -> str:
@@ -117,15 +126,15 @@ def test_the_readme_is_short_and_opens_with_a_result():
 
 
 def cli_excerpt_markers() -> tuple[str, str]:
-    run = next(p for p in (REPO / cli.EXCERPT_RUN).iterdir() if (p / "metadata.json").exists())
-    return tuple(m.format(run=f"{cli.EXCERPT_RUN}/{run.name}") for m in cli.EXCERPT)
+    run = next(p for p in (REPO / generated.EXCERPT_RUN).iterdir() if (p / "metadata.json").exists())
+    return tuple(m.format(run=f"{generated.EXCERPT_RUN}/{run.name}") for m in generated.EXCERPT)
 
 
 def test_what_make_study_prints_is_the_generated_excerpt(tmp_path):
     """The README's quote of what `make study` prints is the recorded quick run's answer and
     conclusion as the code gives them today, and its figure draws what the committed one
     drew (`dbstudies list --write-readme` writes both)."""
-    assert cli.with_excerpt(README, tmp_path) == README, "run `dbstudies list --write-readme`"
+    assert generated.with_excerpt(README, tmp_path) == README, "run `dbstudies list --write-readme`"
     drawn = json.loads((tmp_path / "qps_vs_threads.json").read_text())
     assert drawn == json.loads((REPO / "docs" / "img" / "qps_vs_threads.json").read_text())
     assert drawn["problems"] == [] and all(p["series"] == 2 for p in drawn["panels"])
@@ -156,7 +165,7 @@ def test_a_new_study_gets_a_parameters_section_in_its_readme():
     """A built-in study whose README has no table yet (a new one): `--write-readme` gives it a
     Parameters section at the end, to be given its narrative above."""
     lat = load("latency")
-    table = study.parameter_table(lat)
-    text = study.readme_table("# Latency\n\nWhat it asks.\n", lat)
+    table = generated.parameter_table(lat)
+    text = generated.readme_table("# Latency\n\nWhat it asks.\n", lat)
     assert text.startswith("# Latency\n\nWhat it asks.\n\n## Parameters\n") and text.count(table) == 1
-    assert study.readme_table(text, lat) == text
+    assert generated.readme_table(text, lat) == text

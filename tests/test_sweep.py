@@ -2,14 +2,16 @@
 and on a Dask LocalCluster of two benchmark workers (each its own directory, bench=1), run
 directories shipped back, a resumed sweep skipping what completed, a worker killed mid-run
 (its run abandoned where it was measured, the other completing, no server left), the index."""
+import io
 import json
 import os
 import signal
+import tarfile
 
 import pytest
 from processes import processes_mentioning, wait_for
 
-from dbstudies import sweep
+from dbstudies import archive, sweep
 from dbstudies.params import ParamError
 from dbstudies.results import Run
 
@@ -42,15 +44,41 @@ def test_every_bad_run_of_a_grid_is_reported_before_anything_starts():
         sweep.expand("thread_pool", {"grid": {"threads": 4}})
 
 
-def test_a_run_directory_travels_as_an_archive_and_never_overwrites(tmp_path):
+def tampered(data: bytes, rel: str) -> bytes:
+    """A packed run's bytes with one file's content changed, its manifest kept."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as src, tarfile.open(fileobj=out, mode="w:gz") as dst:
+        for m in src.getmembers():
+            body = src.extractfile(m).read() if m.isfile() else b""
+            if m.name.endswith("/" + rel):
+                body = body[:-1] + b"\x02"
+            m.size = len(body)
+            dst.addfile(m, io.BytesIO(body))
+    return out.getvalue()
+
+
+def test_a_run_travels_back_packed_checked_and_never_overwrites(tmp_path):
     src = tmp_path / "a" / "20260101T000000Z-abc"
     (src / "tables").mkdir(parents=True)
-    (src / "metadata.json").write_text("{}")
+    (src / "metadata.json").write_text(json.dumps({"study": "thread_pool", "status": "complete"}))
     (src / "tables" / "x.parquet").write_bytes(b"\x00" * 10)
-    out = sweep.unpack(sweep.pack(src), tmp_path / "b")
-    assert (out / "tables" / "x.parquet").read_bytes() == b"\x00" * 10
-    with pytest.raises(sweep.StoreError, match="never overwritten"):
-        sweep.unpack(sweep.pack(src), tmp_path / "b")
+    (src / "server" / "datadir").mkdir(parents=True)
+    (src / "server" / "datadir" / "ibdata1").write_bytes(b"\x01" * 10)  # a server's data never travels
+    data = archive.packed(Run(src))
+    out = archive.received(data, tmp_path / "b")
+    assert out == tmp_path / "b" / src.name and (out / "tables" / "x.parquet").read_bytes() == b"\x00" * 10
+    assert not (out / "server" / "datadir").exists()
+    with pytest.raises(archive.ArchiveError, match="never overwritten"):
+        archive.received(data, tmp_path / "b")
+    with pytest.raises(archive.ArchiveError, match="differs from its manifest"):
+        archive.received(tampered(data, "tables/x.parquet"), tmp_path / "t")
+    with pytest.raises(archive.ArchiveError, match="not a packed run"):
+        archive.received(b"no archive", tmp_path / "c")
+    running = tmp_path / "r" / "20260101T000000Z-def"
+    running.mkdir(parents=True)
+    (running / "metadata.json").write_text(json.dumps({"study": "thread_pool", "status": "running"}))
+    with pytest.raises(archive.ArchiveError, match="still running"):
+        archive.packed(Run(running))
 
 
 @pytest.mark.notebook

@@ -2,7 +2,8 @@
 report, figures, its copies of the user's workload scripts, each server's my.cnf and error
 log — into one `.tar.gz` (never a datadir); `open_run` opens a run directory *or* such an
 archive, which it unpacks once under data/unpacked/ (checked against the archive's own
-manifest of SHA-256s), so every command that reads a run reads an archive the same way.
+manifest of SHA-256s), so every command that reads a run reads an archive the same way. A
+sweep's worker sends its finished run back in the same form (`packed`, `received`).
 
     path = pack(Run.open("data/runs/thread_pool/20261126T211644Z-f2875f"))
     run = open_run(path)          # the same Run, read from data/unpacked/<sha>/<run-id>/
@@ -15,6 +16,7 @@ import os
 import shutil
 import tarfile
 from pathlib import Path
+from typing import BinaryIO
 
 from . import errors, paths
 from .results import NotARun, Run, find_run
@@ -51,59 +53,97 @@ def pack(run: Run, out: Path | None = None) -> Path:
     """Write `run` as one archive (default: data/packs/<study>-<run-id>.run.tar.gz): its
     folder under its run id, and MANIFEST.json (the study, run id, status, and every file's
     size and SHA-256). A running run cannot be packed."""
-    if run.status == "running":
-        raise ArchiveError(f"run {run.path.name} is still running: pack it when it has ended")
     meta = run.metadata
     out = Path(out) if out else PACKS / f"{meta['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
-    files = packed_files(run)
-    manifest = {"study": meta["study"], "run_id": run.path.name, "status": run.status,
-                "files": {str(f): {"bytes": (run.path / f).stat().st_size, "sha256": paths.sha256(run.path / f)}
-                          for f in files}}
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_name(out.name + ".part")
-    with tarfile.open(part, "w:gz") as tar:
-        data = json.dumps(manifest, indent=1).encode()
-        info = tarfile.TarInfo(MANIFEST)
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-        for f in files:
-            tar.add(run.path / f, arcname=f"{run.path.name}/{f}", recursive=False)
+    with open(part, "wb") as f:
+        _write(run, f)
     part.replace(out)
     return out
 
 
-def manifest(archive: Path) -> dict:
+def packed(run: Run) -> bytes:
+    """`run`'s archive as bytes, as `pack` writes it (what a sweep's worker sends back)."""
+    buf = io.BytesIO()
+    _write(run, buf)
+    return buf.getvalue()
+
+
+def _write(run: Run, f: BinaryIO) -> None:
+    if run.status == "running":
+        raise ArchiveError(f"run {run.path.name} is still running: pack it when it has ended")
+    files = packed_files(run)
+    manifest = {"study": run.metadata["study"], "run_id": run.path.name, "status": run.status,
+                "files": {str(f): {"bytes": (run.path / f).stat().st_size, "sha256": paths.sha256(run.path / f)}
+                          for f in files}}
+    with tarfile.open(fileobj=f, mode="w:gz") as tar:
+        data = json.dumps(manifest, indent=1).encode()
+        info = tarfile.TarInfo(MANIFEST)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for rel in files:
+            tar.add(run.path / rel, arcname=f"{run.path.name}/{rel}", recursive=False)
+
+
+def _open(archive: Path | bytes) -> tarfile.TarFile:
+    return (tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") if isinstance(archive, bytes)
+            else tarfile.open(archive, "r:gz"))
+
+
+def manifest(archive: Path | bytes) -> dict:
     """An archive's manifest (a clear error for a file that is no packed run)."""
     try:
-        with tarfile.open(archive, "r:gz") as tar:
+        with _open(archive) as tar:
             member = tar.extractfile(MANIFEST)
             return json.loads(member.read())
     except (tarfile.TarError, KeyError, OSError, ValueError) as e:
-        raise ArchiveError(f"{archive}: not a packed run ({e}); `dbstudies pack RUN` writes one") from None
+        raise ArchiveError(f"{_name(archive)}: not a packed run ({e}); `dbstudies pack RUN` writes one") from None
+
+
+def _name(archive: Path | bytes) -> str:
+    return "a packed run received" if isinstance(archive, bytes) else str(archive)
 
 
 def unpack(archive: Path, root: Path | None = None) -> Run:
     """The run an archive holds, unpacked once under `root`/<its SHA-256's first 16 hex
     digits>/<run-id>/ and each file checked against the manifest before it is used."""
     archive = Path(archive).expanduser().resolve()
-    man = manifest(archive)
     where = Path(root or UNPACKED) / paths.sha256(archive)[:16]
-    run_dir = where / man["run_id"]
+    run_dir = where / manifest(archive)["run_id"]
     if not (run_dir / ".unpacked").exists():
         shutil.rmtree(where, ignore_errors=True)
-        where.mkdir(parents=True)
-        with tarfile.open(archive, "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name != MANIFEST]
-            stray = [m.name for m in members if not m.name.startswith(man["run_id"] + "/") or not m.isfile()]
-            if stray:
-                raise ArchiveError(f"{archive}: holds what a packed run does not ({stray[0]})")
-            tar.extractall(where, members=members, filter="data")
-        for rel, facts in man["files"].items():
-            f = run_dir / rel
-            if not f.is_file() or paths.sha256(f) != facts["sha256"]:
-                raise ArchiveError(f"{archive}: {rel} is missing or differs from its manifest (SHA-256)")
+        _extract(archive, where)
         (run_dir / ".unpacked").write_text(str(archive) + "\n")
     return Run(run_dir)
+
+
+def received(archive: bytes, into: Path) -> Path:
+    """The run a packed run's bytes hold (a sweep's worker sent them), extracted under `into`
+    and checked against its manifest; never over a run there already."""
+    target = Path(into) / manifest(archive)["run_id"]
+    if target.exists():
+        raise ArchiveError(f"{target} exists already; runs are never overwritten")
+    return _extract(archive, Path(into))
+
+
+def _extract(archive: Path | bytes, where: Path) -> Path:
+    """Extract the run folder an archive holds under `where`, every file checked against the
+    manifest (nothing else in the archive taken); returns the run's folder."""
+    man = manifest(archive)
+    where.mkdir(parents=True, exist_ok=True)
+    with _open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name != MANIFEST]
+        stray = [m.name for m in members if not m.name.startswith(man["run_id"] + "/") or not m.isfile()]
+        if stray:
+            raise ArchiveError(f"{_name(archive)}: holds what a packed run does not ({stray[0]})")
+        tar.extractall(where, members=members, filter="data")
+    run_dir = where / man["run_id"]
+    for rel, facts in man["files"].items():
+        f = run_dir / rel
+        if not f.is_file() or paths.sha256(f) != facts["sha256"]:
+            raise ArchiveError(f"{_name(archive)}: {rel} is missing or differs from its manifest (SHA-256)")
+    return run_dir
 
 
 def locate(given: str | os.PathLike, here: Path | None = None) -> Path:

@@ -175,48 +175,48 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "list":
-        return _list(args.study, args.write_readme)
-    if args.command == "servers":
-        return _servers(args)
-    if args.command == "plan":
-        return _plan(args)
-    if args.command == "lab":
-        from . import lab
-        return lab.main(args.port)
-    if args.command in ("sweep", "scheduler", "worker"):
-        return _sweep_commands(args)
-    if args.command in ("pack", "replicate", "pool"):
-        from . import sharing
-        if args.command == "pack":
-            return sharing.pack(args.run_dir, args.out)
-        if args.command == "pool":
-            return sharing.pool(args.runs, args.csv)
-        return sharing.replicate(args.run_dir, args.runs_dir, args.kernel, args.verbose)
-    from . import archive, results, runner
-    if args.command == "report":
-        from .render import render
-        run = runner.variant_of(archive.open_run(args.run_dir), args.parameter)
-        if args.analyse or not run.notebook.exists():
-            print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
-                  f"{run.status} steps", file=sys.stderr, flush=True)
-            runner.analyse(run, args.kernel, args.verbose)
-        print(render(run))
-        return 0
-    if args.command == "compare":
-        return _compare(args.run_a, args.run_b, args.metric, args.csv)
-    if args.command == "runs":
-        return _runs(args.study, args.runs_dir)
-    if args.command == "clean":
-        return _clean(args.runs_dir, args.unpacked)
-    if args.command == "export":
-        run = archive.open_run(args.run_dir)
-        out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
-        for f in results.export_tables(run, out, args.format):
-            print(f)
-        return 0
+    return HANDLERS[args.command](args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import runner
     return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel,
                           args.verbose)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from . import archive, runner
+    from .render import render
+    run = runner.variant_of(archive.open_run(args.run_dir), args.parameter)
+    if args.analyse or not run.notebook.exists():
+        print(f"dbstudies: executing the {run.metadata.get('study', 'study')} notebook on the run's "
+              f"{run.status} steps", file=sys.stderr, flush=True)
+        runner.analyse(run, args.kernel, args.verbose)
+    print(render(run))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from . import archive, results
+    run = archive.open_run(args.run_dir)
+    out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
+    for f in results.export_tables(run, out, args.format):
+        print(f)
+    return 0
+
+
+def _sharing(args: argparse.Namespace) -> int:
+    from . import sharing
+    if args.command == "pack":
+        return sharing.pack(args.run_dir, args.out)
+    if args.command == "pool":
+        return sharing.pool(args.runs, args.csv)
+    return sharing.replicate(args.run_dir, args.runs_dir, args.kernel, args.verbose)
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from . import lab
+    return lab.main(args.port)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -309,33 +309,51 @@ def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
 
 
 def _servers(args: argparse.Namespace) -> int:
-    from . import servers
     from .errors import ConfigError, ParamError
     action, name = args.action, args.name
-    say = lambda m: print(f"dbstudies: {m}", flush=True)  # noqa: E731
     if action == "add":
         if not (name and args.path):
             raise ConfigError("servers add: name the flavour and its directory (NAME PATH)")
-        # a problem is one line (a ConfigError), before anything is written
-        out, flavour = servers.add_dir(name, args.path, args.runtime, servers_dir=args.servers_dir,
-                                       say=say)
-        print(f"{flavour.name}: {flavour.family} {flavour.dialect.release} ({flavour.layout}"
-              f"{', runtime ' + flavour.runtime if flavour.runtime else ''}; thread pool: "
-              f"{'yes' if flavour.thread_pool else 'no'})\n  --version: {flavour.version_text}\n"
-              f"  written: {out}")
-        return 0
+        return _add_server(name, args)
     if args.path or args.runtime:
         raise ParamError([f"servers {action}: PATH and --runtime go with `servers add`"])
     if action == "provision":
         if not name:
             raise ParamError(["servers provision: name a flavour"])
-        try:
-            flavour = servers.load_flavour(name)
-        except ConfigError as e:
-            raise ParamError([str(e)]) from None
-        servers.check_installed(flavour)
-        flavour.provision(say=say)
-        return 0
+        return _provision(name)
+    return _list_servers()
+
+
+def _say(m: str) -> None:
+    print(f"dbstudies: {m}", flush=True)
+
+
+def _add_server(name: str, args: argparse.Namespace) -> int:
+    from . import servers
+    # a problem is one line (a ConfigError), before anything is written
+    out, flavour = servers.add_dir(name, args.path, args.runtime, servers_dir=args.servers_dir, say=_say)
+    print(f"{flavour.name}: {flavour.family} {flavour.dialect.release} ({flavour.layout}"
+          f"{', runtime ' + flavour.runtime if flavour.runtime else ''}; thread pool: "
+          f"{'yes' if flavour.thread_pool else 'no'})\n  --version: {flavour.version_text}\n"
+          f"  written: {out}")
+    return 0
+
+
+def _provision(name: str) -> int:
+    from . import servers
+    from .errors import ConfigError, ParamError
+    try:
+        flavour = servers.load_flavour(name)
+    except ConfigError as e:
+        raise ParamError([str(e)]) from None
+    servers.check_installed(flavour)
+    flavour.provision(say=_say)
+    return 0
+
+
+def _list_servers() -> int:
+    from . import servers
+    from .errors import ConfigError
     print(f"{'flavour':<15} {'source':<34} {'version':<28} {'disk':>9}")
     for name in servers.list_flavours():
         try:
@@ -380,54 +398,13 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     return code or (0 if all(r["status"] == "complete" for r in s.records) else 1)
 
 
-EXCERPT_RUN = "tests/fixtures/make_study/thread_pool"  # the recorded quick run of `make study`
-EXCERPT = ("<!-- what `make study` prints, on the recorded quick run {run}: generated by "
-           "`dbstudies list --write-readme`, not by hand -->", "<!-- end of what `make study` prints -->")
-
-
-def with_excerpt(text: str, figures: Path | None = None) -> str:
-    """`text` (the README) with what `make study` prints, generated anew between its markers
-    from the recorded quick run (`excerpt`), its figure drawn into docs/img/."""
-    run_dir = next(p for p in sorted((paths.REPO / EXCERPT_RUN).iterdir()) if (p / "metadata.json").exists())
-    start, end = (m.format(run=f"{EXCERPT_RUN}/{run_dir.name}") for m in EXCERPT)
-    quote = excerpt(run_dir, figures or paths.REPO / "docs" / "img")
-    before, rest = text.split(start, 1)
-    return f"{before}{start}\n{quote}\n{end}{rest.split(end, 1)[1]}"
-
-
-def excerpt(run_dir: Path, figures: Path) -> str:
-    """What `make study` prints at its end — the answer in words and the conclusion — of a
-    recorded run re-analysed here, as a quote for the README, with its throughput figure
-    drawn into `figures` (qps_vs_threads: .png, and .json, what matplotlib drew)."""
-    import matplotlib.pyplot as plt
-
-    from . import checks, plots, report  # the analysis and its figures: only for this
-    from .results import Run
-    run = Run.open(run_dir)
-    s = study.load(run.metadata["study"])
-    said = s.answer(run, checks.resolve_cell(s, {"run_dir": str(run_dir)}))
-    fig = plots.scaling(said["summary"], "qps", "queries per second")
-    plots.save(fig, figures, "qps_vs_threads")
-    plt.close(fig)
-    (figures / "qps_vs_threads.svg").unlink()  # the README shows the PNG
-    words, concluded = report.answer_text(said, run)
-    # each part under a label of its own: the words' last list and the conclusion's first
-    # would otherwise render as one list
-    text = "\n\n".join(f"**{label}**\n\n{t}" for label, t in (("The answer", words), ("The conclusion", concluded)) if t)
-    return "\n".join(f"> {line}".rstrip() for line in text.splitlines())
-
-
 def _list(which: str | None, write_readme: bool) -> int:
     """Studies and their parameters: each one's quick value, smoke and full where they
     differ, and what it means (the study READMEs' tables say the same; `--write-readme` writes them)."""
     if write_readme:
-        for readme in study.write_readmes():
-            print(f"dbstudies: parameter table written into {readme}")
-        for nb in study.write_parameters_cells():
-            print(f"dbstudies: parameters cell written into {nb}")
-        readme = paths.REPO / "README.md"
-        readme.write_text(with_excerpt(readme.read_text()))
-        print(f"dbstudies: what `make study` prints written into {readme}, its figure into {paths.REPO / 'docs' / 'img'}")
+        from . import generated
+        for line in generated.write_all():
+            print(f"dbstudies: {line}")
         return 0
     for ref in [which] if which else study.names():
         s = study.load(ref)
@@ -439,6 +416,16 @@ def _list(which: str | None, write_readme: bool) -> int:
             others = "".join(f", {p}: {v!r}" for p, v in values.items() if p != "quick" and v != values["quick"])
             print(f"  {field} (quick: {values['quick']!r}{others}) — {words.get(field, '')}")
     return 0
+
+
+# what each command does (`COMMANDS` says what it takes)
+HANDLERS = {
+    "run": _run, "plan": _plan, "list": lambda a: _list(a.study, a.write_readme), "report": _report,
+    "runs": lambda a: _runs(a.study, a.runs_dir), "clean": lambda a: _clean(a.runs_dir, a.unpacked),
+    "servers": _servers, "compare": lambda a: _compare(a.run_a, a.run_b, a.metric, a.csv),
+    "pack": _sharing, "replicate": _sharing, "pool": _sharing, "sweep": _sweep_commands,
+    "scheduler": _sweep_commands, "worker": _sweep_commands, "lab": _lab, "export": _export,
+}
 
 
 if __name__ == "__main__":

@@ -51,8 +51,8 @@ from .schedule import (
     cells_of,
     design,
     estimated_seconds,
-    measuring,
     next_phase,
+    orders_so_far,
     pairs_of,
     rounds_in,
     server_key,
@@ -91,10 +91,7 @@ def measure(study: Study, p: StudyParams, run: Run, *, progress: bool = True) ->
                arms=[inventory.arm(a, p) for a in arms], estimated_seconds=estimated_seconds(study, p),
                arm_servers={a.label: server_key(a, p) for a in arms},
                workload_scripts=keep_scripts(run, p))
-    # measured by hand in a notebook: the progress in the cell and at the window's bottom
-    # (`live`), not tqdm's stderr; the CLI's notebook keeps tqdm (its terminal has the bar)
-    shown = (live.Progress(run, len(steps), estimated_seconds(study, p)) if progress and owns(run)
-             and (run.metadata.get("owner") or {}).get("kind") == "notebook" and live.shell() else None)
+    shown = _live_progress(study, p, run, len(steps)) if progress else None
     if shown:
         run.watch_progress(shown.update)
         progress = False
@@ -106,6 +103,13 @@ def measure(study: Study, p: StudyParams, run: Run, *, progress: bool = True) ->
         if shown:
             run.watch_progress(None)
             shown.close(stopped=not ended)
+
+
+def _live_progress(study: Study, p: StudyParams, run: Run, steps: int) -> live.Progress | None:
+    """Measured by hand in a notebook: the progress in the cell and at the window's bottom
+    (`live`), not tqdm's stderr; the CLI's notebook keeps tqdm (its terminal has the bar)."""
+    by_hand = owns(run) and (run.metadata.get("owner") or {}).get("kind") == "notebook" and live.shell()
+    return live.Progress(run, steps, estimated_seconds(study, p)) if by_hand else None
 
 
 def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.DataFrame,
@@ -338,18 +342,13 @@ class _Loop:
 
     def refine(self, first: pd.DataFrame, arms: dict[str, Arm], progress: bool) -> pd.DataFrame:
         """With a precision target, after `first` (every cell's first rounds): round after
-        round, one pair of every cell still short of its target that the time left can take
-        to it (`fund`), cells shuffled per round, each cell's arm orders kept balanced
-        (`schedule.pairs_of`), servers restarted every `restart_every` rounds as before. Ends
-        when every cell meets its target, or when no cell still short fits the budget; what
-        it decided is kept in the run's `precision` metadata after every round (so an
-        interrupted run says it too). Returns the steps it measured (a later phase numbers
-        its steps and pairs on from them)."""
+        round, one pair of each cell `fund` chooses (`schedule.pairs_of`), servers restarted
+        every `restart_every` rounds as before, until no cell is chosen; what it decided is
+        kept in the run's `precision` metadata after every round (an interrupted run says it
+        too). Returns the steps it measured (a later phase numbers on from them)."""
         p, run = self.p, self.run
         rng = np.random.default_rng(p.seed + 3)
-        plan_cells = cells_of(first[(first["repeat"] == first["repeat"].iloc[0]) & (first["arm"] == first["arm"].iloc[0])])
-        history = {_key(c): [tuple(g.sort_values("position")["arm"])
-                             for _, g in first[measuring(first, c)].groupby("pair", sort=False)] for c in plan_cells}
+        plan_cells, history = orders_so_far(first)
         repeat, numbers = int(first["repeat"].max()), {"pair": int(first["pair"].max()), "step": int(first["step"].max())}
         keys, served, contexts = self.servers(first, arms)
         bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,

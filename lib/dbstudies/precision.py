@@ -66,6 +66,25 @@ def compared(run: Run) -> tuple[str, list[str]]:
     return arms[0]["label"], [a["label"] for a in arms[1:] if a.get("twin_of") is None]
 
 
+def _per_cell(t: pd.DataFrame, by: list[str], target: float) -> pd.DataFrame | None:
+    """One metric's `shortfall` per cell (its worst comparison): the fewest pairs, the MDE
+    now, the pairs it needs in all, and those at its variance's hopeful bound; None: no cell."""
+    if t.empty:
+        return None
+    s2, dof, _ = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
+    s0, dof0, d0 = stats.moderated(t["s0"].to_numpy(float), t["n"].to_numpy(float) - 1)
+    m = len(t)
+    low = np.fmin(s0 * dof0 / chi2.ppf(HOPE, np.maximum(dof0, 1e-9)),  # the spread's lower 80 % bound,
+                  t["robust_s0"].to_numpy(float))                        # or what its pairs say without an outlier
+    t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
+                 mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
+                      for v, n, f in zip(s2, t["n"], dof)],
+                 needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s0],
+                 hopes=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in low])
+    return t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"),
+                                             hopes=("hopes", "max"))
+
+
 def shortfall(study: Study, p: StudyParams, run: Run) -> pd.DataFrame:
     """Per cell (`cell`: the tuple of its table's cell columns): the fewest pairs any compared
     arm has there (`pairs`), and for every metric of `p.target` the cell's MDE now in %
@@ -83,21 +102,9 @@ def shortfall(study: Study, p: StudyParams, run: Run) -> pd.DataFrame:
     by: list[str] = []
     for metric, target in p.target.items():
         _, frame, by, value = tables[metric]
-        t = cell_variances(frame, by, value, baseline, candidates)
-        if t.empty:
+        per = _per_cell(cell_variances(frame, by, value, baseline, candidates), by, target)
+        if per is None:
             continue
-        s2, dof, _ = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
-        s0, dof0, d0 = stats.moderated(t["s0"].to_numpy(float), t["n"].to_numpy(float) - 1)
-        m = len(t)
-        low = np.fmin(s0 * dof0 / chi2.ppf(HOPE, np.maximum(dof0, 1e-9)),  # the spread's lower 80 % bound,
-                      t["robust_s0"].to_numpy(float))                        # or what its pairs say without an outlier
-        t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
-                     mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100
-                          for v, n, f in zip(s2, t["n"], dof)],
-                     needs=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in s0],
-                     hopes=[stats.rounds_for(math.sqrt(v), target, m, d0) for v in low])
-        per = t.groupby("cell", sort=False).agg(pairs=("n", "min"), mde=("mde", "max"), needs=("needs", "max"),
-                                                hopes=("hopes", "max"))
         per = per.rename(columns={"mde": f"mde_{metric}", "needs": f"needs_{metric}", "hopes": f"hopes_{metric}"})
         out = per if out is None else out.join(per.drop(columns="pairs"), how="outer")
     if out is None:

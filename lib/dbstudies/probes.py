@@ -285,26 +285,34 @@ def rates(samples: pd.DataFrame) -> pd.DataFrame:
     for col in wide.columns:
         if col not in GAUGES:
             out[col] = wide[col].diff().div(dt, axis=0)
-    age = checkpoint_age_pct(wide)
-    if age is not None:
-        out[CHECKPOINT_AGE_PCT] = age
-    lsn = next((c for c in ("Innodb_lsn_current", "Innodb_redo_log_current_lsn") if c in wide), None)
-    if lsn is not None:
-        out[REDO_RATE] = wide[lsn].diff().div(dt, axis=0)
     for col in (CPU_SERVER, CPU_CLIENT, CPU_SIBLINGS):
         if col in out:
             out[col] = out[col] * 100
-    if {"Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total"} <= set(wide):
-        out[BP_FILL_PCT] = wide["Innodb_buffer_pool_pages_data"] / wide["Innodb_buffer_pool_pages_total"] * 100
-    if {"Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests"} <= set(wide):
-        asked = out["Innodb_buffer_pool_read_requests"]
-        out[BP_HIT_PCT] = (1 - out["Innodb_buffer_pool_reads"] / asked.where(asked > 0)) * 100
-    changed = [c for c in ("Handler_write", "Handler_update", "Handler_delete") if c in wide]
-    if changed:
-        out[ROWS_CHANGED] = out[changed].sum(axis=1, min_count=1)
+    out = out.assign(**derived(wide, out, dt))
     out = out.drop(columns=[c for c in HOST_VARIABLES if c in out])
     return out.iloc[1:].rename(columns={CPU_SERVER: "cpu_server_pct", CPU_CLIENT: "cpu_client_pct",
                                         CPU_SIBLINGS: "cpu_siblings_pct"})
+
+
+def derived(wide: pd.DataFrame, per_s: pd.DataFrame, dt: pd.Series) -> dict[str, pd.Series]:
+    """`rates`' derived series, each where the server gives what it needs: from the sampled
+    values (`wide`), their per-second rates (`per_s`) and the seconds between samples."""
+    out = {}
+    age = checkpoint_age_pct(wide)
+    if age is not None:
+        out[CHECKPOINT_AGE_PCT] = age
+    lsn = next((c for c in REDO_LSNS if c in wide), None)
+    if lsn is not None:
+        out[REDO_RATE] = wide[lsn].diff().div(dt, axis=0)
+    if {"Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total"} <= set(wide):
+        out[BP_FILL_PCT] = wide["Innodb_buffer_pool_pages_data"] / wide["Innodb_buffer_pool_pages_total"] * 100
+    if {"Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests"} <= set(wide):
+        asked = per_s["Innodb_buffer_pool_read_requests"]
+        out[BP_HIT_PCT] = (1 - per_s["Innodb_buffer_pool_reads"] / asked.where(asked > 0)) * 100
+    changed = [c for c in ("Handler_write", "Handler_update", "Handler_delete") if c in wide]
+    if changed:
+        out[ROWS_CHANGED] = per_s[changed].sum(axis=1, min_count=1)
+    return out
 
 
 # ---------------------------------------------------------------- an idle server settles

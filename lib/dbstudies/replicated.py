@@ -59,13 +59,7 @@ def section(run: Run) -> None:
                      "Absolute values are not compared: they move between days and hosts, both arms alike."))
     conclusion("**Replication of run " + original.path.name + "**\n\n" + "\n".join(
         f"- {line}" for line in replication_of.replication_lines(tables)))
-    display(table(replication_of.setups({"original": original, "replication": run}).reset_index(names="")))
-    note(binaries_line(original, run))
-    diff = replication_of.settings_diff(original, run)
-    note("No server setting differs between the two runs' servers (machine paths, ports and identities "
-         "aside)." if diff.empty else f"{len(diff)} server setting(s) differ between the two runs:")
-    if not diff.empty:
-        display(table(diff))
+    setups(original, run)
     threshold = params_of(run).draw_threshold
     plots.publish(plots.replication(tables, threshold), run, "replication",
                   alt="Each cell's effect in the original run (x) against the replication's (y), 95 % intervals "
@@ -78,3 +72,15 @@ def section(run: Run) -> None:
             if cells:
                 note(f"Measured only in {side} (not compared): " + "; ".join(" ".join(c) for c in cells) + ".")
 
+
+def setups(original: Run, run: Run) -> None:
+    """The two runs' set-ups side by side (hosts, versions, the dbstudies commits), whether
+    their servers ran the same builds, and the server settings that differ between them."""
+    from IPython.display import display
+    display(table(replication_of.setups({"original": original, "replication": run}).reset_index(names="")))
+    note(binaries_line(original, run))
+    diff = replication_of.settings_diff(original, run)
+    note("No server setting differs between the two runs' servers (machine paths, ports and identities "
+         "aside)." if diff.empty else f"{len(diff)} server setting(s) differ between the two runs:")
+    if not diff.empty:
+        display(table(diff))

@@ -9,14 +9,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import analysis, plots, replicated, results, schedule, settings
+from . import analysis, plots, replicated, results, schedule
+from .analysis.said import answer_text
 from .comparisons import throughput
 from .contract import Answer
 from .described import _e, client_commands, configuration, data_sizes, design_line
 from .render import scrub_paths
 from .results import Run
 from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
-from .study import load, params_of, reference
+from .study import load, reference
 
 
 def plan(study: Any, p: Any, run_dir: Any = None) -> None:
@@ -316,33 +317,6 @@ def answer(said: Answer, run: Run | None = None) -> None:
     conclusion(concluded)
     if run is not None:
         replicated.section(run)  # a replication: did the original's answer hold here?
-
-
-def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
-    """The answer in words (Markdown: the verdicts, the source's claims, the caveats) and the
-    conclusion (with what else differs between the arms), as `answer` shows them."""
-    from .analysis import caveats, words
-    tables = said.verdict_tables()
-    key = throughput(said.comparisons)
-    meta = run.metadata if run is not None else {}
-    cpus = (meta.get("host") or {}).get("cpus") or 0
-    p = params_of(run) if run is not None else None
-    pinned = caveats.pinned_apart(p) if run is not None else True
-    client = (caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned)
-              if run is not None and key else None)
-    name = next((n for n, k in said.verdicts.items() if k == key), None)
-    said_words = words.paragraphs(tables, {name: client} if name and client is not None else None, cpus)
-    said_words += words.moving_apart(tables)
-    if said.claims:
-        said_words.append("**The source's claims, tested here:**\n\n" + "\n".join(
-            f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus)))
-    warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
-    if warn:
-        said_words.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
-    differ = settings.differences_line(run.metadata) if run is not None else ""
-    if differ and settings.beyond_varied(run.metadata):
-        differ = ""  # a caveat above says it
-    return "\n\n".join(said_words), said.conclusion + (f"\n\n{differ}" if differ else "")
 
 
 def narrative(study: Any, part: str) -> None:

@@ -87,6 +87,16 @@ def next_order(orders: list[tuple[str, ...]], rng: np.random.Generator) -> tuple
     return fewest[int(rng.integers(len(fewest)))]
 
 
+def orders_so_far(steps: pd.DataFrame) -> tuple[list[dict[str, Any]], dict[tuple, list[tuple[str, ...]]]]:
+    """A paired plan's cells (as a hook sees them) and, keyed by each cell's values, the arm
+    orders of its pairs so far (what `pairs_of` goes on from)."""
+    first = steps[(steps["repeat"] == steps["repeat"].iloc[0]) & (steps["arm"] == steps["arm"].iloc[0])]
+    cells = cells_of(first)
+    return cells, {tuple(c.values()): [tuple(g.sort_values("position")["arm"])
+                                       for _, g in steps[measuring(steps, c)].groupby("pair", sort=False)]
+                   for c in cells}
+
+
 def pairs_of(cells: list[dict[str, Any]], history: dict[tuple, list[tuple[str, ...]]],
              rng: np.random.Generator, repeat: int, *, after: dict[str, int]) -> list[dict[str, Any]]:
     """The steps of round `repeat` when it measures one pair of each of `cells` (the rounds to

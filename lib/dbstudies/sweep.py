@@ -15,8 +15,8 @@ executed by the host that measures it, in its own runs directory; its key (a has
 profile and parameters) is written beside its tables (`sweep.json`), so a sweep run again
 skips what already completed. With a scheduler, each run is one Dask task that needs the
 worker resource `bench=1` (a `dbstudies worker` has exactly one: one benchmark per host at
-a time); the finished run directory travels back as a tar archive into this machine's runs
-directory. A worker that dies mid-run fails its task (the scheduler must not retry it:
+a time); the finished run travels back packed (`archive.packed`, checked against its manifest on
+arrival) into this machine's runs directory. A worker that dies mid-run fails its task (the scheduler must not retry it:
 `allowed-failures` 0); the sweep goes on, and its summary and index page say where the
 abandoned run's measurements stayed.
 """
@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import hashlib
 import html
-import io
 import itertools
 import json
 import os
@@ -35,7 +34,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +41,8 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from . import checks, paths, proc, results
-from .errors import ParamError, StoreError
+from . import archive, checks, paths, proc, results
+from .errors import ParamError
 from .results import Run
 from .study import is_folder, load
 
@@ -202,28 +200,6 @@ def _tail(log: Path, lines: int = 8) -> str:
     return ""
 
 
-def pack(run_dir: Path) -> bytes:
-    """A run directory as a gzipped tar (what travels back from a worker)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(run_dir, arcname=Path(run_dir).name)
-    return buf.getvalue()
-
-
-def unpack(archive: bytes, into: Path) -> Path:
-    """Extract a packed run directory under `into` (never over an existing one)."""
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        names = {m.name.split("/", 1)[0] for m in tar.getmembers()}
-        if len(names) != 1:
-            raise StoreError(f"a run archive must hold one run directory, got {sorted(names)}")
-        target = Path(into) / names.pop()
-        if target.exists():
-            raise StoreError(f"{target} exists already; runs are never overwritten")
-        Path(into).mkdir(parents=True, exist_ok=True)
-        tar.extractall(into, filter="data")
-    return target
-
-
 def worker_runs_dir(worker: Any) -> Path:
     """Where a Dask worker's runs stay: `runs-<worker name>` beside its scratch space (not
     inside it: the nanny wipes a dead worker's scratch directory, and an abandoned run's
@@ -242,7 +218,7 @@ def remote_task(job: Job, sweep: str) -> dict[str, Any]:
     place = Variable(WHERE_VARIABLE.format(key=job.key))
     record = execute(job, runs_dir, sweep=sweep, stop=stop.is_set, where=place.set)
     if record["run_dir"]:
-        record["archive"] = pack(Path(record["run_dir"]))
+        record["archive"] = archive.packed(Run(record["run_dir"]))
     return record
 
 
@@ -323,10 +299,10 @@ class Sweep:
             return {"key": job.key, "label": job.label, "host": where.split(":", 1)[0] if where else None,
                     "status": "abandoned" if where else "failed", "run_dir": None,
                     "kept_at": where, "error": f"{type(e).__name__}: {e}"}
-        archive = record.pop("archive", None)
-        if archive:
+        packed = record.pop("archive", None)
+        if packed:
             record["kept_at"] = f"{record['host']}:{record['run_dir']}"
-            record["run_dir"] = str(unpack(archive, Path(self.runs_dir) / job.name))
+            record["run_dir"] = str(archive.received(packed, Path(self.runs_dir) / job.name))
         return record
 
     def _record(self, record: dict[str, Any]) -> None:
