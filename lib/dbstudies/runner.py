@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from . import checks, paths, schedule, workloads
-from .contract import study_name
+from .contract import Study, study_name
 from .errors import ParamError, StoreError
 from .ownership import (
     EXIT_FAILED,
@@ -55,6 +55,21 @@ def parameters(pairs: Sequence[Sequence[str]]) -> dict[str, str]:
     return dict(pairs)
 
 
+def _resolved(name: str, profile: str, overrides: dict[str, Any]) -> tuple[Study, Path, Any]:
+    """The study `name`, its notebook and its parameters checked whole (a DbStudiesError
+    before anything starts)."""
+    study = load(name)
+    notebook = notebook_of(study)
+    if not notebook.is_file():
+        raise StoreError(f"{name}: the study has no notebook {notebook}")
+    p = checks.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
+    if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
+        # a script named relative to this shell's folder: the notebook's kernel runs in the
+        # notebook's folder and finds it only where the name means the same file from there
+        p = dataclasses.replace(p, workloads=[_from_here(w, notebook.parent) for w in p.workloads])
+    return study, notebook, p
+
+
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
             kernel: str | None = None, verbose: bool = False) -> int:
     """`dbstudies run`: validate, create the run, execute the notebook (a progress bar in
@@ -62,17 +77,8 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     the conclusion. A run that fails or is interrupted still gets a report: the notebook is
     executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
-    overrides = parameters(pairs)
-    study = load(name)
-    notebook = notebook_of(study)
-    if not notebook.is_file():
-        raise StoreError(f"{name}: the study has no notebook {notebook}")
+    study, notebook, p = _resolved(name, profile, parameters(pairs))
     name = study_name(study)
-    p = checks.resolve(study, profile, **overrides)  # raw text: each is parsed for its type
-    if any(workloads.is_script(w) for w in getattr(p, "workloads", [])):
-        # a script named relative to this shell's folder: the notebook's kernel runs in the
-        # notebook's folder and finds it only where the name means the same file from there
-        p = dataclasses.replace(p, workloads=[_from_here(w, notebook.parent) for w in p.workloads])
     try:
         run = create_run(study, p, runs_dir, "cli")
     except OSError as e:

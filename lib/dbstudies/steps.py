@@ -176,6 +176,19 @@ class Attempt:
         return _busy(self.sampler.host_load())
 
 
+def _watchers(ctx: Context, cell: dict[str, Any], measured: bool) -> tuple[Any, Any, Any]:
+    """What watches a step besides the sampler: a profiled cell's `perf` recorder (and the
+    server's wait totals before it), a measured step of the positive control's arm its pauser."""
+    recorder = waited = None
+    if profiled_cell(cell):
+        waited = profiler.wait_totals(ctx.server)
+        if ctx.server.pid is not None:
+            recorder = profiler.Recorder(ctx.server.pid, ctx.run.folder(PROFILE_DIR) / f"step-{cell['step']}.folded")
+    pause = ctx.arm.pause if measured and ctx.arm is not None else None
+    pauser = pauses.Pauser(ctx.server.pid, pause) if pause is not None and ctx.server.pid else None
+    return recorder, waited, pauser
+
+
 def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None = None,
                      seed: int | None = None, measured: bool = True) -> Attempt:
     """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, its intervals
@@ -192,13 +205,7 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             ctx.progress(f"{second} of {duration} s")
 
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
-    recorder = waited = None
-    if profiled_cell(cell):
-        waited = profiler.wait_totals(ctx.server)
-        if ctx.server.pid is not None:
-            recorder = profiler.Recorder(ctx.server.pid, ctx.run.folder(PROFILE_DIR) / f"step-{cell['step']}.folded")
-    pause = ctx.arm.pause if measured and ctx.arm is not None else None
-    pauser = pauses.Pauser(ctx.server.pid, pause) if pause is not None and ctx.server.pid else None
+    recorder, waited, pauser = _watchers(ctx, cell, measured)
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])),
                           siblings=ctx.siblings())

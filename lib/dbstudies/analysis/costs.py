@@ -102,25 +102,34 @@ def moved(said: Answer | dict[str, pd.DataFrame], costs: dict[str, pd.DataFrame]
             if ident in rows:
                 rows[ident]["judged"] += f"; {said}"
                 continue
-            points = cpu_points(costs, key, r.candidate)
-            found, steady = [], 0
-            for column, table in costs.items():
-                hit = table[(table["candidate"] == r.candidate)
-                            & np.logical_and.reduce([table[k] == v for k, v in key.items()])]
-                if hit.empty:
-                    continue
-                c = hit.iloc[0]
-                if c["verdict"] not in JUDGED:
-                    steady += 1
-                    continue
-                text = f"{c['cost']} {signed(c['delta_pct'])} {interval(c, *adjusted(c))}"
-                if column in points:
-                    text += f": {signed(points[column]).removesuffix(' %')} points of throughput"
-                    found.append(((0, -abs(points[column])), text))
-                else:
-                    found.append(((1, -abs(c["delta_pct"])), text))
+            found, steady = _moved_at(costs, key, r.candidate)
             rows[ident] = {**key, "candidate": r.candidate, "judged": said,
                            "costs that moved": "; ".join(t for _, t in sorted(found)) or "none",
                            "within the draw": steady}
     return pd.DataFrame(list(rows.values()), columns=[*by, "candidate", "judged", "costs that moved",
                                                       "within the draw"])
+
+
+def _moved_at(costs: dict[str, pd.DataFrame], key: dict[str, Any],
+              candidate: str) -> tuple[list[tuple[tuple[int, float], str]], int]:
+    """At one cell × candidate: each cost that moved in words, with its rank (CPU costs by the
+    points of throughput they account for, then the others by their change), and how many
+    costs stayed within the draw."""
+    points = cpu_points(costs, key, candidate)
+    found, steady = [], 0
+    for column, table in costs.items():
+        hit = table[(table["candidate"] == candidate)
+                    & np.logical_and.reduce([table[k] == v for k, v in key.items()])]
+        if hit.empty:
+            continue
+        c = hit.iloc[0]
+        if c["verdict"] not in JUDGED:
+            steady += 1
+            continue
+        text = f"{c['cost']} {signed(c['delta_pct'])} {interval(c, *adjusted(c))}"
+        if column in points:
+            text += f": {signed(points[column]).removesuffix(' %')} points of throughput"
+            found.append(((0, -abs(points[column])), text))
+        else:
+            found.append(((1, -abs(c["delta_pct"])), text))
+    return found, steady

@@ -82,13 +82,7 @@ def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str 
     family, version, thread pool and paths detected; cnf fragments by family and version
     unless given. A ConfigError says in one line why it cannot be one."""
     found = tree.locate(folder)
-    run_in = None
-    if runtime:
-        run_in = load_flavour(runtime, servers_dir if runtime in list_flavours(servers_dir)
-                              else paths.SERVERS_DIR)
-        if run_in.source != "rootfs":
-            raise ConfigError(f"runtime {runtime!r} is a {run_in.source} flavour; a runtime is a "
-                              "rootfs flavour whose tree supplies the libraries (e.g. mysql-9.7)")
+    run_in = _runtime(runtime, servers_dir) if runtime else None
     stat = found.server.stat()
     key = (name, str(found.server), stat.st_mtime_ns, stat.st_size, runtime, description, cnf, client_user)
     if key in _DIRS:
@@ -106,9 +100,7 @@ def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str 
     if lacking and not dialect.initialize:
         raise ConfigError(f"{found.path} has no {', '.join(lacking)}: MariaDB's system tables "
                           "cannot be created (its share files are missing)")
-    install = ((str(found.server), "--initialize-insecure") if dialect.initialize else
-               (str(found.server), "--bootstrap", "--log-warnings=0", "--enforce-storage-engine=",
-                "--max-allowed-packet=8M", "--net-buffer-length=16K"))
+    install = install_command(str(found.server), dialect)
     flavour = Flavour(
         name=name, family=detected.family, source="dir", server=str(found.server),
         description=description or f"{detected.text.split(' Ver ', 1)[-1]} ({found.layout} {found.path})",
@@ -120,6 +112,27 @@ def dir_flavour(name: str, folder: Path, runtime: str = "", *, description: str 
     _DIRS[key] = flavour
     remember_help(flavour, help_text)  # detection asked it with the same paths: not again
     return flavour
+
+
+def _runtime(name: str, servers_dir: Path) -> Flavour:
+    """The rootfs flavour a directory's server runs in (its tree supplies the libraries)."""
+    run_in = load_flavour(name, servers_dir if name in list_flavours(servers_dir) else paths.SERVERS_DIR)
+    if run_in.source != "rootfs":
+        raise ConfigError(f"runtime {name!r} is a {run_in.source} flavour; a runtime is a "
+                          "rootfs flavour whose tree supplies the libraries (e.g. mysql-9.7)")
+    return run_in
+
+
+def install_command(server: str, dialect: Dialect) -> tuple[str, ...]:
+    """How a directory's server creates its system tables: MySQL's `--initialize-insecure`,
+    MariaDB's `--bootstrap` reading the share files' SQL.
+
+    >>> install_command("mysqld", Dialect("mysql", (9, 7, 0)))
+    ('mysqld', '--initialize-insecure')
+    """
+    return ((server, "--initialize-insecure") if dialect.initialize else
+            (server, "--bootstrap", "--log-warnings=0", "--enforce-storage-engine=",
+             "--max-allowed-packet=8M", "--net-buffer-length=16K"))
 
 
 def default_fragments(dialect: Dialect) -> tuple[str, ...]:

@@ -79,6 +79,14 @@ def replication_word(original: str, replica: str, p_holm: float, alpha: float = 
     return CONSISTENT
 
 
+def _mde_pct(se: np.ndarray, dof: np.ndarray, m: int, alpha: float) -> np.ndarray:
+    """The smallest change of effect each row could show, in %: 80 % power, Holm's first step
+    over `m` rows (NaN where a row has no degrees of freedom)."""
+    with np.errstate(invalid="ignore"):
+        z = sps.t.ppf(1 - alpha / (2 * m), dof) + sps.t.ppf(POWER, dof)
+    return np.expm1(z * se) * 100
+
+
 def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Sequence[str], *,
                       alpha: float = ALPHA, level: float = LEVEL) -> pd.DataFrame:
     """Per row of `keys` (comparison × cell) the two runs have in common: each run's effect
@@ -114,10 +122,7 @@ def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Seque
                       ratio_of_ratios=np.exp(delta), rr_ci_low=np.exp(delta - tq * se),
                       rr_ci_high=np.exp(delta + tq * se), df=np.where(ok, df, np.nan), p_value=p)
     out["p_holm"] = holm(out["p_value"])
-    m = max(int(np.isfinite(p).sum()), 1)  # the smallest change of effect each row could show (Holm's first step)
-    with np.errstate(invalid="ignore"):
-        z = np.where(ok, sps.t.ppf(1 - alpha / (2 * m), dof) + sps.t.ppf(POWER, dof), np.nan)
-    out["mde_pct"] = np.expm1(z * se) * 100
+    out["mde_pct"] = _mde_pct(se, np.where(ok, dof, np.nan), max(int(np.isfinite(p).sum()), 1), alpha)
     out["word"] = [replication_word(a, b, q if np.isfinite(q) else 1.0, alpha)
                    for a, b, q in zip(out["verdict_original"], out["verdict_replica"], out["p_holm"])]
     return out.drop(columns=["est_original", "est_replica"])

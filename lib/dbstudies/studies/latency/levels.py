@@ -4,7 +4,7 @@ never treat a lower bound as a number, and the capacity at a p99 target."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -139,6 +139,19 @@ def levels(loaded: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _behind(loaded: pd.DataFrame, base: str) -> Callable[[Any], str | None]:
+    """Why a row of a level comparison is not compared: the baseline or candidate that did not
+    keep up with the level in every round (its latencies are lower bounds); None: both did."""
+    kept = loaded.groupby([*CELL, "arm"])["ol_sustained"].all().rename("kept_up").reset_index()
+
+    def why(r: Any) -> str | None:
+        mine = kept[(kept["workload"] == r.workload) & (kept["threads"] == r.threads)
+                    & (kept["rate"] == r.rate)].set_index("arm")["kept_up"]
+        who = [a for a in (base, r.candidate) if a in mine and not mine[a]]
+        return " and ".join(who) + " did not keep up in every round (lower bounds)" if who else None
+    return why
+
+
 def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: str,
                    missing: list[tuple[str, str]] = (), candidates: list[str] | None = None) -> pd.DataFrame:
     """Every arm against the baseline per level on one percentile (lower is better), one
@@ -162,16 +175,8 @@ def compare_levels(loaded: pd.DataFrame, arms: list[Arm], p: Any, percentile: st
                            value=column, higher_is_better=False, threshold=p.draw_threshold)
     if rel.empty:
         return rel
-    behind = (loaded.groupby([*CELL, "arm"])["ol_sustained"].all().rename("kept_up").reset_index())
     base = arms[0].label
-
-    def who(r: Any) -> list[str]:
-        mine = behind[(behind["workload"] == r.workload) & (behind["threads"] == r.threads)
-                      & (behind["rate"] == r.rate)].set_index("arm")["kept_up"]
-        return [a for a in (base, r.candidate) if a in mine and not mine[a]]
-
-    out = _not_compared(rel, lambda r: (" and ".join(who(r)) + " did not keep up in every round "
-                                        "(lower bounds)") if who(r) else None).assign(baseline=base)
+    out = _not_compared(rel, _behind(loaded, base)).assign(baseline=base)
     above = loaded.loc[high, CELL].drop_duplicates()
     if len(above):  # shown, not hidden: the reader sees which levels the capacity judges instead
         out = pd.concat([out, *[above.assign(candidate=c, baseline=base, verdict=ABOVE)
