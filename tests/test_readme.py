@@ -16,7 +16,7 @@ tp = load("thread_pool")
 
 README = (REPO / "README.md").read_text()
 DOCS = sorted((REPO / "docs").glob("*.md"))
-STUDY_READMES = [generated.readme_of(load(n)) for n in study.names()]
+STUDY_READMES = list(dict.fromkeys(generated.readme_of(load(n)) for n in study.names()))
 PAGES = [REPO / "README.md", *DOCS, *STUDY_READMES]
 
 
@@ -119,8 +119,8 @@ def test_the_readme_is_short_and_opens_with_a_result():
     said = README.split(cli_excerpt_markers()[0], 1)[1].split(cli_excerpt_markers()[1], 1)[0]
     assert said.count("\n> ") >= 10 and "**Throughput (QPS)** against one-thread-per-connection" in said
     assert "![" in README and (REPO / "docs" / "img" / "qps_vs_threads.png").stat().st_size > 10_000
-    for name in study.names():
-        assert f"lib/dbstudies/studies/{name}/README.md" in README
+    for name in study.names():  # every study's README (the faces of one experiment: one, a section each)
+        assert f"({generated.readme_of(load(name)).relative_to(REPO)}" in README, name
     for doc in DOCS:
         assert f"(docs/{doc.name})" in README, doc.name
 

@@ -102,8 +102,10 @@ def write_parameters_cells() -> list[Path]:
 
 
 def readme_of(study: Study) -> Path:
-    """The README.md beside the study's package: its narrative and its parameter table."""
-    return Path(study.__file__).parent / "README.md"
+    """The README beside the study's package: its narrative and its parameter table. The
+    faces of one experiment share one, a section each: <experiment>.md beside its module."""
+    here = Path(study.__file__).parent
+    return here.parent / f"{study.NOTEBOOK}.md" if study.NOTEBOOK else here / "README.md"
 
 
 def readme_table(text: str, study: Study) -> str:

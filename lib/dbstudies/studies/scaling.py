@@ -42,7 +42,7 @@ GOVERNING = sch.GOVERNING  # shown in the report's settings table
 
 @dataclass(frozen=True, kw_only=True)
 class Params(profiler.CpuProfiled, pauses.PositiveControl, S.MultiServerParams):
-    """The experiment's parameters (a face's README.md: what each means, per profile).
+    """The experiment's parameters (scaling.md, a section per face: what each means, per profile).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "threads": "client thread counts (1 … 4096)",

@@ -23,7 +23,7 @@ from ..scaling import Scaling as Experiment
 
 @dataclass(frozen=True, kw_only=True)
 class Params(Scaling):
-    """The study's parameters (its README.md: what each means, per profile).
+    """The study's parameters (studies/scaling.md, its section: what each means, per profile).
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "threads": "client thread counts (1 … 4096; the source's 13 powers of two fit with a 3G pool)",
