@@ -60,7 +60,7 @@ def replication_base(study: Study, given: Mapping[str, Any]) -> tuple[str, dict[
     meta, name = original.metadata, original.path.name
     if meta.get("study") != study_name(study):
         raise ReplicationError(f"replicate: run {name} is a {meta.get('study')} run, not {study_name(study)}")
-    recorded = dict(meta.get("parameters") or {})
+    recorded = P.written(meta)
     profile = recorded.pop("profile", "quick")
     here = set(servers.list_flavours())
     for flavour in sorted({s["flavour"] for s in meta.get("servers") or [] if s.get("flavour")} - here):

@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from . import params as P
 from . import results, settings, stats
 from .results import Run
 from .study import against_profile, unused_parameters
@@ -66,7 +67,7 @@ def _server_fact(s: dict[str, Any]) -> str:
 
 def _parameters(meta: dict[str, Any]) -> str:
     """name | value | profile value | changed? — the profile's values from the study."""
-    params = meta.get("parameters", {})
+    params = P.written(meta)
     unused = unused_parameters(params)
     rows = []
     for name, value, default in against_profile(meta) or [(k, v, v) for k, v in params.items()]:
@@ -103,7 +104,7 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     if run.variant:  # a re-analysis at other analysis parameters, beside the run's own report
         changed = dict(run.variants()).get(run.variant, {})
-        meta = {**meta, "parameters": {**meta.get("parameters", {}),  # the values it was analysed at
+        meta = {**meta, "parameters": {**P.written(meta),  # the values it was analysed at
                                        **{k: c.get("variant") for k, c in changed.items()}}}
         facts.insert(2, ("re-analysis", "variant " + run.variant + ": " + "; ".join(
             f"{k} {c.get('variant')!r} (the run's report: "
@@ -196,7 +197,7 @@ def client_commands(meta: dict[str, Any]) -> str:
     open loop: an offered rate is said by DBSTUDIES_RATE), with the values that change from
     step to step (client threads, seed, rate) written as {…}; "" without sysbench."""
     calls = [c for c in (meta.get("sysbench") or {}).get("calls") or [] if c.get("command") == "run"]
-    duration = (meta.get("parameters") or {}).get("duration")
+    duration = P.written(meta).get("duration")
     calls = [c for c in calls if f"--time={duration}" in c.get("argv", [])] or calls
     lines = []
     kinds = dict.fromkeys((c.get("workload"), "DBSTUDIES_RATE" in (c.get("env") or {})) for c in calls)
@@ -299,7 +300,7 @@ def rerun_command(meta: dict[str, Any]) -> str:
     >>> rerun_command({"study": "x", "parameters": {"profile": "smoke", "threads": [1, 8]}})
     "dbstudies run x --profile smoke -p threads '[1, 8]'"
     """
-    params = meta.get("parameters") or {}
+    params = P.written(meta)
     argv = ["dbstudies", "run", str(meta.get("study")), "--profile", str(params.get("profile"))]
     for name, value, default in against_profile(meta) or [(k, v, None) for k, v in params.items()]:
         if name != "profile" and value != default:
@@ -319,7 +320,7 @@ def design_line(meta: dict[str, Any]) -> str:
     "paired rounds: 6 rounds, the 2 arms of a cell back to back in a balanced order, on 1 server they share, each execution's session given its arm's settings, restarted and warmed up every 2 rounds; verdicts from the per-round log ratios"
     """
     arms = meta.get("arms") or []
-    params = meta.get("parameters") or {}
+    params = P.written(meta)
     plan = meta.get("plan") or []
     return _design(meta, arms, params, plan) + _twins(arms, params)
 

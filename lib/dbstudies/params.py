@@ -151,6 +151,19 @@ def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: 
     return obj
 
 
+def written(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's parameters as its metadata records them (names and values as given, `profile`
+    included; {} for none) — the one place that reads them back: typed, through `recorded`
+    (`Run.params`), or as written for a view that shows or repeats the record (the rerun
+    command, the parameters table).
+
+    >>> written({"parameters": {"profile": "smoke", "threads": [1]}}), written({})
+    ({'profile': 'smoke', 'threads': [1]}, {})
+    """
+    given = meta.get("parameters")
+    return dict(given) if isinstance(given, Mapping) else {}
+
+
 def recorded(cls: type, profiles: Mapping[str, Mapping[str, Any]], parameters: Mapping[str, Any]):
     """A recorded run's parameters as `cls`, typed and not validated (a run is read on a
     machine that may lack its servers): every value it recorded of a field `cls` still has

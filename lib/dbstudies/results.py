@@ -139,7 +139,7 @@ class Run:
     def params(self, study: Any) -> Any:
         """The run's parameters as the `study`'s typed `Params` — the one reader of what a run
         recorded (`params.recorded`: old runs too, unvalidated); a variant's with what it changed."""
-        given = dict(self.metadata.get("parameters") or {})
+        given = P.written(self.metadata)
         given.update({k: v.get("variant") for name, changed in self.variants() if name == self.variant
                       for k, v in changed.items()})
         return P.recorded(study.Params, study.PROFILES, given)
@@ -150,7 +150,7 @@ class Run:
         run = Run(self.path, variant_name(changed))
         run.output_dir.mkdir(parents=True, exist_ok=True)
         _write_json(run.output_dir / "variant.json", {
-            "changed": {k: {"run": (self.metadata.get("parameters") or {}).get(k), "variant": v}
+            "changed": {k: {"run": P.written(self.metadata).get(k), "variant": v}
                         for k, v in changed.items()},
             "created_at": _now()})
         return run

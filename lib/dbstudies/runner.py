@@ -29,7 +29,7 @@ from .ownership import (
     record_end,
     report_command,
 )
-from .params import as_dict
+from .params import as_dict, written
 from .render import conclusion_text, render
 from .results import Run
 from .study import load, notebook_face, notebook_of, reference
@@ -180,7 +180,7 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
         raise StoreError(f"run {run.path.name} is still running (pid "
                          f"{run.metadata['owner']['pid']}); its report is written when it ends")
     meta = run.metadata
-    if not isinstance(meta.get("parameters"), dict) or "study" not in meta:
+    if not written(meta) or "study" not in meta:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
     study = load(reference(meta))  # an unknown study: a clear error
     notebook = notebook_of(study)

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from . import servers
+from .params import written
 
 # the server variables every report shows (where a server has them)
 KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
@@ -107,7 +108,7 @@ def aligned(meta: dict[str, Any]) -> list[str]:
     """The variables a like-for-like run said the same on every server (`servers.ALIGNED`,
     each shown by its `SHOWN_AS` variable); [] for a run with `align = "defaults"`, one with a
     remote server (dbstudies does not configure it), and runs recorded before alignment."""
-    if (meta.get("parameters") or {}).get("align") != "intent" or any(
+    if written(meta).get("align") != "intent" or any(
             s.get("remote") for s in meta.get("servers", [])):  # a remote server is as it runs
         return []
     return [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]

@@ -49,7 +49,7 @@ from .contract import Study, study_name
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
     """A run's parameters beside its profile's values: [(name, value, profile value)];
     None when the run's study or profile is unknown here."""
-    params = meta.get("parameters", {})
+    params = P.written(meta)
     try:
         study = load(reference(meta))
         profile = P.profile_values(study.Params, study.PROFILES, params["profile"])
