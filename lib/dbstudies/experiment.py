@@ -129,7 +129,7 @@ def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.
                   f"{'round and arm' if paired else 'block'})", flush=True)
             (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
             steps = follow
-        chosen = study.profilecells_of(run, p) if getattr(p, "cpu_profile", False) else []
+        chosen = study.profile_cells(run, p) if getattr(p, "cpu_profile", False) else []
         if chosen:  # one round more: each chosen cell on every compared arm (no twin), its server sampled by perf
             compared = [a for a in arms if a.twin_of is None]
             profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
