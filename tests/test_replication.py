@@ -99,6 +99,22 @@ def test_a_recorded_run_replicates_itself_exactly_and_two_recorded_runs_compare_
     assert "over 2 runs" in replication.pooled_lines(pooled, 2)[0]
 
 
+def test_pack_writes_into_a_folder_and_a_place_it_cannot_write_is_one_line(tmp_path, capsys):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    assert cli.main(["pack", str(TARGETED), "--out", str(folder)]) == 0
+    written = list(folder.iterdir())
+    assert [p.name for p in written] == [f"thread_pool-{TARGETED.name}{archive.SUFFIX}"]
+    assert archive.manifest(written[0])["run_id"] == TARGETED.name
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    capsys.readouterr()
+    assert cli.main(["pack", str(TARGETED), "--out", str(blocked / "x.run.tar.gz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dbstudies: cannot write") and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.rglob("*.part")) == []
+
+
 def test_a_packed_run_opens_as_the_run_it_was_and_a_tampered_one_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(archive, "UNPACKED", tmp_path / "unpacked")
     packed = archive.pack(Run(TARGETED), tmp_path / "x.run.tar.gz")
@@ -194,6 +210,13 @@ def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_arch
     assert set(pd.read_csv(tmp_path / "pool.csv")["metric"]) == {"qps", "p95", "p99", "tail"}
     assert cli.main(["runs", str(packed)]) == 0
     assert TARGETED.name in capsys.readouterr().out
+    # a run named twice — as itself, or as its packed copy — counts once: refused, one line
+    for twice in ([TARGETED, TARGETED], [QUICK, TARGETED, packed]):
+        assert cli.main(["pool", *map(str, twice)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"dbstudies: pool: each run counts once; run {TARGETED.name} is named 2 times")
+    assert cli.main(["compare", str(TARGETED), str(TARGETED)]) == 0  # a run with itself: every ratio 1
+    assert "1.00 [" in capsys.readouterr().out
 
 
 def test_clean_removes_the_unpacked_copies_it_can_make_again(tmp_path, monkeypatch, capsys):

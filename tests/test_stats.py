@@ -251,3 +251,18 @@ def test_compare_table_applies_holm_to_verdicts():
     assert t.loc["x", "ratio"] == pytest.approx(1.5, rel=0.05)
     assert (t["p_holm"] >= t["p_value"]).all()
     assert t.loc["z", "p_holm"] > t.loc["z", "p_value"]
+
+
+@pytest.mark.parametrize("n1, n2", [(35, 35), (30, 50), (1, 2000), (49, 51)])
+def test_the_rank_interval_holds_for_large_and_ragged_samples(n1, n2):
+    """Past 2^63 rank arrangements (35 vs 35: C(70, 35) ≈ 1.1e20) the exact interval is still
+    an interval of the pairwise ratios, around the Hodges–Lehmann ratio, with the coverage
+    asked — where int64 counts once overflowed into an IndexError (`dbstudies compare A A`)."""
+    rng = np.random.default_rng(n1 * n2)
+    a, b = np.exp(rng.normal(0, 0.05, n1)), np.exp(rng.normal(0.1, 0.05, n2))
+    ratio, low, high, coverage = stats.rank_ratio_ci(a, b)
+    assert low < ratio < high and 0.95 <= coverage < 0.99
+    if n1 >= 30 and n2 >= 30:
+        assert low < math.exp(0.1) < high
+    same = stats.rank_ratio_ci(b, b)  # a run compared with itself
+    assert same[1] < 1 < same[2] and same[0] == pytest.approx(1)

@@ -10,6 +10,7 @@ sweep's worker sends its finished run back in the same form (`packed`, `received
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -50,16 +51,23 @@ def packed_files(run: Run) -> list[Path]:
 
 
 def pack(run: Run, out: Path | None = None) -> Path:
-    """Write `run` as one archive (default: data/packs/<study>-<run-id>.run.tar.gz): its
-    folder under its run id, and MANIFEST.json (the study, run id, status, and every file's
-    size and SHA-256). A running run cannot be packed."""
-    meta = run.metadata
-    out = Path(out) if out else PACKS / f"{meta['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """Write `run` as one archive (default: data/packs/<study>-<run-id>.run.tar.gz; `out` an
+    existing folder: that name in it): its folder under its run id, and MANIFEST.json (the
+    study, run id, status, and every file's size and SHA-256). A running run cannot be packed;
+    a place that cannot be written is one line (an ArchiveError), and nothing is left behind."""
+    name = f"{run.metadata['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
+    out = Path(out) / name if out and Path(out).is_dir() else Path(out) if out else PACKS / name
     part = out.with_name(out.name + ".part")
-    with open(part, "wb") as f:
-        _write(run, f)
-    part.replace(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(part, "wb") as f:
+            _write(run, f)
+        part.replace(out)
+    except OSError as e:
+        raise ArchiveError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
     return out
 
 

@@ -104,6 +104,13 @@ def _cells(t: pd.DataFrame, keys: list[str]) -> set[tuple[str, ...]]:
 def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     """Per table: `stats.pooled_table` over the runs' effects (each row: a compared arm × cell
     at least two runs measured)."""
+    named: dict[str, list[str]] = {}
+    for r in runs:  # a packed run's copy, or the copy a replication measured from, is the run itself
+        named.setdefault(r.metadata.get("run_id") or r.path.name, []).append(str(r.path))
+    twice = {k: v for k, v in named.items() if len(v) > 1}
+    if twice:
+        raise StoreError("pool: each run counts once; " + "; ".join(
+            f"run {k} is named {len(v)} times ({', '.join(v)})" for k, v in twice.items()))
     if len(runs) < 2:
         raise StoreError("pool: name at least two runs of one study")
     same_comparisons(runs)
