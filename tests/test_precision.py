@@ -62,20 +62,49 @@ def test_a_draw_measured_to_a_target_says_the_same_or_undecided():
     assert stats.within(t.loc[1, "holm_ci_low"], t.loc[1, "holm_ci_high"], 0.05)
     assert not stats.within(t.loc[16, "holm_ci_low"], t.loc[16, "holm_ci_high"], 0.05)
     cells = t.apply(analysis.cell_text, axis=1)
-    assert cells.loc[1].endswith("the same within ±5 %")
-    assert f"undecided: could see {stats.mde_text(t.loc[16, 'target_mde_pct'])}, the target 5 % needs about " \
+    assert cells.loc[1].endswith("the same within −4.8 … +5 %")
+    assert f"undecided: could see {stats.mde_text(t.loc[16, 'target_mde_pct'])}, the target −4.8 … +5 % needs about " \
            f"{int(t.loc[16, 'more_pairs'])} more rounds" in cells.loc[16]
     assert cells.loc[256].endswith("undecided: precise to the target (could see "
-                                   f"{t.loc[256, 'target_mde_pct']:.1f} %), but its interval reaches past ±5 %")
-    assert analysis.verdicts(t) == "1 better, 1 the same within ±5 %, 2 undecided"
+                                   f"{t.loc[256, 'target_mde_pct']:.1f} %), but its interval reaches past −4.8 … +5 %")
+    assert analysis.verdicts(t) == "1 better, 1 the same within −4.8 … +5 %, 2 undecided"
     summary = analysis.verdict_summary({"throughput": t}).iloc[0]
-    assert (summary["better"], summary["draw"], summary["same within target"], summary["undecided"]) == (1, 0, 1, 2)
+    assert (summary["better"], summary["draw"], summary["the same"], summary["undecided"]) == (1, 0, 1, 2)
     said = words.candidate_clause(t)
-    assert "the same within ±5 % at 1 client thread" in said and "undecided at 16 client threads" in said
-    assert "undecided at 256 client threads (1 of 4 cells: precise to the target, but the interval reaches past ±5 %)" in said
+    assert "the same within −4.8 … +5 % at 1 client thread" in said and "undecided at 16 client threads" in said
+    assert ("undecided at 256 client threads (1 of 4 cells: precise to the target, but the interval reaches past "
+            "−4.8 … +5 %)") in said
     assert "no detectable difference" not in said  # a draw measured to a target is never a plain draw here
     # without a target nothing changes: no reading columns, plain draws
-    assert "same within target" not in analysis.verdict_summary({"t": t.drop(columns=["reading"])}).columns
+    assert "the same" not in analysis.verdict_summary({"t": t.drop(columns=["reading"])}).columns
+
+
+def test_a_stable_effect_never_reads_the_same_under_a_wide_target():
+    """A target of 20 % beside a draw threshold of 5 %: a draw whose interval lies inside the
+    target's band but reaches past the threshold's is *within the target*, not shown to
+    exceed 5 % nor to be under it — never "the same" (a −9 % effect read "the same within
+    ±20 %" in one run and "worse" in the next); "the same" keeps to the threshold's band, and
+    every word agrees with the interval printed beside it."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for threads, n, sd, effect in ((1, 12, 0.01, 0.0), (16, 12, 0.06, -0.04), (64, 30, 0.04, -0.10)):
+        for r, d in enumerate(rng.normal(0, sd, n) + effect):
+            rows += [{"workload": "w", "threads": threads, "arm": "A", "repeat": r + 1, "qps": 1000.0},
+                     {"workload": "w", "threads": threads, "arm": "B", "repeat": r + 1, "qps": 1000.0 * math.exp(d)}]
+    t = stats.paired_table(pd.DataFrame(rows), by=["workload", "threads"], factor="arm", baseline="A",
+                           candidates=["B"], value="qps", threshold=0.05)
+    t = stats.target_readings(t.assign(baseline="A"), 0.2, threshold=0.05).set_index("threads", drop=False)
+    assert list(t["reading"]) == ["same", "bounded", ""] and t.loc[64, "verdict"] == "worse"
+    for r in t.itertuples():  # the words and the interval: one rule
+        lo, hi = r.holm_ci_low, r.holm_ci_high
+        if r.reading == "same":
+            assert stats.within(lo, hi, 0.05)
+        if r.reading == "bounded":
+            assert stats.within(lo, hi, 0.2) and not stats.within(lo, hi, 0.05) and lo < 1 < hi
+    cells = t.apply(analysis.cell_text, axis=1)
+    assert cells.loc[16].endswith("within the target's −16.7 … +20 %: not shown to exceed 5 %, nor to be under it")
+    said = words.candidate_clause(t)
+    assert "within the target's −16.7 … +20 % at 16 client threads" in said and "the same within −4.8 … +5 %" in said
 
 
 def test_a_target_below_the_draw_threshold_lowers_it():

@@ -308,8 +308,9 @@ def rerun_command(meta: dict[str, Any]) -> str:
     return shlex.join(argv)
 
 
-def design_line(meta: dict[str, Any]) -> str:
-    """How the run was measured, in one line (from its metadata: design, arms, plan).
+def design_line(meta: dict[str, Any], steps: Any = None) -> str:
+    """How the run was measured, in one line (from its metadata: design, arms, plan), and,
+    given its measured steps, what it measured as it ran (`as_ran`).
 
     >>> plan = [{"repeat": r, "pair": 2 * r + c} for r in range(1, 17) for c in (0, 1) for arm in "AB"]
     >>> design_line({"design": "paired", "arms": [{"label": "A"}, {"label": "B"}], "rounds_done": 16,
@@ -322,7 +323,28 @@ def design_line(meta: dict[str, Any]) -> str:
     arms = meta.get("arms") or []
     params = P.written(meta)
     plan = meta.get("plan") or []
-    return _design(meta, arms, params, plan) + _twins(arms, params)
+    ran = as_ran(steps)
+    return _design(meta, arms, params, plan) + _twins(arms, params) + (f"; as it ran: {ran}" if ran else "")
+
+
+def as_ran(steps: Any) -> str:
+    """What a run measured, counted from its measured steps (`results.measured`): steps,
+    rounds (or repeats), and pairs per cell and arm — as it ran, whatever the plan said.
+
+    >>> import pandas as pd
+    >>> steps = pd.DataFrame({"repeat": [1, 1, 2, 2, 3, 3], "arm": ["A", "B"] * 3, "workload": ["w"] * 6,
+    ...                       "threads": [1, 1, 1, 1, 8, 8], "pair": [1, 1, 2, 2, 3, 3]})
+    >>> as_ran(steps)
+    '6 measured steps in 3 rounds; 1–2 pairs per cell'
+    """
+    if steps is None or len(steps) == 0 or "repeat" not in steps:
+        return ""
+    cell = [c for c in ("workload", "threads", "rate") if c in steps]
+    per = steps.groupby([*cell, "arm"]).size()
+    paired = "pair" in steps and bool((steps["pair"] > 0).any())
+    unit, count = ("rounds", "pairs per cell") if paired else ("repeats", "repeats per cell and arm")
+    n = f"{per.min()}" if per.min() == per.max() else f"{per.min()}–{per.max()}"
+    return f"{len(steps)} measured steps in {steps['repeat'].nunique()} {unit}; {n} {count}"
 
 
 def _twins(arms: list[dict[str, Any]], params: dict[str, Any]) -> str:

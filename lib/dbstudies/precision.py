@@ -150,16 +150,20 @@ def fund(short: pd.DataFrame, seconds: Callable[[Any], float], remaining: float,
 def record(record: dict[str, Any], short: pd.DataFrame, left: list[Any], repeat: int) -> dict[str, Any]:
     """The run's `precision` metadata after `repeat` rounds: per cell its pairs, the pairs
     still to go (`more`; `hope` at its variance's lower bound; None: out of reach), its MDE
-    per metric, and whether the budget left it."""
+    per metric, the metrics still short of their target with the pairs each still needs
+    (`short_on`; None: out of reach), and whether the budget left it."""
     cells = []
     for r in short.to_dict("records"):
         more = r["more"]
         hope = r.get("hope", more)
+        short_on = {k.removeprefix("needs_"): (int(v - r["pairs"]) if math.isfinite(v) else None)
+                    for k, v in r.items() if k.startswith("needs_") and v == v and v > r["pairs"]}
         cells.append({"cell": list(r["cell"]), "pairs": int(r["pairs"]),
                       "more": int(more) if math.isfinite(more) else None,
                       "hope": int(hope) if math.isfinite(hope) else None, "left": r["cell"] in left,
                       "mde_pct": {k.removeprefix("mde_"): round(float(v), 2) for k, v in r.items()
-                                  if k.startswith("mde_") and v == v}})
+                                  if k.startswith("mde_") and v == v},
+                      "short_on": short_on})
     return {**record, "rounds": repeat, "cells": cells}
 
 

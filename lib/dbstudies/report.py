@@ -337,7 +337,8 @@ def setup(run: Run, said: Answer | None = None) -> None:
     from .stats import reachability
     meta = run.metadata
     plots.palette([a["label"] for a in meta.get("arms", [])])
-    parts = [f"<p><b>Design.</b> {_e(design_line(meta))}.</p>"]
+    steps = results.measured(run) if run.has_table("steps") else None
+    parts = [f"<p><b>Design.</b> {_e(design_line(meta, steps))}.</p>"]
     tables = said.verdict_tables() if said is not None else {}
     reach = [(name, reachability(rel)) for name, rel in tables.items()
              if rel is not None and not rel.empty and "mde_pct" in rel]

@@ -206,9 +206,11 @@ def describe(study: Study, p: StudyParams) -> str:
     said = study.describe(p, n)
     if said is None:
         arms = arms_of(study, p)
-        said = (f"{n} measured steps: {p.repeats} "
+        said = (f"the plan: {n} measured steps, {p.repeats} "
                 f"{'rounds' if design(p) == 'paired' else 'repeats'} × {len(arms)} arms "
-                f"({', '.join(a.label for a in arms)})")
+                f"({', '.join(a.label for a in arms)})"
+                + (", then rounds only for the cells short of the target as the budget allows"
+                   if getattr(p, "target", None) else ""))
     seconds = estimated_seconds(study, p)
     return f"{said}; about " + (f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
 

@@ -185,34 +185,48 @@ def to_target(rel: pd.DataFrame, p: Any, metric: str | None) -> pd.DataFrame:
     target = target_of(p, metric)
     if not target or rel.empty or "sd_diff" not in rel:
         return rel
-    return stats.target_readings(rel, target)
+    return stats.target_readings(rel, target, threshold=p.draw_threshold)
+
+
+def _threshold_pct(r: Any) -> float:
+    """The draw threshold a row's reading used, in % (a table read before it was recorded: 5)."""
+    v = field(r, "threshold_pct")
+    return float(v) if v is not None and v == v else stats.THRESHOLD * 100
 
 
 def verdict_text(r: Any) -> str:
     """A comparison's verdict as a table says it: better, worse, draw — or, measured to a
-    precision target, *the same within ±5 %* or *undecided* with what the cell could see.
+    precision target, what its interval says (`stats.reading_of`), its band as applied.
 
-    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "same", "target_pct": 5.0}))
-    'the same within ±5 %'
+    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "same", "target_pct": 20.0, "threshold_pct": 5.0}))
+    'the same within −4.8 … +5 %'
+    >>> verdict_text(pd.Series({"verdict": "draw", "reading": "bounded", "target_pct": 20.0, "threshold_pct": 5.0}))
+    "within the target's −16.7 … +20 %: not shown to exceed 5 %, nor to be under it"
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 25.0,
     ...                         "target_mde_pct": 38.2, "more_pairs": 14}))
-    'undecided: could see 38 %, the target 25 % needs about 14 more rounds'
+    'undecided: could see 38 %, the target −20.0 … +25 % needs about 14 more rounds'
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 5.0,
     ...                         "target_mde_pct": 4.9, "more_pairs": 0}))
-    'undecided: precise to the target (could see 4.9 %), but its interval reaches past ±5 %'
+    'undecided: precise to the target (could see 4.9 %), but its interval reaches past −4.8 … +5 %'
     """
     reading = field(r, "reading")
+    if reading not in ("same", "bounded", "undecided"):
+        return str(field(r, "verdict"))
+    target = stats.bounds_text(field(r, "target_pct") / 100)
     if reading == "same":
-        return f"the same within ±{field(r, 'target_pct'):g} %"
+        return f"the same within {stats.bounds_text(_threshold_pct(r) / 100)}"
+    if reading == "bounded":
+        return (f"within the target's {target}: not shown to exceed {_threshold_pct(r):g} %, "
+                "nor to be under it")
     if reading == "undecided" and not field(r, "more_pairs"):
         return (f"undecided: precise to the target (could see {field(r, 'target_mde_pct'):.1f} %), but its "
-                f"interval reaches past ±{field(r, 'target_pct'):g} %")
+                f"interval reaches past {target}")
     if reading == "undecided":
         more = field(r, "more_pairs")
         need = ("is out of reach" if not more < float("inf") else
                 f"needs about {int(more)} more round{'s' if more != 1 else ''}")
         return (f"undecided: could see {stats.mde_text(field(r, 'target_mde_pct'))}, the target "
-                f"{field(r, 'target_pct'):g} % {need}")
+                f"{target} {need}")
     return str(field(r, "verdict"))
 
 
@@ -336,15 +350,18 @@ def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
         rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)),
                      "n": len(tested), "better": int(counts.get("better", 0)),
                      "worse": int(counts.get("worse", 0)),
-                     "draw": int(counts.get("draw", 0) - readings.get("same", 0) - readings.get("undecided", 0)),
-                     "same within target": int(readings.get("same", 0)),
+                     "draw": int(counts.get("draw", 0) - readings.get("same", 0) - readings.get("bounded", 0)
+                                 - readings.get("undecided", 0)),
+                     "the same": int(readings.get("same", 0)),
+                     "within target": int(readings.get("bounded", 0)),
                      "undecided": int(readings.get("undecided", 0)),
                      "largest difference": largest,
                      "MDE, median cell": stats.mde_text(mde) if mde == mde else "–"})
     out = pd.DataFrame(rows, columns=["comparison", "compared", "n", "better", "worse", "draw",
-                                      "same within target", "undecided", "largest difference", "MDE, median cell"])
+                                      "the same", "within target", "undecided", "largest difference",
+                                      "MDE, median cell"])
     judged = any("reading" in rel for rel in tables.values() if rel is not None)  # measured to a target
-    return out if judged else out.drop(columns=["same within target", "undecided"])
+    return out if judged else out.drop(columns=["the same", "within target", "undecided"])
 
 
 def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
@@ -359,13 +376,14 @@ def threads(n: int) -> str:
 
 
 def verdicts(rel: pd.DataFrame) -> str:
-    """'2 better, 5 draw' for a table (measured to a target: '1 better, 4 the same within ±5 %, 2 undecided')."""
+    """'2 better, 5 draw' for a table (measured to a target: '1 better, 4 the same within −4.8 … +5 %,
+    1 within the target, 2 undecided')."""
     order = list(stats.VERDICTS)
     if "reading" in rel:
-        same = f"the same within ±{rel['target_pct'].iloc[0]:g} %"
-        order = ["better", "worse", same, "undecided", "draw"]
-        rel = rel.assign(verdict=[same if g == "same" else "undecided" if g == "undecided" else v
-                                  for v, g in zip(rel["verdict"], rel["reading"])])
+        same = f"the same within {stats.bounds_text(_threshold_pct(rel.iloc[0]) / 100)}"
+        order = ["better", "worse", same, "within the target", "undecided", "draw"]
+        word = {"same": same, "bounded": "within the target", "undecided": "undecided"}
+        rel = rel.assign(verdict=[word.get(g, v) for v, g in zip(rel["verdict"], rel["reading"])])
     counts = rel["verdict"].value_counts().to_dict()
     known = [f"{counts[v]} {v}" for v in order if v in counts]
     return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in order])

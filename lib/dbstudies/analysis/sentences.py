@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
-from . import p_text, signed, threads, verdicts
+from . import adjusted, interval, p_text, signed, threads, verdicts
 
 
 def peak_lines(summ: pd.DataFrame) -> list[str]:
@@ -42,15 +42,28 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str,
         metric, what, rel = c.key, c.words, tables.get(c.key)
         if rel is None or rel.empty:
             continue
-        big = rel.loc[rel["delta_pct"].abs().idxmax()]
-        who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
         n = int((~rel["verdict"].astype(str).str.startswith("not available")).sum())
-        lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: "
-                     f"{verdicts(rel)}; largest "
-                     f"difference {signed(big.delta_pct)} ({who}{big.workload}, "
-                     f"{threads(big.threads)}, {_judged(big)}{_client(tables.get('client') if metric == throughput(comparisons) else None, big)}).")
+        lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: {verdicts(rel)}; "
+                     + _largest(rel, tables.get("client") if metric == throughput(comparisons) else None) + ".")
         lines += [f"  - {stats.reach_short(rel)}."]
     return lines
+
+
+def _largest(rel: pd.DataFrame, client: pd.DataFrame | None) -> str:
+    """The largest difference of a table, with its interval — among the cells that reached
+    their precision target (a verdict reached on a cell's first few pairs is never the
+    headline: it does not survive a rerun); how many cells were left short."""
+    tested = rel[rel["delta_pct"].notna()]
+    short = tested["short"].fillna(False).astype(bool) if "short" in tested else pd.Series(False, index=tested.index)
+    at_target = tested[~short]
+    left = f"; {int(short.sum())} cell{'s' if short.sum() != 1 else ''} left short of the target not counted" \
+        if short.any() else ""
+    if at_target.empty:
+        return "no cell reached its target" + left.replace(" not counted", "")
+    big = at_target.loc[at_target["delta_pct"].abs().idxmax()]
+    who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
+    return (f"largest difference {signed(big.delta_pct)} {interval(big, *adjusted(big))} ({who}{big.workload}, "
+            f"{threads(big.threads)}, {_judged(big)}{_client(client, big)}){left}")
 
 
 def _client(client: pd.DataFrame | None, r: Any) -> str:

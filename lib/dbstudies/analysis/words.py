@@ -161,13 +161,21 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
     draws = tested[tested["verdict"] == "draw"]
     reading = draws["reading"] if "reading" in draws else pd.Series("", index=draws.index)
     equal = draws[reading == "same"]
-    if len(equal):  # measured to a target: the interval inside ±target
-        out.append(" ".join(x for x in (f"the same within ±{equal['target_pct'].iloc[0]:g} %", where(equal, full),
+    if len(equal):  # measured to a target: the interval inside the draw threshold's band
+        band = stats.bounds_text(float(equal["threshold_pct"].iloc[0]) / 100 if "threshold_pct" in equal
+                                 else stats.THRESHOLD)
+        out.append(" ".join(x for x in (f"the same within {band}", where(equal, full),
                                          f"({_cells(len(equal), total)})") if x))
+    target = stats.bounds_text(float(draws["target_pct"].iloc[0]) / 100) if "target_pct" in draws and len(draws) else ""
+    bounded = draws[reading == "bounded"]
+    if len(bounded):  # inside the target's band, not the threshold's: neither shown
+        out.append(" ".join(x for x in (f"within the target's {target}", where(bounded, full),
+                                         f"({_cells(len(bounded), total)}: not shown to exceed "
+                                         f"{float(bounded['threshold_pct'].iloc[0]):g} %, nor to be under it)") if x))
     wide = draws[(reading == "undecided") & (draws.get("more_pairs", 0) == 0)] if "more_pairs" in draws else draws.iloc[:0]
     if len(wide):  # precise to the target, yet its interval reaches past it
         out.append(" ".join(x for x in ("undecided", where(wide, full), f"({_cells(len(wide), total)}: precise to "
-                                         f"the target, but the interval reaches past ±{wide['target_pct'].iloc[0]:g} %)") if x))
+                                         f"the target, but the interval reaches past {target})") if x))
     open_ = draws[(reading == "undecided") & ~draws.index.isin(wide.index)]
     if len(open_):  # measured to a target and still above it
         more = open_["more_pairs"][open_["more_pairs"] < float("inf")].astype(int)
@@ -176,8 +184,8 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
         out.append(" ".join(x for x in ("undecided", where(open_, full),
                                          f"({_cells(len(open_), total)}: could see "
                                          f"{stats.mde_text(open_['target_mde_pct'].median())} in the median one, "
-                                         f"the target is {open_['target_pct'].iloc[0]:g} %; {need})") if x))
-    same = draws[~reading.isin(["same", "undecided"])]
+                                         f"the target is {target}; {need})") if x))
+    same = draws[~reading.isin(["same", "bounded", "undecided"])]
     if len(same):
         mde = same["mde_pct"].dropna() if "mde_pct" in same else pd.Series(dtype=float)
         seen = (f"; it could have seen {stats.mde_text(mde.median())} or more" if len(mde) and

@@ -16,38 +16,51 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     >>> t = pd.DataFrame({"n_baseline": [5, 5], "n_candidate": [5, 5], "mde_pct": [12.0, 20.0]})
     >>> reachability(t)[0]
     'Minimum detectable effect 16 % in the median cell (12–20 % across cells; 5 repeats per side, 2 comparisons, Holm-corrected, 80 % power): a smaller true difference may come out draw'
+    >>> paired = pd.DataFrame({"n_baseline": [4, 38], "n_candidate": [4, 38], "mde_pct": [60.0, 9.0],
+    ...                        "sd_diff": [0.1, 0.1], "p_value": [0.2, 0.001]})
+    >>> reachability(paired)[1]
+    'The rank test (robustness column) cannot reach p < 0.05 after Holm over 2 comparisons in 1 of 2 cells (those with 4 pairs or fewer) with 4 pairs (its floor there is 0.25)'
     """
     if table.empty:
         return ["No comparison was possible (a configuration has no measurements)"]
     paired = is_paired_table(table)
-    n = int(table[["n_baseline", "n_candidate"]].min().min())
+    per_cell = table[["n_baseline", "n_candidate"]].min(axis=1).dropna()  # a cell not compared: none
+    if per_cell.empty:
+        return ["No comparison was possible (a configuration has no measurements)"]
+    n, most = int(per_cell.min()), int(per_cell.max())
     m = int(table["p_value"].notna().sum()) if "p_value" in table else len(table)  # tested rows
     unit = "pair(s) per cell" if paired else "repeat(s) per configuration"
-    if n < 2:
+    if most < 2:
         return [f"With {n} {unit} no noise can be estimated, so no verdict is possible by "
                 f"construction: every cell is a draw (use {'rounds' if paired else 'repeats'} ≥ 3)"]
     mdes = table["mde_pct"].dropna()
     if mdes.empty:
-        return [f"No cell could be tested ({n} {unit} at most, or no noise to estimate): every "
+        return [f"No cell could be tested ({most} {unit} at most, or no noise to estimate): every "
                 "cell is a draw by construction"]
     lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
     spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
               f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
+    count = f"{n}" if n == most else f"{n}–{most}"
     if paired:
         d0 = float(table["prior_df"].max()) if "prior_df" in table else 0.0
-        how = (f"{n} pairs per cell (paired rounds, t on the pairs' log ratios"
+        how = (f"{count} pairs per cell (paired rounds, t on the pairs' log ratios"
                + (f", variance moderated across the cells: +{d0:.0f} df" if d0 > 0 else "") + ")")
-        floor = min_signed_rank_p(n) * m
+        floors = per_cell.map(lambda k: min_signed_rank_p(int(k)) * m)
     else:
-        how = f"{n} repeats per side"
-        floor = min_p_value(n, n) * m
+        how = f"{count} repeats per side"
+        floors = per_cell.map(lambda k: min_p_value(int(k), int(k)) * m)
     lines = [f"Minimum detectable effect {mde_text(mdes.median())} in the median cell ({spread}; "
              f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
              "smaller true difference may come out draw"]
-    if floor >= alpha:
+    blocked = per_cell[floors >= alpha]
+    if len(blocked):
+        cells = ("" if len(blocked) == len(per_cell) else
+                 f" in {len(blocked)} of {len(per_cell)} cells (those with {int(blocked.max())} "
+                 f"{'pairs' if paired else 'repeats'} or fewer)")
         lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
-                     f"over {m} comparison{'s' if m != 1 else ''} with {n} {'pairs' if paired else 'repeats'} "
-                     f"(its floor is {min(floor, 1):.2g})")
+                     f"over {m} comparison{'s' if m != 1 else ''}{cells} with "
+                     f"{int(blocked.min()) if blocked.min() == blocked.max() else f'{int(blocked.min())}–{int(blocked.max())}'} "
+                     f"{'pairs' if paired else 'repeats'} (its floor there is {min(floors[blocked.index].min(), 1):.2g})")
     return lines
 
 

@@ -61,33 +61,83 @@ def within(low: float, high: float, target: float) -> bool:
     return bool(low > 0 and high > 0 and -bound < math.log(low) and math.log(high) < bound)
 
 
-def target_readings(table: pd.DataFrame, target: float, *, alpha: float = ALPHA,
-                    power: float = POWER) -> pd.DataFrame:
+def bounds_text(fraction: float) -> str:
+    """The band a fraction means on the log scale, as applied (÷ … × (1 + fraction)), in %.
+
+    >>> bounds_text(0.2), bounds_text(0.05)
+    ('−16.7 … +20 %', '−4.8 … +5 %')
+    """
+    low = (1 / (1 + fraction) - 1) * 100
+    return f"{low:.1f} … +{fraction * 100:g} %".replace("-", "−")
+
+
+def reading_of(verdict: str, low: float, high: float, threshold: float, target: float) -> str:
+    """What a draw says about a cell measured to a precision `target`, with its draw
+    `threshold` — one rule behind each word: "same" when its interval lies inside the draw
+    threshold's band (shown smaller than a difference that counts), "bounded" when inside
+    the target's band only (not shown to exceed the threshold, nor to be under it),
+    "undecided" otherwise; "" for a better or worse verdict. Bands are symmetric on the log
+    scale (`within`; `bounds_text` says them as applied).
+
+    >>> [reading_of("draw", lo, hi, 0.05, 0.2) for lo, hi in ((0.97, 1.04), (0.85, 1.02), (0.80, 1.1))]
+    ['same', 'bounded', 'undecided']
+    >>> reading_of("worse", 0.82, 0.97, 0.05, 0.2)
+    ''
+    """
+    if verdict != "draw":
+        return ""
+    return ("same" if within(low, high, threshold) else "bounded" if within(low, high, max(target, threshold))
+            else "undecided")
+
+
+def target_readings(table: pd.DataFrame, target: float, *, threshold: float = THRESHOLD,
+                    alpha: float = ALPHA, power: float = POWER) -> pd.DataFrame:
     """A paired table (`paired_table`) measured to a precision `target` (a fraction), with
-    what each draw says: `reading` "same" when the Holm-adjusted interval lies inside
-    ±target (`within`), else "undecided" — its MDE (`target_mde_pct`, without the draw
-    threshold) still above the target, with `more_pairs` the pairs its noise says it still
-    needs, or (`more_pairs` 0) precise to the target but with an interval reaching past
-    ±target: a difference of the target's size neither shown nor ruled out. A better or
-    worse verdict reads "". `target_pct` is the target in %."""
+    what each draw says (`reading_of`, on its Holm-adjusted interval): "same", "bounded" or
+    "undecided" — an undecided cell's MDE (`target_mde_pct`, without the draw threshold)
+    still above the target, with `more_pairs` the pairs it still needs as the loop judges it
+    (its pairs' spread about zero, `about_zero`, moderated across the table's cells), or
+    (`more_pairs` 0) precise to the target but with an interval reaching past the target's
+    band. `short`: the cell's MDE still above the target (whatever its verdict: a verdict it
+    reached on few pairs). `target_pct` and `threshold_pct`: both in %."""
     if table.empty:
-        return table.assign(target_pct=[], target_mde_pct=[], reading=[], more_pairs=[])
+        return table.assign(target_pct=[], threshold_pct=[], target_mde_pct=[], reading=[], short=[], more_pairs=[])
     m = max(int(table["p_value"].notna().sum()), 1)
+    n = table["n_baseline"].fillna(0).astype(int).to_numpy()  # a censored query: not tested
+    raw = spread_about_zero(table)
+    ok = np.isfinite(raw) & (n >= 2)
+    s0, d0 = np.full(len(raw), np.nan), 0.0
+    if ok.any():
+        s0[ok], _, d0 = moderated(raw[ok], (n[ok] - 1).astype(float))
     rows = []
-    for r in table.itertuples(index=False):
-        n, sd, df, prior = r.n_baseline, float(r.sd_diff), float(r.df), float(getattr(r, "prior_df", 0.0))
-        n = int(n) if n == n else 0  # a censored query: not tested
-        mde = paired_mde(sd, n, m, df, alpha=alpha, power=power, threshold=0) if n >= 2 else math.nan
-        need = rounds_for(sd, target, m, prior, alpha=alpha, power=power)
+    for i, r in enumerate(table.itertuples(index=False)):
+        mde = (paired_mde(float(r.sd_diff), n[i], m, float(r.df), alpha=alpha, power=power, threshold=0)
+               if n[i] >= 2 else math.nan)
         holm_low = getattr(r, "holm_ci_low", math.nan)
         lo, hi = (holm_low, r.holm_ci_high) if holm_low == holm_low else (r.ci_low, r.ci_high)
-        short = not mde <= target
-        reading = "" if r.verdict != "draw" else "same" if within(lo, hi, target) else "undecided"
-        rows.append({"target_mde_pct": mde * 100, "reading": reading,
-                     "more_pairs": (max(need - n, 1) if math.isfinite(need) else math.inf)
-                     if reading == "undecided" and short else 0})
+        reading = reading_of(r.verdict, lo, hi, threshold, target)
+        need = rounds_for(math.sqrt(s0[i]), target, m, d0, alpha=alpha, power=power) if s0[i] == s0[i] else math.inf
+        rows.append({"target_mde_pct": mde * 100, "reading": reading, "short": not mde <= target,
+                     "more_pairs": (max(need - n[i], 1) if math.isfinite(need) else math.inf)
+                     if reading == "undecided" and not mde <= target else 0})
     extra = pd.DataFrame(rows, index=table.index)
-    return table.assign(target_pct=target * 100, **{c: extra[c] for c in extra})
+    return table.assign(target_pct=target * 100, threshold_pct=threshold * 100, **{c: extra[c] for c in extra})
+
+
+def spread_about_zero(table: pd.DataFrame) -> np.ndarray:
+    """Each row's `about_zero` from its summary: Σd² / (n − 1) = s² + n / (n − 1) · (mean d)²,
+    the mean log ratio being log(`ratio`); NaN below two pairs.
+
+    >>> d = np.log([1.1, 0.95, 1.2])
+    >>> t = pd.DataFrame({"sd_diff": [d.std(ddof=1)], "n_baseline": [3], "ratio": [np.exp(d.mean())]})
+    >>> round(float(spread_about_zero(t)[0]), 9) == round(about_zero(d), 9)
+    True
+    """
+    n = table["n_baseline"].astype(float).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (table["sd_diff"].astype(float).to_numpy() ** 2
+               + n / (n - 1) * np.log(table["ratio"].astype(float).to_numpy()) ** 2)
+    return np.where(n >= 2, out, np.nan)
 
 
 def about_zero(d: Sequence[float]) -> float:
@@ -186,15 +236,27 @@ def adaptive_on_resamples(d: np.ndarray, m: int, target: float, *, first: int = 
     return pd.DataFrame(rows)
 
 
-def target_words(aimed: dict[str, Any]) -> str:
-    """A run's precision target and how its rounds to it ended (`precision.record`), in words.
+def target_words(aimed: dict[str, Any], most: int = 3) -> str:
+    """A run's precision target and how its rounds to it ended (`precision.record`), in words:
+    the pairs per cell, and the cells the budget left short — which metric, how many pairs more.
 
     >>> target_words({"target": {"qps": 0.05, "p95": 0.25}, "stopped": "every cell met its target",
     ...                  "cells": [{"pairs": 4}, {"pairs": 19}]})
     'QPS 5 %, p95 25 %; every cell met its target; 4–19 pairs per cell'
+    >>> target_words({"target": {"p95": 0.25}, "stopped": "1 cell short of the target needs more rounds "
+    ...               "than the budget has left", "cells": [{"cell": ["oltp_point_select", 256], "pairs": 13,
+    ...               "left": True, "short_on": {"p95": 304}}, {"cell": ["oltp_read_only", 1], "pairs": 4}]})
+    'p95 25 %; 1 cell short of the target needs more rounds than the budget has left (oltp_point_select 256: p95 ≈ 304 pairs more); 4–13 pairs per cell'
     """
     target = ", ".join(f"{'QPS' if k == 'qps' else k} {v * 100:g} %" for k, v in aimed["target"].items())
-    pairs = [c["pairs"] for c in aimed.get("cells") or []]
+    cells = aimed.get("cells") or []
+    pairs = [c["pairs"] for c in cells]
     spread = (f"; {min(pairs)}–{max(pairs)} pairs per cell" if pairs and min(pairs) != max(pairs)
               else f"; {pairs[0]} pairs per cell" if pairs else "")
-    return target + (f"; {aimed['stopped']}" if aimed.get("stopped") else "") + spread
+    left = [c for c in cells if c.get("left") and c.get("short_on")]
+    named = [" ".join(map(str, c["cell"])) + ": " + ", ".join(
+                 f"{'QPS' if k == 'qps' else k} " + (f"≈ {n:,} pairs more" if n is not None else "out of reach")
+                 for k, n in c["short_on"].items()) for c in left[:most]]
+    which = (f" ({'; '.join(named)}" + (f"; and {len(left) - most} more" if len(left) > most else "") + ")"
+             if named else "")
+    return target + (f"; {aimed['stopped']}{which}" if aimed.get("stopped") else "") + spread
