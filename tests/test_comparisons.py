@@ -35,7 +35,7 @@ def test_a_comparison_added_to_the_kind_reaches_every_view(with_mean):
     said = tp.answer(run, p)
     assert said.verdicts["mean latency"] == "mean" and len(said["mean"]) == 8
     assert set(said["mean"]["verdict"]) <= {"better", "worse", "draw"}
-    assert "**Mean latency** against one-thread-per-connection" in answer_text(said)[0]
+    assert "**Mean latency** against one-thread-per-connection" in answer_text(said).lead + answer_text(said).more
     # a target may name it (and still nothing else)
     assert checks.resolve(tp, "quick", target={"mean": 0.2}, budget=30).target == {"mean": 0.2}
     with pytest.raises(ParamError, match=r"\(qps, p95, p99, tail, mean\)"):

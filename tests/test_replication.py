@@ -258,3 +258,23 @@ def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_a
     assert f"Did the answer of run {original.name} replicate?" in html and "ratio of the effects" in html
     assert "Every server flavour ran the same build in both runs" in html
     assert (replica / "figures" / "replication.png").is_file()
+
+
+def test_compare_and_pool_name_the_same_cells_where_two_runs_disagree():
+    """One test for "the runs disagree": a cell whose two effects differ beyond a Welch t on
+    few pairs (small df) but would pass Cochran's z is called so by neither `compare` nor
+    `pool`; one that differs clearly by both; and `compare`'s interval, Holm-adjusted,
+    excludes 1 exactly where its word says the runs differ."""
+    keys = ["cell"]
+    a = pd.DataFrame({"cell": ["steady", "few pairs", "moved"], "ratio": [0.80, 0.68, 0.80],
+                      "ci_low": [0.75, 0.50, 0.76], "ci_high": [0.85, 0.92, 0.84], "df": [30.0, 3.0, 30.0],
+                      "verdict": ["worse"] * 3})
+    b = a.assign(ratio=[0.81, 0.94, 1.02], ci_low=[0.76, 0.88, 0.98], ci_high=[0.86, 1.00, 1.06],
+                 df=[30.0, 30.0, 30.0], verdict=["worse", "worse", "draw"])
+    compared = stats.replication_table(a, b, keys).set_index("cell")
+    pooled = stats.pooled_table([a, b], keys).set_index("cell")
+    differ = set(compared.index[compared["word"] == stats.NOT_REPLICATED])
+    assert differ == set(pooled.index[pooled["p_het_holm"] < stats.ALPHA]) == {"moved"}
+    assert compared["p_value"].round(9).tolist() == pooled.loc[compared.index, "p_het"].round(9).tolist()
+    for cell, r in compared.iterrows():
+        assert (r.rr_holm_low > 1 or r.rr_holm_high < 1) == (r.p_holm < stats.ALPHA), cell

@@ -88,15 +88,15 @@ def _fmt(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
-    """The HTML block that opens every report (`stopped`: where the analysis stopped)."""
+def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
+    """What opens every report, in two parts: the top (a banner where the run did not
+    complete or its analysis stopped — `stopped`: where —, then the set-up in one line) and
+    the run's facts with its parameters, folded, for below the answer."""
     meta = run.metadata
     git = meta.get("dbstudies") or {}
     commit = (f"commit {git['commit'][:12]}" if git.get("commit") else "commit unknown") \
         + (" (dirty)" if git.get("dirty") else "")
-    status = meta.get("status")
-    banner = _banner(run, stopped)
-    facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", status),
+    facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", meta.get("status")),
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
              ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
              ("storage", _storage((meta.get("host") or {}).get("storage"))),
@@ -111,8 +111,34 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> str:
             f"{'its default' if c.get('run') is None else repr(c.get('run'))})" for k, c in changed.items())
             + " — nothing measured again"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + _sweep_row(run)
-    return (f"<section class='dbs-header'>{banner}<table class='dbs-facts'>{rows}</table>"
-            f"<details><summary>Parameters</summary>{_parameters(meta)}</details></section>")
+    top = (f"<section class='dbs-header'>{_banner(run, stopped)}"
+           f"<p class='dbs-setupline'>{_e(setup_line(meta))}</p></section>")
+    folded = (f"<section class='dbs-header'><details><summary>The run's facts and parameters</summary>"
+              f"<table class='dbs-facts'>{rows}</table>{_parameters(meta)}</details></section>")
+    return top, folded
+
+
+def setup_line(meta: dict[str, Any]) -> str:
+    """The set-up in one line: the host (machine, CPUs with threads per core, CPU model), the
+    servers, sysbench, and the run.
+
+    >>> setup_line({"host": {"virtual_machine": "kvm", "cpu_model": "AMD EPYC", "cpus": 2, "threads_per_core": 1},
+    ...             "servers": [{"flavour": "mariadb-10.11", "version": "10.11.19-MariaDB-0+deb12u1"}],
+    ...             "sysbench": {"version": "1.0.20"}, "run_id": "20261126T211644Z-f2875f", "status": "complete"})
+    'virtual machine (kvm), 2 CPUs (1 thread per core), AMD EPYC · mariadb-10.11 10.11.19-MariaDB-0+deb12u1 · sysbench 1.0.20 · run 20261126T211644Z-f2875f, complete'
+    """
+    h = meta.get("host") or {}
+    tpc = h.get("threads_per_core")
+    per_core = f" ({tpc} thread{'s' if tpc != 1 else ''} per core)" if tpc else ""
+    machine = (f"virtual machine ({h['virtual_machine']})" if h.get("virtual_machine") else "bare metal") \
+        + f", {h.get('cpus')} CPUs{per_core}, {h.get('cpu_model')}"
+    seen = {}
+    for s in meta.get("servers") or []:
+        seen.setdefault(s.get("flavour"), s.get("version"))
+    servers = ", ".join(f"{f} {v}" for f, v in seen.items()) or "no server started"
+    sysbench = (meta.get("sysbench") or {}).get("version")
+    return " · ".join(x for x in (machine, servers, f"sysbench {sysbench}" if sysbench else "",
+                                  f"run {meta.get('run_id')}, {meta.get('status')}") if x)
 
 
 MAX_DIFFERENCES = 20

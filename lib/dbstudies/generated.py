@@ -163,7 +163,8 @@ def excerpt(run_dir: Path, figures: Path) -> str:
     plots.save(fig, figures, "qps_vs_threads")
     plt.close(fig)
     (figures / "qps_vs_threads.svg").unlink()  # the README shows the PNG
-    words, concluded = answer_text(said, run)
+    told = answer_text(said, run)
+    words, concluded = "\n\n".join(x for x in (told.lead, told.more) if x), told.conclusion
     # each part under a label of its own: the words' last list and the conclusion's first
     # would otherwise render as one list
     text = "\n\n".join(f"**{label}**\n\n{t}" for label, t in (("The answer", words), ("The conclusion", concluded)) if t)

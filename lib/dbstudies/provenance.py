@@ -70,7 +70,9 @@ def host_facts(where: Path) -> dict[str, Any]:
         fs = proc.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "--target", where], timeout=30).stdout.strip()
     except proc.ProcError:
         fs = None
+    cores = psutil.cpu_count(logical=False)
     return {"hostname": platform.node(), "cpu_model": model, "cpus": psutil.cpu_count(),
+            "threads_per_core": psutil.cpu_count() // cores if cores else None,
             "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
             "virtual_machine": virtual_machine(),

@@ -16,7 +16,7 @@ from . import css, paths
 from .described import header
 from .errors import DbStudiesError
 from .results import Run
-from .shown import CONCLUSION, SKIP
+from .shown import CONCLUSION, FIRST, SKIP
 
 
 def scrub_paths(text: str, run: Run) -> str:
@@ -93,6 +93,26 @@ def _level(cell: Any) -> int:
     return len(m.group(1)) if m else 0
 
 
+def first_outputs(nb: Any) -> str:
+    """Take out of the notebook what it marked to open the report (`shown.first`), in order,
+    as HTML: its HTML where it has one, else its Markdown rendered as nbconvert renders it."""
+    from nbconvert.filters.markdown import markdown2html
+
+    parts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            if not out.get("metadata", {}).get(FIRST):
+                kept.append(out)
+                continue
+            data = out.get("data", {})
+            parts.append(data.get("text/html") or markdown2html(data.get("text/markdown") or ""))
+        cell.outputs = kept
+    return f"<section class='dbs-first jp-RenderedHTMLCommon'>{''.join(parts)}</section>" if parts else ""
+
+
 def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
@@ -104,6 +124,7 @@ def render(run: Run) -> Path:
         raise DbStudiesError(f"{run.path} has no executed notebook (notebook.ipynb) to render")
     nb = nbformat.read(nb_path, as_version=4)
     stopped = prune(nb)
+    opening = first_outputs(nb)
     meta = run.metadata
     nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
@@ -113,7 +134,8 @@ def render(run: Run) -> Path:
     body = body.replace("</head>", css.STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
-    body = re.sub(where, lambda m: m.group(1) + header(run, stopped), body, count=1)
+    top, folded = header(run, stopped)
+    body = re.sub(where, lambda m: m.group(1) + top + opening + folded, body, count=1)
     out = run.report
     out.write_text(scrub_paths(body, run))
     return out

@@ -12,8 +12,8 @@ from .results import Run
 from .shown import conclusion, note, skip, table
 from .study import load, params_of, reference
 
-REPLICATION_COLUMNS = ["candidate", "verdict_original", "delta_pct_original", "verdict_replica",
-                       "delta_pct_replica", "ratio_of_ratios", "rr_ci_low", "rr_ci_high", "p_holm", "mde_pct", "word"]
+REPLICATION_COLUMNS = ["candidate", "said_original", "delta_pct_original", "said_replica",
+                       "delta_pct_replica", "ratio_of_ratios", "rr_holm_low", "rr_holm_high", "p_holm", "mde_pct", "word"]
 
 
 def original_of(run: Run) -> Run | None:

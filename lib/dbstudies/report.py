@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from . import analysis, plots, replicated, results, schedule
-from .analysis.said import answer_text
+from .analysis.said import answer_text, tldr
+from .analysis.said import grid as said_grid
 from .comparisons import throughput
 from .contract import Answer
 from .described import _e, client_commands, configuration, data_sizes, design_line
 from .render import scrub_paths
 from .results import Run
-from .shown import LABELS, PROSE, conclusion, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
+from .shown import LABELS, PROSE, conclusion, first, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
 from .study import load, reference
 
 
@@ -302,21 +303,72 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
 
 
 def answer(said: Answer, run: Run | None = None) -> None:
-    """The report's answer, the same for every study: the verdicts in words
-    (`analysis.words`) with each claim of the source as this run finds it, the caveats the
-    run's own data raise (`analysis.caveats`; with `run`), the verdicts in one short table
-    (`analysis.verdict_summary`), then the study's conclusion (Markdown, computed from the
-    tables) — all but the table printed by `dbstudies run` too."""
+    """The report's answer, the same for every study, in the order a busy reader wants it:
+    at a glance — at most five lines (`said.tldr`) and one grid, a row per cell and a column
+    per comparison, each effect with its interval coloured by its word (`grid`) —, the lead
+    comparisons in words (those three open the report: `shown.first`), then the verdicts in
+    one short table (`analysis.verdict_summary`), every other comparison, the source's
+    claims and the caveats in words, and the study's conclusion (Markdown, computed from the
+    tables) — all but the tables printed by `dbstudies run` too."""
     from IPython.display import display
-    said_words, concluded = answer_text(said, run)
-    if said_words:
-        conclusion(said_words)
+    lines = tldr(said, run)
+    if lines:
+        first("\n".join(f"- {line}" for line in lines), printed=True)
+    first(html=grid(said))
+    words = answer_text(said, run)
+    if words.lead:
+        first(words.lead, printed=True)
     verdicts = analysis.verdict_summary(said.verdict_tables())
     if len(verdicts):
         display(table(verdicts))
-    conclusion(concluded)
+    if words.more:
+        conclusion(words.more)
+    conclusion(words.conclusion)
     if run is not None:
         replicated.section(run)  # a replication: did the original's answer hold here?
+
+
+# how a grid entry is coloured, by its word (`said.word_of`)
+GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "within target": "#edf2f8",
+                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa"}
+
+
+def grid(said: Answer) -> str:
+    """The answer at a glance as HTML (`said.grid`): a row per cell (and candidate, where
+    several are compared), a column per judged comparison, each entry the effect with its
+    Holm-adjusted interval and its word, coloured by the word; the cell's pairs beside, a
+    cell left short of its precision target marked so; a legend of the colours shown."""
+    g = said_grid(said)
+    if g.empty:
+        return ""
+    keys = [k for k in g.columns if k not in ("candidate", "comparison", "entry", "word", "n", "unit", "short")]
+    keys = (["candidate"] if g["candidate"].nunique() > 1 else []) + keys
+    comparisons = list(dict.fromkeys(g["comparison"]))
+    head = "".join(f"<th>{_e(label(k))}</th>" for k in keys) + "".join(f"<th>{_e(c)}</th>" for c in comparisons)
+    rows = []
+    for key, part in g.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        by = dict(zip(part["comparison"], part.to_dict("records")))
+        n, unit = part["n"].min(), part["unit"].iloc[0]
+        count = "–" if n != n else f"{int(n)} {unit}{'s' if n != 1 else ''}"
+        short = ", <b>short of target</b>" if part["short"].any() else ""
+        tds = "".join(f"<td>{_e(v)}</td>" for v in key)
+        for c in comparisons:
+            r = by.get(c)
+            tds += ("<td></td>" if r is None else
+                    f"<td style='background:{GRID_COLOURS.get(r['word'], '#ffffff')};white-space:nowrap'>"
+                    f"{_e(r['entry'])}<br><small>{_e(r['word'])}</small></td>")
+        rows.append(f"<tr>{tds}<td>{count}{short}</td></tr>")
+    shown = [w for w in GRID_COLOURS if w in set(g["word"])]
+    legend = " ".join(f"<span style='background:{GRID_COLOURS[w]};padding:0 .5em'>{_e(w)}</span>" for w in shown)
+    return (f"<table class='dbs-table dbs-grid'><thead><tr>{head}<th>{_e(g['unit'].iloc[0])}s</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table><p><small>Each entry: the candidate against "
+            f"{_e(_baseline(said))}, in %, with its Holm-adjusted 95 % interval. {legend}</small></p>")
+
+
+def _baseline(said: Answer) -> str:
+    rel = next((t for t in said.verdict_tables().values() if t is not None and len(t) and "baseline" in t), None)
+    return str(rel["baseline"].iloc[0]) if rel is not None else "the baseline"
 
 
 def narrative(study: Any, part: str) -> None:

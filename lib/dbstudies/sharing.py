@@ -71,14 +71,16 @@ def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: b
 
 
 def effects_view(t: pd.DataFrame) -> pd.DataFrame:
-    """A replication table as `compare` prints it."""
+    """A replication table as `compare` prints it: each run's effect with its word as its
+    report says it, the ratio of the effects with its Holm-adjusted interval beside the Holm p
+    and the word."""
     def pct(x: float) -> str:
         return f"{x:+.1f}%"
     by = t.attrs["by"]
-    return t.assign(original=t["delta_pct_original"].map(pct) + " " + t["verdict_original"],
-                    replication=t["delta_pct_replica"].map(pct) + " " + t["verdict_replica"],
+    return t.assign(original=t["delta_pct_original"].map(pct) + " " + t["said_original"],
+                    replication=t["delta_pct_replica"].map(pct) + " " + t["said_replica"],
                     ratio=[f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in
-                           zip(t["ratio_of_ratios"], t["rr_ci_low"], t["rr_ci_high"])],
+                           zip(t["ratio_of_ratios"], t["rr_holm_low"], t["rr_holm_high"])],
                     p_holm=t["p_holm"].map("{:.2g}".format))[["candidate", *by, "original", "replication", "ratio",
                                                              "p_holm", "word"]]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 SKIP = "dbstudies/skip"  # output metadata: "this section does not apply" (`skip`); `render` leaves it out
 CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conclusion (`conclusion`)
+FIRST = "dbstudies/first"  # output metadata: what a report opens with, under its title (`first`)
 
 
 def skip(text: str) -> None:
@@ -72,7 +73,9 @@ LABELS = {
     "tail_ratio": "tail ratio p99 ÷ p50",
     "verdict_original": "verdict, original", "delta_pct_original": "effect, original %",
     "verdict_replica": "verdict, here", "delta_pct_replica": "effect, here %",
+    "said_original": "verdict, original", "said_replica": "verdict, here",
     "ratio_of_ratios": "ratio of the effects", "rr_ci_low": "its 95 % CI from", "rr_ci_high": "to",
+    "rr_holm_low": "its Holm-adjusted 95 % CI from", "rr_holm_high": "to",
     "word": "replication", "tau_pct": "τ, between runs %", "i2": "I²", "p_het": "p, runs differ",
     "p_het_holm": "p, runs differ, after Holm", "mde_runs_pct": "smallest detectable %, one run",
     "run_p99_ms": "p99 of all its transactions", "run_p99_low": "its 95 % CI from", "run_p99_high": "to",
@@ -120,3 +123,13 @@ def conclusion(markdown: str) -> None:
     """Show a study's conclusion (Markdown), marked so that `dbstudies run` can print it."""
     from IPython.display import Markdown, display
     display(Markdown(markdown), metadata={CONCLUSION: True})
+
+
+def first(markdown: str = "", html: str = "", *, printed: bool = False) -> None:
+    """Show what a report opens with — under its title and set-up line, before any other
+    prose (`render` moves it there): the answer at a glance, the lead words. In the notebook
+    it stands where it is shown. `printed`: `dbstudies run` prints it too (its Markdown)."""
+    from IPython.display import display
+    data = {**({"text/html": html} if html else {}), **({"text/markdown": markdown} if markdown else {})}
+    if data:
+        display(data, raw=True, metadata={FIRST: True, **({CONCLUSION: True} if printed and markdown else {})})

@@ -194,6 +194,15 @@ def _threshold_pct(r: Any) -> float:
     return float(v) if v is not None and v == v else stats.THRESHOLD * 100
 
 
+def word_of(r: Any) -> str:
+    """The one word a grid entry is coloured by: better, worse, same, within target,
+    undecided, draw, or not available (the reading of a draw measured to a target first)."""
+    reading = field(r, "reading")
+    if r.verdict == "draw" and reading in ("same", "bounded", "undecided"):
+        return {"same": "same", "bounded": "within target", "undecided": "undecided"}[reading]
+    return "not available" if str(r.verdict).startswith("not available") else str(r.verdict)
+
+
 def verdict_text(r: Any) -> str:
     """A comparison's verdict as a table says it: better, worse, draw — or, measured to a
     precision target, what its interval says (`stats.reading_of`), its band as applied.

@@ -22,7 +22,7 @@ from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
 from ..settings import between_runs
-from . import design_table, threshold
+from . import design_table, threshold, to_target, word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
 
@@ -54,7 +54,7 @@ def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFr
         t = design_table(frame, by=by, factor="arm", baseline=baseline, candidates=candidates, value=value,
                          higher_is_better=higher_is_better(study, metric), threshold=threshold(rule, metric))
         if not t.empty:
-            out[metric] = (words, list(by), t)
+            out[metric] = (words, list(by), to_target(t, rule, metric))
     return out
 
 
@@ -88,6 +88,7 @@ def replication(study: Study, original: Run, replica: Run) -> dict[str, pd.DataF
         t = stats.replication_table(ta, tb, keys)
         if t.empty:
             continue
+        t = t.merge(_said(ta, keys, "original"), on=keys, how="left").merge(_said(tb, keys, "replica"), on=keys, how="left")
         t.attrs.update(words=words, by=by, metric=metric,
                        only_original=sorted(_cells(ta, keys) - _cells(tb, keys)),
                        only_replica=sorted(_cells(tb, keys) - _cells(ta, keys)))
@@ -95,6 +96,12 @@ def replication(study: Study, original: Run, replica: Run) -> dict[str, pd.DataF
     if not out:
         raise StoreError(f"runs {original.path.name} and {replica.path.name} have no comparison × cell in common")
     return out
+
+
+def _said(t: pd.DataFrame, keys: list[str], side: str) -> pd.DataFrame:
+    """A run's word per cell as its report says it (`word_of`: a draw measured to a
+    target keeps its reading), to show beside the verdicts the replication rule reads."""
+    return t[keys].assign(**{f"said_{side}": [word_of(r) for r in t.itertuples(index=False)]})
 
 
 def _cells(t: pd.DataFrame, keys: list[str]) -> set[tuple[str, ...]]:
@@ -145,6 +152,10 @@ def effect_text(delta_pct: float, low: float, high: float) -> str:
     return f"{signed(delta_pct)} % [{signed((low - 1) * 100)}, {signed((high - 1) * 100)}]"
 
 
+def _more(n: int) -> list[str]:
+    return [f"and {n} more"] if n > 0 else []
+
+
 def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[str]:
     """The Answer in words of a replication, one line per table: how many of the original's
     decisive cells (better or worse) replicated, with up to `named` cells of each kind named
@@ -159,11 +170,11 @@ def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[s
                 f"of the original replicated" if len(decisive) else f"**{words}**: the original decided no cell")
         said = [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % replicated "
                 f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here)"
-                for r in held.head(named).itertuples()]
+                for r in held.head(named).itertuples()] + _more(len(held) - named)
         said += [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % did not "
                  f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here; ratio of the "
-                 f"effects {r.ratio_of_ratios:.2f} [{r.rr_ci_low:.2f}, {r.rr_ci_high:.2f}])"
-                 for r in failed.head(named).itertuples()]
+                 f"effects {r.ratio_of_ratios:.2f} [{r.rr_holm_low:.2f}, {r.rr_holm_high:.2f}], Holm-adjusted)"
+                 for r in failed.head(named).itertuples()] + _more(len(failed) - named)
         rest = len(t) - len(held.head(named)) - len(failed.head(named))
         mde = t["mde_pct"].median()
         lines.append(head + (": " + "; ".join(said) if said else "") + "." +

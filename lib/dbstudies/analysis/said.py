@@ -1,21 +1,38 @@
-"""The answer as a report says it: the verdicts in words (with the client's share of the CPU
+"""The answer as a report says it: at a glance (`tldr`, `grid`: a row per cell, a column per
+comparison, each effect with its interval and its word), the verdicts in words (with the client's share of the CPU
 where it explains a verdict), the comparisons moving apart along the threads, the source's
 claims tested, the caveats of the run's own data — and the conclusion, with the server
 settings that differ between the arms beyond those the study varied.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
 from .. import settings
-from ..comparisons import throughput
+from ..comparisons import judged, primary, throughput
 from ..contract import Answer
 from ..results import Run
 from ..study import params_of
-from . import caveats, words
+from . import adjusted, caveats, cell_name, field, interval, signed, word_of, words
 
 
-def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
-    """The answer in words (Markdown: the verdicts, the source's claims, the caveats) and the
-    conclusion (with what else differs between the arms), as `answer` shows them."""
+@dataclass
+class Said:
+    """The answer in words, in the order a report shows it: `lead` (the lead comparisons'
+    verdicts in words — the primary one and those measured to a target — and where the
+    typical and slowest transactions move apart), `more` (every other comparison's words,
+    the source's claims tested, the caveats of the run's own data) and `conclusion` (the
+    study's, with what else differs between the arms). Markdown each."""
+    lead: str
+    more: str
+    conclusion: str
+
+
+def answer_text(said: Answer, run: Run | None = None) -> Said:
+    """The answer in words (`Said`), as `report.answer` shows it and `dbstudies run` prints it."""
     tables = said.verdict_tables()
     key = throughput(said.comparisons)
     meta = run.metadata if run is not None else {}
@@ -25,15 +42,109 @@ def answer_text(said: Answer, run: Run | None = None) -> tuple[str, str]:
     client = (caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned)
               if run is not None and key else None)
     name = next((n for n, k in said.verdicts.items() if k == key), None)
-    said_words = words.paragraphs(tables, {name: client} if name and client is not None else None, cpus)
-    said_words += words.moving_apart(tables)
+    per_table = dict(zip(tables, [words.paragraph(n, rel, client if n == name else None, cpus)
+                                  for n, rel in tables.items()]))
+    leading = lead_words(said, p)
+    lead = [w for n, w in per_table.items() if n in leading and w] + words.moving_apart(tables)
+    more = [w for n, w in per_table.items() if n not in leading and w]
     if said.claims:
-        said_words.append("**The source's claims, tested here:**\n\n" + "\n".join(
+        more.append("**The source's claims, tested here:**\n\n" + "\n".join(
             f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus)))
     warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
-        said_words.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
+        more.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
     differ = settings.differences_line(run.metadata) if run is not None else ""
     if differ and settings.beyond_varied(run.metadata):
         differ = ""  # a caveat above says it
-    return "\n\n".join(said_words), said.conclusion + (f"\n\n{differ}" if differ else "")
+    return Said("\n\n".join(lead), "\n\n".join(more), said.conclusion + (f"\n\n{differ}" if differ else ""))
+
+
+def lead_words(said: Answer, p: Any = None) -> list[str]:
+    """The verdict tables (by their words) the answer leads with: the primary comparison and
+    every one the run measured to a precision target."""
+    if not said.comparisons:
+        return list(said.verdicts)[:1]
+    aimed = set(getattr(p, "target", None) or {})
+    first = primary(said.comparisons)
+    return [c.words for c in said.comparisons if c is first or (c.judged and c.key in aimed)]
+
+
+# ---------------------------------------------------------------- the answer at a glance
+
+def grid(said: Answer) -> pd.DataFrame:
+    """The answer at a glance, long form: one row per cell × candidate × judged comparison
+    (`comparisons.judged`, in the study's order): the effect with its Holm-adjusted interval
+    (`entry`), its `word` (`word_of`), the cell's pairs (or repeats), and whether the cell
+    was left `short` of its precision target. `report.grid` draws it, a row per cell and a
+    column per comparison."""
+    rows = []
+    for c in judged(said.comparisons):
+        rel = said.tables.get(c.key)
+        if rel is None or rel.empty:
+            continue
+        by = [k for k in c.by if k in rel]
+        for r in rel.itertuples(index=False):
+            n = field(r, "n_baseline")
+            entry = (str(r.verdict) if r.delta_pct != r.delta_pct else
+                     f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}")
+            rows.append({"candidate": r.candidate, **{k: getattr(r, k) for k in by}, "comparison": c.short,
+                         "entry": entry, "word": word_of(r), "n": int(n) if n is not None and n == n else None,
+                         "unit": "pair" if "sd_diff" in rel else "repeat", "short": bool(field(r, "short") or False)})
+    return pd.DataFrame(rows)
+
+
+def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
+    """At most `most` lines a busy reader takes in at once, Markdown: per judged comparison
+    its verdict counts, the largest effect among the cells measured to their target (with
+    its interval), and how many cells were left short; then, where the run's own CPU budget
+    puts a judged change on a client sharing the server's CPUs, that."""
+    g = grid(said)
+    lines = []
+    for comparison, part in (g.groupby("comparison", sort=False) if len(g) else []):
+        counts = part["word"].value_counts()
+        said_counts = ", ".join(f"{counts[w]} {w}" for w in ("better", "worse", "same", "within target",
+                                                           "undecided", "draw", "not available") if w in counts)
+        decided = part[part["word"].isin(["better", "worse"]) & ~part["short"]]
+        top = ""
+        if len(decided):
+            big = decided.loc[decided["entry"].map(_size).idxmax()]
+            top = f"; largest {big['entry']} ({_cell(big)})"
+        short = int(part["short"].sum())
+        lines.append(f"**{comparison}** ({len(part)} cells): {said_counts}{top}"
+                     + (f"; {short} cell{'s' if short != 1 else ''} left short of the target" if short else ""))
+    if run is not None and len(lines) < most:
+        note = _client_note(said, run)
+        if note:
+            lines.append(note)
+    return lines[:most]
+
+
+def _size(entry: str) -> float:
+    """The size of an entry's effect, '−20.4 % […]' → 20.4."""
+    try:
+        return abs(float(entry.split(" %")[0].replace("−", "-").replace("+", "")))
+    except ValueError:
+        return 0.0
+
+
+def _cell(r: Any) -> str:
+    keys = [k for k in r.index if k not in ("candidate", "comparison", "entry", "word", "n", "unit", "short")
+            and r[k] == r[k] and r[k] is not None]
+    cell = cell_name({k: r[k] for k in keys})
+    return cell if not r.get("candidate") else f"{r['candidate']}, {cell}"
+
+
+def _client_note(said: Answer, run: Run) -> str:
+    """One line where the run's CPU budget puts most of a judged throughput change on the
+    client (`caveats.client_explained`): how many such cells, and what that means."""
+    key = throughput(said.comparisons)
+    cpus = (run.metadata.get("host") or {}).get("cpus") or 0
+    if not key or not cpus:
+        return ""
+    client = caveats.client_explained(caveats.judged_budget(said.tables, key, cpus),
+                                      caveats.pinned_apart(params_of(run)))
+    if client is None or client.empty:
+        return ""
+    n = len(client)
+    return (f"**Client and server share {cpus} CPUs**: in {n} judged cell{'s' if n != 1 else ''} most of the "
+            "change in CPU per transaction is sysbench's own — a measure of both, not of the server alone")

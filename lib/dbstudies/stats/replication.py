@@ -11,8 +11,9 @@ So runs are compared on their effects, never on their absolute values:
   word (`replication_word`): *replicated*, *consistent, not decisive*, *not replicated*;
 - `pooled_table`: per comparison × cell, the random-effects estimate over several runs
   (Paule–Mandel's between-run variance, statsmodels' `combine_effects`), its interval, the
-  between-run spread τ and I², Cochran's Q test of whether the runs disagree more than their
-  own noise explains, a verdict by the rule of every table, and the MDE the pooled runs reach.
+  between-run spread τ and I², the test of whether the runs disagree more than their own noise
+  explains — for two runs the same Welch t as `replication_table` (so `compare` and `pool`
+  name the same cells), for more Cochran's Q —, a verdict by the rule of every table, and the MDE the pooled runs reach.
 
 Each run's effect and standard error are read back from its comparison table (ratio, its CI
 and degrees of freedom: `effect_se`), so a table of either design (pairs, or independent
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .samples import ALPHA, LEVEL, POWER, THRESHOLD, holm, verdict
+from .samples import ALPHA, LEVEL, POWER, THRESHOLD, holm, holm_intervals, verdict
 
 REPLICATED, CONSISTENT, NOT_REPLICATED = "replicated", "consistent, not decisive", "not replicated"
 DECISIVE = ("better", "worse")
@@ -125,6 +126,10 @@ def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Seque
     out["mde_pct"] = _mde_pct(se, np.where(ok, dof, np.nan), max(int(np.isfinite(p).sum()), 1), alpha)
     out["word"] = [replication_word(a, b, q if np.isfinite(q) else 1.0, alpha)
                    for a, b, q in zip(out["verdict_original"], out["verdict_replica"], out["p_holm"])]
+    held = holm_intervals(pd.DataFrame({"ratio": out["ratio_of_ratios"], "ci_low": out["rr_ci_low"],
+                                        "ci_high": out["rr_ci_high"], "p_value": out["p_value"],
+                                        "df": out["df"]}), alpha=alpha, level=level)
+    out["rr_holm_low"], out["rr_holm_high"] = held["holm_ci_low"], held["holm_ci_high"]
     return out.drop(columns=["est_original", "est_replica"])
 
 
@@ -148,6 +153,17 @@ def pooled_mde(se: float, m: int, *, alpha: float = ALPHA, power: float = POWER)
     if not (np.isfinite(se) and se > 0 and m >= 1):
         return math.nan
     return math.expm1((sps.norm.ppf(1 - alpha / (2 * m)) + sps.norm.ppf(power)) * se)
+
+
+def _two_runs_p(g: pd.DataFrame) -> float:
+    """Whether two runs' effects differ: the Welch t of `replication_table` on their log
+    effects (`est`, `se`, `df`), not Cochran's z — one test for "the runs disagree"."""
+    (ea, eb), (sa, sb), (da, db) = g["est"].to_numpy(float), g["se"].to_numpy(float), g["df"].to_numpy(float)
+    se = math.hypot(sa, sb)
+    df = float(welch_df(np.array([sa]), np.array([da]), np.array([sb]), np.array([db]))[0])
+    if not (se > 0 and df > 0 and math.isfinite(df)):
+        return float(sps.chi2.sf((ea - eb) ** 2 / se ** 2, 1)) if se > 0 else math.nan
+    return float(2 * sps.t.sf(abs(eb - ea) / se, df))
 
 
 def pooled_table(tables: Sequence[pd.DataFrame], keys: Sequence[str], *, threshold: float = THRESHOLD,
@@ -174,7 +190,7 @@ def pooled_table(tables: Sequence[pd.DataFrame], keys: Sequence[str], *, thresho
         k, q = len(g), float(res.q)
         rows.append({**dict(zip(keys, key)), "runs": k, "est": float(res.mean_effect_re),
                      "se": float(res.sd_eff_w_re), "tau2": float(res.tau2), "i2": i_squared(q, k),
-                     "q": q, "p_het": float(sps.chi2.sf(q, k - 1)),
+                     "q": q, "p_het": _two_runs_p(g) if k == 2 else float(sps.chi2.sf(q, k - 1)),
                      "se_runs": float(g["se"].median())})
     out = pd.DataFrame(rows)
     if out.empty:
