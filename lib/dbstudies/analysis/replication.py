@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .. import precision, stats
@@ -231,3 +232,24 @@ def settings_diff(original: Run, replica: Run) -> pd.DataFrame:
     """Per arm, the server settings whose values differ between the two runs."""
     return pd.DataFrame(between_runs(original.metadata, replica.metadata),
                         columns=["arm", "variable", "original", "replication"])
+
+
+def rerun_lines(tables: dict[str, pd.DataFrame], most: int = 3) -> list[str]:
+    """What a rerun changed, in words, from a replication's tables (`replication`): how many
+    verdicts changed of all the cells both runs judged, per table, and how many reversed
+    (better ↔ worse); then the `most` least stable cells — the largest ratios of the two
+    effects — with both effects."""
+    rows = pd.concat([t.assign(table=t.attrs["words"], by=[t.attrs["by"]] * len(t)) for t in tables.values()],
+                     ignore_index=True)
+    changed = rows["verdict_original"] != rows["verdict_replica"]
+    flipped = changed & rows["verdict_original"].isin(stats.replication.DECISIVE) \
+        & rows["verdict_replica"].isin(stats.replication.DECISIVE)
+    per = "; ".join(f"{w} {int(changed[rows['table'] == w].sum())} of {int((rows['table'] == w).sum())}"
+                    for w in dict.fromkeys(rows["table"]))
+    lines = [f"{int(changed.sum())} of {len(rows)} verdicts changed ({per}); "
+             + (f"{int(flipped.sum())} reversed" if flipped.any() else "none reversed")]
+    shaky = rows.assign(size=np.abs(np.log(rows["ratio_of_ratios"]))).sort_values("size", ascending=False)
+    lines.append("least stable: " + "; ".join(
+        f"{r.table}, {cell_name(r, r.by)}: {signed(r.delta_pct_original)} % → {signed(r.delta_pct_replica)} %"
+        for r in shaky.head(most).itertuples()))
+    return lines
