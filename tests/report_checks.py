@@ -143,3 +143,41 @@ def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 130
         dom = page.content()
         browser.close()
     return {"dom": dom, "requests": tried, "widest": (max(widest[0], opened), widest[1]), "page_width": page_width}
+
+
+def words_of(html: str) -> int:
+    """How many words a piece of a page shows (tags, styles and scripts left out)."""
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style|svg)\b.*?</\1>", "", html, flags=re.S))
+    return len(html_lib.unescape(text).split())
+
+
+def opening_problems(html: str, above: int = 250, lead: int = 300) -> list[str]:
+    """How a report must open (issue 54): under its title the set-up in one line, then the
+    answer at a glance — at most five lines and the coloured grid — with at most `above`
+    words of text above the grid, then the lead comparisons in words (at most `lead` words),
+    and only then anything else (the run's facts folded, the narrative, the sections)."""
+    body = html.split("<body", 1)[-1]
+    if "</h1>" not in body:
+        return ["no title"]
+    after = body.split("</h1>", 1)[1]
+    problems = []
+    setup, first, folded = (m.start() if m else -1 for m in (
+        re.search(r"class=[\"']dbs-setupline", after), re.search(r"class=[\"']dbs-first", after),
+        re.search("The run's facts", after)))
+    if not 0 <= setup < first < folded:
+        return [f"opens out of order (set-up line at {setup}, answer at {first}, facts at {folded})"]
+    opening = after[first:folded]
+    grid = opening.find("dbs-grid")  # the browser's DOM and the file quote alike
+    if grid < 0:
+        return ["no grid in the opening"]
+    glance = re.findall(r"<li>", opening[:grid])
+    if not 1 <= len(glance) <= 5:
+        problems.append(f"{len(glance)} lines at a glance (1 to 5)")
+    if words_of(after[:first + grid]) > above:
+        problems.append(f"{words_of(after[:first + grid])} words above the grid (at most {above})")
+    table_end = opening.find("</table>", grid)
+    if words_of(opening[opening.find("</p>", table_end):]) > lead:
+        problems.append(f"{words_of(opening[opening.find('</p>', table_end):])} words of lead prose (at most {lead})")
+    if "background:" not in opening[grid:table_end]:
+        problems.append("a grid without colours")
+    return problems

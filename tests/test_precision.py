@@ -2,6 +2,7 @@
 a draw measured to one says, where the loop spends its rounds (on known-answer noise), the
 arm orders it keeps balanced, what it refuses, and what the report says of it."""
 import math
+import re
 from types import SimpleNamespace as NS
 
 import numpy as np
@@ -311,3 +312,40 @@ def test_the_loop_never_starts_a_round_that_would_end_past_its_budget(tmp_path, 
     assert CLOCK[0] <= loop.deadline and len(more) <= 2 * 2
     assert run.metadata["precision"]["stopped"].endswith("need more rounds than the budget has left") or \
         run.metadata["precision"]["stopped"].endswith("needs more rounds than the budget has left")
+
+
+@pytest.mark.parametrize("where", ["make_study", "quick"])
+def test_every_word_agrees_with_the_interval_printed_beside_it_in_the_recorded_quick_runs(where):
+    """Over a recorded quick run's verdict tables, as its report prints them: "the same" only
+    where the printed interval lies inside the draw threshold's band, "within the target"
+    inside the target's band and not the threshold's, "undecided" past the target's band,
+    "better" and "worse" only where it excludes no change — read back from the printed text."""
+    from pathlib import Path
+
+    from dbstudies.analysis.said import answer_text
+    from dbstudies.results import Run
+    from dbstudies.study import load, params_of
+    run = Run.open(next((Path(__file__).parent / "fixtures" / where / "thread_pool").iterdir()))
+    said = load("thread_pool").answer(run, params_of(run))
+    seen = 0
+    for name, rel in said.verdict_tables().items():
+        for _, r in rel.iterrows():
+            text = analysis.cell_text(r)
+            m = re.match(r"([+−]?[\d.]+) % \[([+−][\d.]+), ([+−][\d.]+)\]", text)
+            if not m:
+                continue  # unbounded: no interval to agree with
+            lo, hi = (1 + float(x.replace("−", "-")) / 100 for x in m.groups()[1:])
+            seen += 1
+            if "the same within" in text:
+                band = float(re.search(r"… \+([\d.]+) %", text).group(1)) / 100
+                assert stats.within(lo, hi, band), (name, text)
+            elif "within the target's" in text:
+                band = float(re.search(r"… \+([\d.]+) %", text).group(1)) / 100
+                assert stats.within(lo, hi, band) and not stats.within(lo, hi, r["threshold_pct"] / 100), (name, text)
+            elif text.split("] ", 1)[1].startswith("undecided"):
+                band = r["target_pct"] / 100
+                assert not stats.within(lo, hi, band), (name, text)
+            elif r["verdict"] in ("better", "worse"):
+                assert lo > 1 or hi < 1, (name, text)
+    assert seen >= 30
+    assert "the same within ±" not in answer_text(said, run).lead  # every band said as applied

@@ -5,8 +5,8 @@ import socket
 
 import nbformat
 import pytest
-from conftest import REPO, STUDIES
-from report_checks import read_in_chromium, report_problems, unused_option_problems
+from conftest import FIXTURES, REPO, STUDIES
+from report_checks import opening_problems, read_in_chromium, report_problems, unused_option_problems
 
 from dbstudies import checks, described, ownership, paths, render
 from dbstudies.results import Run
@@ -101,6 +101,7 @@ def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
     assert seen["requests"] == []
     assert seen["widest"][0] <= 1300 and seen["page_width"] <= 1300, seen["widest"]
     assert "</body>" in seen["dom"] and report_problems(seen["dom"]) == []
+    assert opening_problems(seen["dom"]) == []
     assert unused_option_problems(seen["dom"], Run.open(run_dir).metadata["parameters"]) == []
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.shape[1] == 1300 and pixels.shape[0] > 2000
@@ -226,3 +227,24 @@ def test_the_header_shows_what_differs_between_arms_the_data_and_the_client_comm
     assert ("DBSTUDIES_WORKLOAD=oltp_read_only sysbench w.lua --mysql-socket=… --threads={1, 16} "
             "--time=3 --rand-seed=… run") in client  # the measured steps' (not the 1-s warm-up's)
     assert described.configuration({"arms": []}) == described.data_sizes({}) == described.client_commands({}) == ""
+
+
+@pytest.mark.notebook
+def test_the_recorded_quick_run_s_report_opens_with_the_answer_at_a_glance(tmp_path):
+    """The README's quick run re-rendered: under the title the set-up line, at most five
+    lines and the coloured grid (a cell left short of its target marked), the lead words
+    (≤ 300), and only then the run's facts, folded."""
+    import shutil
+    import subprocess
+    import sys
+    source = next((FIXTURES / "make_study" / "thread_pool").iterdir())
+    run_dir = tmp_path / source.name
+    shutil.copytree(source, run_dir)
+    proc = subprocess.run([sys.executable, "-m", "dbstudies", "report", str(run_dir), "--analyse"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (run_dir / "report.html").read_text()
+    assert opening_problems(html) == []
+    opening = html.split("class='dbs-first", 1)[1].split("The run's facts", 1)[0]
+    assert opening.count("short of target") == 2  # the two cells at 256 client threads
+    assert "−20.4 % [−26.8, −13.4]" in opening and "virtual machine (kvm), 2 CPUs" in html

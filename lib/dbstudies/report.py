@@ -330,7 +330,7 @@ def answer(said: Answer, run: Run | None = None) -> None:
 
 # how a grid entry is coloured, by its word (`said.word_of`)
 GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "within target": "#edf2f8",
-                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa"}
+                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa"}
 
 
 def grid(said: Answer) -> str:

@@ -200,7 +200,9 @@ def word_of(r: Any) -> str:
     reading = field(r, "reading")
     if r.verdict == "draw" and reading in ("same", "bounded", "undecided"):
         return {"same": "same", "bounded": "within target", "undecided": "undecided"}[reading]
-    return "not available" if str(r.verdict).startswith("not available") else str(r.verdict)
+    verdict = str(r.verdict)
+    return verdict if verdict in stats.VERDICTS else "not available" if verdict.startswith("not available") \
+        else verdict.split(":")[0]
 
 
 def verdict_text(r: Any) -> str:

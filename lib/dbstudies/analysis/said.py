@@ -16,7 +16,7 @@ from ..comparisons import judged, primary, throughput
 from ..contract import Answer
 from ..results import Run
 from ..study import params_of
-from . import adjusted, caveats, cell_name, field, interval, signed, word_of, words
+from . import CELL_KEYS, adjusted, caveats, cell_name, field, interval, signed, word_of, words
 
 
 @dataclass
@@ -82,10 +82,10 @@ def grid(said: Answer) -> pd.DataFrame:
         rel = said.tables.get(c.key)
         if rel is None or rel.empty:
             continue
-        by = [k for k in c.by if k in rel]
+        by = [k for k in dict.fromkeys((*c.by, *CELL_KEYS)) if k in rel]
         for r in rel.itertuples(index=False):
             n = field(r, "n_baseline")
-            entry = (str(r.verdict) if r.delta_pct != r.delta_pct else
+            entry = (str(r.verdict).split(":")[0] if r.delta_pct != r.delta_pct else  # its why: the tables below
                      f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}")
             rows.append({"candidate": r.candidate, **{k: getattr(r, k) for k in by}, "comparison": c.short,
                          "entry": entry, "word": word_of(r), "n": int(n) if n is not None and n == n else None,
@@ -110,7 +110,7 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
             big = decided.loc[decided["entry"].map(_size).idxmax()]
             top = f"; largest {big['entry']} ({_cell(big)})"
         short = int(part["short"].sum())
-        lines.append(f"**{comparison}** ({len(part)} cells): {said_counts}{top}"
+        lines.append(f"**{comparison}** ({len(part)} cell{'s' if len(part) != 1 else ''}): {said_counts}{top}"
                      + (f"; {short} cell{'s' if short != 1 else ''} left short of the target" if short else ""))
     if run is not None and len(lines) < most:
         note = _client_note(said, run)
