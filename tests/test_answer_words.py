@@ -89,7 +89,7 @@ def test_the_cpu_budget_predicts_the_change_and_names_the_clients_share():
     CPU that predicts −25 % (15 / 20 − 1), all of it the client's."""
     s = steps({16: 0.75, 64: 0.75, 256: 0.75}, cpu={PC: (10.0, 5.0), POOL: (10.0, 10.0)})
     rel = qps_table(s)
-    b = caveats.budget(s, rel, host_cpus=2)
+    b = caveats.judged_only(caveats.budget(s, rel, host_cpus=2))  # the draws' rows: for `client_decides`
     assert len(b) == 6 and b["saturated"].all()
     assert b["predicted_pct"].round(6).eq(-25.0).all() and b["client_share_pct"].round(6).eq(100.0).all()
     shown = caveats.budget_table(b, 2).iloc[0]
@@ -114,13 +114,33 @@ def test_a_verdict_the_client_explains_says_so_in_its_own_sentence_and_a_claim_i
     assert ("— in all 6 of these cells 100 % of the change in CPU per transaction is sysbench's own, on "
             "the same 2 CPUs as the server: mostly the client's cost, not shown to be the server's") in worse
     gains = words.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
-    said = words.held(gains, {"qps": rel}, client, pinned=False, cpus=2)
+    decides = caveats.client_decides(caveats.budget(s, rel, 2), pinned=False)
+    said = words.held(gains, {"qps": rel}, client, pinned=False, cpus=2, decides=decides)
     assert "**not testable here**" in said and "contradicted" not in said
     assert "What was tested: pool-of-threads 24–26 % lower (worse) from 16 client threads up" in said
     assert "**contradicted**" in words.held(gains, {"qps": rel}, None, pinned=False, cpus=2)  # without the budget
     apart = words.Claim("S", "the pool gains", "qps", POOL, "better", client_apart=True)
     assert "the source ran sysbench on cores of its own" in words.held(apart, {"qps": rel}, None, pinned=False, cpus=2)
     assert "**contradicted**" in words.held(apart, {"qps": rel}, None, pinned=True, cpus=2)
+
+
+def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the_cell():
+    """A draw where the pool's server CPU per transaction fell and sysbench's rose by more, on
+    CPUs both saturate: the claim that the pool gains is not testable here — as it would be
+    for a worse verdict — never "not reproduced"; pinned apart, the same draw tests it. A
+    client share over 100 % is said as what it is."""
+    s = steps({16: 1.0, 64: 1.0, 256: 1.0}, cpu={PC: (10.0, 5.0), POOL: (8.0, 7.5)})
+    rel = qps_table(s)
+    assert set(rel["verdict"]) == {"draw"}
+    b = caveats.budget(s, rel, 2)
+    decides = caveats.client_decides(b, pinned=False)
+    assert len(decides) == len(rel) and caveats.client_decides(b, pinned=True).empty
+    gains = words.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
+    said = words.held(gains, {"qps": rel}, None, pinned=False, cpus=2, decides=decides)
+    assert "**not testable here**" in said and "not reproduced" not in said and "What was tested" in said
+    assert "**not reproduced**" in words.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
+                                             decides=caveats.client_decides(b, pinned=True))
+    assert words.share_words([68.0, 115.0]).endswith("over 100 %: the server's own went the other way")
 
 
 def test_typical_and_slowest_transactions_moving_apart_are_said_together():

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import analysis, plots, replicated, results, schedule
+from . import analysis, plots, replicated, results, schedule, tails
 from .analysis.said import answer_text, tldr
 from .analysis.said import grid as said_grid
 from .comparisons import throughput
@@ -330,7 +330,8 @@ def answer(said: Answer, run: Run | None = None) -> None:
 
 # how a grid entry is coloured, by its word (`said.word_of`)
 GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "within target": "#edf2f8",
-                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa"}
+                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa",
+                "not judged": "#fafafa"}
 
 
 def grid(said: Answer) -> str:
@@ -418,3 +419,8 @@ def setup(run: Run, said: Answer | None = None) -> None:
             f"<a href='{_e(Path(os.path.relpath(c, run.output_dir)).as_posix())}'>{_e(c.parent.name)}</a>"
             for c in cnfs) + "</p>")  # from the report: the run's, or a variant's two folders down
     display(HTML(f"<div class='dbs-setup'>{scrub_paths(''.join(parts), run)}</div>"))
+
+
+def tail_note(steps: Any) -> None:
+    """How many transactions the run's tail statistics rest on (`tails.resting_words`)."""
+    note(tails.resting_words(steps))

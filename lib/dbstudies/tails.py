@@ -3,10 +3,11 @@ over its own p50 — how far its slowest 1 % lie beyond its typical transaction.
 
 It measures the tail only: an arm whose whole distribution got slower (the pool's p50 at
 point_select@256 is 2.2 × the baseline's) keeps its ratio, where a threshold shared by the
-arms counted its body as stalls. It rests on every step's slowest 1 % — hundreds to thousands
-of transactions in a 3-s step — where a count of transactions beyond a fixed multiple of p50
-(the stall rate this replaced) rested on ≈ 20 per arm, set by whether a stall fell into the
-step at all. Measured on this host (quick thread pool, 16 rounds, median cell's MDE): tail
+arms counted its body as stalls. It rests on every step's slowest 1 % — 16 to 2,000
+transactions in a 3-s step here, by workload and threads (`resting_words` says the run's; a
+cell under `comparisons.FEWEST_TAIL` is not judged on it) — where a count of transactions
+beyond a fixed multiple of p50 (the stall rate this replaced) rested on ≈ 20 per arm, set by
+whether a stall fell into the step at all. Measured on this host (quick thread pool, 16 rounds, median cell's MDE): tail
 ratio 50–55 %, stall rate (4 × the arm's p50) 145–170 %, p99 alone 41–52 %; the A/A false-positive rate per
 table 3.6 % (a randomization test on 16 real A/A rounds). It is judged by the same paired
 rule, lower is better; a pause of the positive control raises it where it raises p99 (p50
@@ -128,3 +129,28 @@ def shift(histograms: pd.DataFrame, steps: pd.DataFrame, baseline: str, candidat
                 rows.append({**dict(zip(BY, cell)), "candidate": cand, "q": float(q), "ratio": point[i],
                              "low": lo[i], "high": hi[i], "rounds": n})
     return pd.DataFrame(rows, columns=cols)
+
+
+def resting_words(steps: pd.DataFrame, share: float = 0.01) -> str:
+    """How many transactions a step's slowest `share` is in this run, per workload (the median
+    step of each cell, their range), and which cells a tail statistic does not judge.
+
+    >>> s = pd.DataFrame({"workload": ["r", "r", "p"], "threads": [1, 16, 1], "events": [1600, 6300, 31500]})
+    >>> resting_words(s)
+    'The slowest 1 % of a step, which p99 and the tail ratio rest on, is 16–63 transactions in r and 315 in p here; a cell under 20 is not judged on them (r at 1 client thread).'
+    """
+    from .comparisons import FEWEST_TAIL
+
+    if steps is None or steps.empty or "events" not in steps:
+        return ""
+    per = steps.groupby(list(BY), sort=False)["events"].median() * share
+    parts = []
+    for workload, g in per.groupby(level=0, sort=False):
+        lo, hi = f"{g.min():,.0f}", f"{g.max():,.0f}"
+        parts.append(f"{lo if lo == hi else f'{lo}–{hi}'} transactions in {workload}" if not parts
+                     else f"{lo if lo == hi else f'{lo}–{hi}'} in {workload}")
+    thin = per[per < FEWEST_TAIL]
+    cells = ", ".join(f"{w} at {t} client thread{'s' if t != 1 else ''}" for w, t in thin.index)
+    return (f"The slowest {share * 100:g} % of a step, which p99 and the tail ratio rest on, is "
+            + " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts) + " here"
+            + (f"; a cell under {FEWEST_TAIL} is not judged on them ({cells})." if len(thin) else "."))

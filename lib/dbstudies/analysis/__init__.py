@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..comparisons import SYSBENCH, Comparison, by_key, columns
+from ..comparisons import FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
 from ..studykit import BY, Arm  # a sysbench cell
 
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
@@ -157,9 +157,37 @@ def versus_baseline(run_table: pd.DataFrame, arms: list[Arm], p: Any, column: st
     `arms` include the A/A twin when `p.aa_control` (`studykit.with_control`). `metric`:
     the table's name in a precision `target` (`to_target`)."""
     compare = aa_table if aa else compare_arms
-    rel = compare(run_table, arms, by=BY, value=column, higher_is_better=higher_is_better,
+    kept, few = tail_rests(run_table, by_key(p.COMPARISONS, metric) if metric else None)
+    rel = compare(kept, arms, by=BY, value=column, higher_is_better=higher_is_better,
                   threshold=threshold(p, metric))
-    return to_target(rel.assign(baseline=arms[0].label) if not rel.empty else rel, p, metric)
+    rel = to_target(rel.assign(baseline=arms[0].label) if not rel.empty else rel, p, metric)
+    if len(few) and not rel.empty:  # shown, never dropped: why the cell is not judged
+        rows = [few.assign(candidate=a.label, baseline=arms[0].label) for a in arms[1:] if not a.aa or aa]
+        rel = pd.concat([rel, *rows], ignore_index=True)
+    return rel
+
+
+def tail_rests(run_table: pd.DataFrame, c: Comparison | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The steps a comparison may judge, and the cells it may not (with their verdict): where
+    the statistic rests on a share of a step's transactions (`rests_on`), a cell whose median
+    step gives it fewer than `FEWEST_TAIL` transactions is not judged on it.
+
+    >>> s = pd.DataFrame({"workload": ["r"] * 2 + ["p"] * 2, "threads": [16] * 4, "events": [1600, 1700, 9000, 9100]})
+    >>> kept, few = tail_rests(s, Comparison("p99", "latency_p99_ms", False, "p99", rests_on=0.01))
+    >>> kept["workload"].unique().tolist(), few["verdict"].tolist()
+    (['p'], ['not judged: its slowest 1 % is 16 transactions a step (fewer than 20)'])
+    """
+    if c is None or c.rests_on >= 1 or "events" not in run_table or run_table.empty:
+        return run_table, pd.DataFrame()
+    per = run_table.groupby(BY)["events"].median() * c.rests_on
+    thin = per[(per < FEWEST_TAIL) & (per > 0)]  # 0: not counted (steps made up for a test)
+    if thin.empty:
+        return run_table, pd.DataFrame()
+    out = ~run_table.set_index(BY).index.isin(thin.index)
+    share = f"{c.rests_on * 100:g} %"
+    few = thin.reset_index().assign(verdict=[f"not judged: its slowest {share} is {n:.0f} transactions a step "
+                                             f"(fewer than {FEWEST_TAIL})" for n in thin.to_numpy()])
+    return run_table[out], few[[*BY, "verdict"]]
 
 
 def target_of(p: Any, metric: str | None) -> float | None:

@@ -61,7 +61,7 @@ def predicted(baseline_us: float, candidate_us: float) -> float:
 
 
 def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int) -> pd.DataFrame:
-    """Per cell of `rel` (a throughput table) judged better or worse: the CPU budget of
+    """Per cell of `rel` (a throughput table) judged better, worse or a draw: the CPU budget of
     baseline and candidate — CPU µs per transaction of server and client (medians over the
     cell's steps) and the share of the host's CPUs they used (µs per transaction × transactions
     per second) — and the throughput change it predicts if the CPUs are the limit (the same
@@ -70,13 +70,14 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
     the client's. `saturated`: both arms used ≥ 90 % of the host (only there does the budget
     bound throughput). The candidate's µs are the baseline's median × the cost's ratio by the
     cost tables' own estimator (`cost_ratio`: paired rounds), never a second median. Empty
-    without those costs or judged cells."""
+    without those costs. What reads a verdict's budget keeps the judged rows (`judged_only`);
+    whether the client decides a cell is asked of every row (`client_decides`)."""
     cols = {"cpu_server_us_per_txn", "cpu_client_us_per_txn", "cpu_server_pct", "cpu_client_pct"}
     if steps is None or rel is None or rel.empty or not cols <= set(steps) or "baseline" not in rel:
         return pd.DataFrame(columns=BUDGET_COLUMNS)
     arm = _per_arm(steps)
     rows = []
-    for r in rel[rel["verdict"].isin(JUDGED)].itertuples():
+    for r in rel[rel["verdict"].isin((*JUDGED, "draw"))].itertuples():
         try:
             b, c = arm.loc[(r.workload, r.threads, r.baseline)], arm.loc[(r.workload, r.threads, r.candidate)]
         except KeyError:
@@ -138,6 +139,7 @@ def prediction_text(predicted_pct: float, measured_pct: float, saturated: bool) 
 
 def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
     """`budget` as the report shows it: one row per judged cell, in words."""
+    b = judged_only(b)
     if b.empty:
         return pd.DataFrame(columns=BUDGET_COLUMNS)
 
@@ -167,10 +169,38 @@ def client_explained(b: pd.DataFrame, pinned: bool) -> pd.DataFrame:
     (not pinned apart), the budget's prediction matches the measured change (`explains`) and
     more than `CLIENT_MOSTLY` % of the change in CPU per transaction is sysbench's own."""
     cols = ["workload", "threads", "candidate", "client_share_pct"]
-    if pinned or b is None or b.empty:
+    b = judged_only(b)
+    if pinned or b.empty:
         return pd.DataFrame(columns=cols)
     ok = [explains(p, m) for p, m in zip(b["predicted_pct"], b["measured_pct"])]
     return b[pd.Series(ok, index=b.index) & (b["client_share_pct"] > CLIENT_MOSTLY)][cols].reset_index(drop=True)
+
+
+def judged_only(b: pd.DataFrame | None) -> pd.DataFrame:
+    """A budget's rows of cells judged better or worse."""
+    if b is None or b.empty:
+        return pd.DataFrame(columns=BUDGET_COLUMNS)
+    return b[b["verdict"].isin(JUDGED)]
+
+
+def client_decides(b: pd.DataFrame | None, pinned: bool) -> pd.DataFrame:
+    """The cells — whatever their verdict, draws too — where the run's own CPU budget says the
+    client decides the outcome: sysbench shares the server's CPUs (not pinned apart), both
+    arms saturate them, and most of the movement in CPU per transaction between the arms is
+    sysbench's own (|Δ client| > |Δ server|: the client's cost rose as the server's fell, or
+    moved more) — there the run measures both, not the server.
+
+    >>> b = pd.DataFrame({"workload": ["w", "w"], "threads": [256, 16], "candidate": ["p", "p"],
+    ...                   "verdict": ["draw", "worse"], "saturated": [True, False],
+    ...                   "server_us": [(40.0, 36.0), (40.0, 44.0)], "client_us": [(20.0, 25.0), (20.0, 26.0)]})
+    >>> client_decides(b, pinned=False)[["threads", "verdict"]].values.tolist()
+    [[256, 'draw']]
+    """
+    cols = ["workload", "threads", "candidate", "verdict"]
+    if pinned or b is None or b.empty:
+        return pd.DataFrame(columns=cols)
+    moved = [abs(c[1] - c[0]) > abs(s[1] - s[0]) for s, c in zip(b["server_us"], b["client_us"])]
+    return b[b["saturated"].astype(bool) & pd.Series(moved, index=b.index)][cols].reset_index(drop=True)
 
 
 def pinned_apart(p: Any) -> bool:
@@ -197,7 +227,8 @@ def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinn
             f"({hot_cells} of {cells} cells): there, throughput is what the CPUs allow at each arm's "
             "CPU per transaction, the client's included, so a configuration that makes sysbench work "
             "harder loses throughput for a reason outside the server.")
-    judged = b[b["saturated"]] if len(b) else b
+    judged = judged_only(b)
+    judged = judged[judged["saturated"].astype(bool)] if len(judged) else judged
     if len(judged):
         shares = judged["client_share_pct"].dropna()
         gap = (judged["predicted_pct"] - judged["measured_pct"]).abs()
@@ -215,22 +246,21 @@ RAMP_CAP = 20.0  # % — a first second this far off is said even where the run'
 
 
 def _client_switches(judged: pd.DataFrame) -> str:
-    """What moved with sysbench's CPU per transaction in the judged cells: its own voluntary
-    context switches per transaction (it waited on the server and was woken) and involuntary
-    ones (preempted for another thread), each by the cost tables' estimator — measured, not
-    a model of why."""
-    parts, rose = [], True
+    """Beside sysbench's CPU per transaction in the judged cells: the estimated change of its
+    own voluntary context switches per transaction (it waited on the server and was woken)
+    and involuntary ones (preempted for another thread), each by the cost tables' estimator —
+    estimates only: whether one *moved* is the costs table's verdict, said there, never here."""
+    parts = []
     for kind, what in (("voluntary", "voluntary (waits for the server)"), ("involuntary", "involuntary (preempted)")):
         col = f"{kind}_cs_pct"
         v = judged[col].dropna() if col in judged else pd.Series(dtype=float)
         if len(v):
             lo, hi = v.min(), v.max()
-            rose = rose and lo > 0
             parts.append(f"{what} {signed(lo).removesuffix(' %')}" + (f" … {signed(hi)}" if abs(hi - lo) >= 0.05 else " %"))
     if not parts:
         return ""
-    return ("; with it, sysbench's own context switches per transaction moved — " + ", ".join(parts)
-            + (": the client's extra CPU comes with more wake-ups and preemptions per transaction" if rose else ""))
+    return ("; sysbench's own context switches per transaction, estimated — " + ", ".join(parts)
+            + " (their verdicts: the costs that moved)")
 
 
 def ramp_up(run: Run, steps: pd.DataFrame | None, mde_pct: float) -> str:

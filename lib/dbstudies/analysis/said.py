@@ -39,8 +39,9 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     cpus = (meta.get("host") or {}).get("cpus") or 0
     p = params_of(run) if run is not None else None
     pinned = caveats.pinned_apart(p) if run is not None else True
-    client = (caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned)
-              if run is not None and key else None)
+    b = caveats.judged_budget(said.tables, key, cpus) if run is not None and key else None
+    client = caveats.client_explained(b, pinned) if b is not None else None
+    decides = caveats.client_decides(b, pinned) if b is not None else None
     name = next((n for n, k in said.verdicts.items() if k == key), None)
     per_table = dict(zip(tables, [words.paragraph(n, rel, client if n == name else None, cpus)
                                   for n, rel in tables.items()]))
@@ -49,7 +50,7 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     more = [w for n, w in per_table.items() if n not in leading and w]
     if said.claims:
         more.append("**The source's claims, tested here:**\n\n" + "\n".join(
-            f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus)))
+            f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus, decides)))
     warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
         more.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
@@ -102,8 +103,9 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
     lines = []
     for comparison, part in (g.groupby("comparison", sort=False) if len(g) else []):
         counts = part["word"].value_counts()
-        said_counts = ", ".join(f"{counts[w]} {w}" for w in ("better", "worse", "same", "within target",
-                                                           "undecided", "draw", "not available") if w in counts)
+        order = ["better", "worse", "same", "within target", "undecided", "draw"]
+        said_counts = ", ".join(f"{counts[w]} {w}" for w in [*order, *(w for w in counts.index if w not in order)]
+                                if w in counts)
         decided = part[part["word"].isin(["better", "worse"]) & ~part["short"]]
         top = ""
         if len(decided):

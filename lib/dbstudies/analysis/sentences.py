@@ -10,6 +10,7 @@ import pandas as pd
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
 from . import adjusted, interval, p_text, signed, threads, verdicts
+from .words import share_words
 
 
 def peak_lines(summ: pd.DataFrame) -> list[str]:
@@ -75,8 +76,7 @@ def _client(client: pd.DataFrame | None, r: Any) -> str:
                  & (client["candidate"] == r.candidate)]
     if hit.empty:
         return ""
-    return (f"; {hit['client_share_pct'].iloc[0]:.0f} % of its change in CPU per transaction is sysbench's own, "
-            "on the server's CPUs: mostly the client's cost")
+    return f"; {share_words([float(hit['client_share_pct'].iloc[0])])}, on the server's CPUs: mostly the client's cost"
 
 
 def listed_comparisons(tables: dict[str, pd.DataFrame], words: dict[str, str], versus: str) -> list[str]:

@@ -134,9 +134,21 @@ def client_clause(sub: pd.DataFrame, client: pd.DataFrame | None, cpus: int) -> 
         return ""
     which = ("in this cell" if len(sub) == 1 else f"in {len(hit)} of these {len(sub)} cells" if len(hit) < len(sub)
              else "in both these cells" if len(sub) == 2 else f"in all {len(sub)} of these cells")
-    return (f"— {which} {span(hit['client_share_pct'].tolist())} of the change in CPU per transaction is "
-            f"sysbench's own, on the same {cpus} CPUs as the server: mostly the client's cost, not "
-            "shown to be the server's")
+    return (f"— {which} {share_words(hit['client_share_pct'].tolist())}, on the same {cpus} CPUs as the "
+            "server: mostly the client's cost, not shown to be the server's")
+
+
+def share_words(shares: list[float]) -> str:
+    """The client's share of a change in CPU per transaction, said as what it is: a share up
+    to 100 %, and over it the client's own growth outrunning the whole change.
+
+    >>> share_words([59.0, 81.0]), share_words([68.0, 115.0])
+    ("59–81 % of the change in CPU per transaction is sysbench's own", "of the change in CPU per transaction, sysbench's own is 68–115 % — over 100 %: the server's own went the other way")
+    """
+    if max(shares) >= 100.5:  # as said: 100 % is all of it
+        return (f"of the change in CPU per transaction, sysbench's own is {span(shares)} — over 100 %: the "
+                "server's own went the other way")
+    return f"{span(shares)} of the change in CPU per transaction is sysbench's own"
 
 
 def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
@@ -255,14 +267,15 @@ def moving_apart(tables: dict[str, pd.DataFrame | None], body: str = "p50 latenc
 
 
 def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | None = None,
-         pinned: bool = True, cpus: int = 0) -> str:
+         pinned: bool = True, cpus: int = 0, decides: pd.DataFrame | None = None) -> str:
     """One claim against this run: reproduced, contradicted, consistent (expected no
     difference, none found), inconclusive or untested (what is missing), with sizes — or
     **not testable here** where the run's set-up differs from the source's in what the claim
     depends on: the source ran the client on cores of its own and this run did not
-    (`claim.client_apart`, `pinned`), or every cell that went against the claim is one whose
-    verdict the run attributes mostly to the client (`client`: `caveats.client_explained`).
-    Then what was tested is said instead."""
+    (`claim.client_apart`, `pinned`), or the run's own CPU budget says the client decides
+    every cell the claim rests on (`decides`: `caveats.client_decides`) — one rule, whatever
+    each cell's verdict, draws and better verdicts too; cells it decides among others are set
+    aside and said so. Then what was tested is said instead."""
     rel = tables.get(claim.table)
     said = f"*{claim.source}*: {claim.says}" + (f" ({claim.size})" if claim.size else "")
     if rel is None or rel.empty:
@@ -287,12 +300,19 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | N
         return (f"{said} — **not testable here**: the source ran sysbench on cores of its own, this run "
                 f"on the same {cpus or 'few'} CPUs as the server, and the claim is about the server. {tested}"
                 + (f" ({claim.note})" if claim.note else ""))
-    against = cells[found == other] if other else cells[found != "draw"]
-    if len(against) and client is not None and len(against.merge(client, on=["workload", "threads", "candidate"])) == len(against):
-        return (f"{said} — **not testable here**: where this run found {claim.candidate} "
-                f"{other or 'different'}, its own CPU budget puts most of the change on sysbench, which "
-                f"shares the server's CPUs; the claim is about the server. {tested}"
-                + (f" ({claim.note})" if claim.note else ""))
+    if decides is not None and len(decides):
+        ruled = cells.merge(decides[["workload", "threads", "candidate"]], on=["workload", "threads", "candidate"])
+        if len(ruled) == len(cells):  # one rule whatever the verdict: the client decides every cell
+            return (f"{said} — **not testable here**: in {'this cell' if len(cells) == 1 else 'every cell it rests on'} "
+                    f"this run's own CPU budget says sysbench, which shares the server's CPUs, decides the "
+                    f"outcome; the claim is about the server. {tested}" + (f" ({claim.note})" if claim.note else ""))
+        if len(ruled):
+            keep = ~cells.set_index(["workload", "threads", "candidate"]).index.isin(
+                ruled.set_index(["workload", "threads", "candidate"]).index)
+            cells, aside = cells[keep], len(ruled)
+            found = cells["verdict"].astype(str)
+            here = (candidate_clause(cells, mine, client, cpus) + f"; {aside} cell{'s' if aside != 1 else ''} set "
+                    "aside: there the client decides")
     if claim.expected == "draw":
         outcome = ("consistent (no difference detected, which is weak evidence of none)" if (found == "draw").all()
                    else "contradicted")
@@ -331,6 +351,6 @@ def size_check(cells: pd.DataFrame, lo: float, hi: float) -> str:
 
 
 def claims_held(claims: list[Claim], tables: dict[str, pd.DataFrame], client: pd.DataFrame | None = None,
-                pinned: bool = True, cpus: int = 0) -> list[str]:
+                pinned: bool = True, cpus: int = 0, decides: pd.DataFrame | None = None) -> list[str]:
     """Each claim of the study's source(s) as this run finds it (`held`)."""
-    return [held(c, tables, client, pinned, cpus) for c in claims]
+    return [held(c, tables, client, pinned, cpus, decides) for c in claims]
