@@ -120,7 +120,7 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
 
 def setup_line(meta: dict[str, Any]) -> str:
     """The set-up in one line: the host (machine, CPUs with threads per core, CPU model), the
-    servers, sysbench, and the run.
+    servers (flavours that run one binary named so: an A/A of builds), sysbench, and the run.
 
     >>> setup_line({"host": {"virtual_machine": "kvm", "cpu_model": "AMD EPYC", "cpus": 2, "threads_per_core": 1},
     ...             "servers": [{"flavour": "mariadb-10.11", "version": "10.11.19-MariaDB-0+deb12u1"}],
@@ -132,10 +132,14 @@ def setup_line(meta: dict[str, Any]) -> str:
     per_core = f" ({tpc} thread{'s' if tpc != 1 else ''} per core)" if tpc else ""
     machine = (f"virtual machine ({h['virtual_machine']})" if h.get("virtual_machine") else "bare metal") \
         + f", {h.get('cpus')} CPUs{per_core}, {h.get('cpu_model')}"
-    seen = {}
+    seen, binary = {}, {}
     for s in meta.get("servers") or []:
         seen.setdefault(s.get("flavour"), s.get("version"))
+        if s.get("binary_sha256"):
+            binary.setdefault(s["binary_sha256"], {})[s.get("flavour")] = True
     servers = ", ".join(f"{f} {v}" for f, v in seen.items()) or "no server started"
+    twins = [(h, list(f)) for h, f in binary.items() if len(f) > 1]  # an A/A of builds: one binary, two names
+    servers += "".join(f" ({' and '.join(f)}: the same binary, sha256 {h[:12]})" for h, f in twins)
     sysbench = (meta.get("sysbench") or {}).get("version")
     return " · ".join(x for x in (machine, servers, f"sysbench {sysbench}" if sysbench else "",
                                   f"run {meta.get('run_id')}, {meta.get('status')}") if x)

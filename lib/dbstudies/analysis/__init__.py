@@ -19,9 +19,7 @@ import pandas as pd
 from .. import stats
 from ..comparisons import FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
 from ..studykit import BY, Arm  # a sysbench cell
-
-WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
-
+from .words import WIDE
 
 # ---------------------------------------------------------------- comparison tables of any study
 

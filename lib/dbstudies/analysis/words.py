@@ -12,6 +12,8 @@ import pandas as pd
 
 from .. import stats
 
+WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
+
 KEYS = ("workload", "threads", "offered", "query")   # what names a cell, in this order
 
 
@@ -199,9 +201,11 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
                                          f"the target is {target}; {need})") if x))
     same = draws[~reading.isin(["same", "bounded", "undecided"])]
     if len(same):
-        mde = same["mde_pct"].dropna() if "mde_pct" in same else pd.Series(dtype=float)
+        bounded = same[~(same["ci_high"] / same["ci_low"] > WIDE)] if {"ci_low", "ci_high"} <= set(same) else same
+        mde = bounded["mde_pct"].dropna() if "mde_pct" in bounded else pd.Series(dtype=float)  # as its interval shows it
         seen = (f"; it could have seen {stats.mde_text(mde.median())} or more" if len(mde) and
-                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) else "")
+                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) or len(bounded) < len(same)
+                else "")
         out.append(" ".join(x for x in ("no detectable difference", where(same, full),
                                          f"({_cells(len(same), total)}{seen})") if x))
     missing = rel[~rel["verdict"].isin(stats.VERDICTS)]["verdict"].astype(str).unique()

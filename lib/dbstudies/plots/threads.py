@@ -39,11 +39,12 @@ def gaps(threads: Any) -> bool:
 
 def connect(ax: Any, x: Any, y: Any, threads: Any, *, color: str, style: str = "-") -> None:
     """Lines between measured thread counts: as `style` where the next count is at most ×2
-    away, dotted (thin, for a dashed `style`) across counts that were not measured."""
+    away; across counts that were not measured a solid line turns dotted and any other keeps
+    its pattern, thin — so a dashed line never reads as a dotted one."""
     xs, ys, ts = list(x), list(y), [int(t) for t in threads]
     for i in range(len(xs) - 1):
         skipped = ts[i + 1] > 2 * ts[i]
-        ls = (":" if style == "-" else (0, (1, 3))) if skipped else style
+        ls = (":" if style == "-" else style) if skipped else style
         ax.plot(xs[i:i + 2], ys[i:i + 2], linestyle=ls, linewidth=1.0 if skipped else 1.6, color=color)
 
 
@@ -80,8 +81,8 @@ def scaling(summary: pd.DataFrame, metric: str, ylabel: str, *, hue: str = "arm"
 
 
 def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> plt.Figure:
-    """Median CPU use of server (solid) and sysbench client (dashed), % of one core, vs
-    threads; the same colours per configuration as the other figures."""
+    """Median CPU use of server (filled dots, solid) and sysbench client (open squares,
+    dashed), % of one core, vs threads; the same colours per configuration as the other figures."""
     facets = sorted(summary[facet].unique())
     fig, axes = _panels(len(facets))
     colours = palette(summary[hue])
@@ -89,16 +90,18 @@ def cpu(summary: pd.DataFrame, *, facet: str = "workload", hue: str = "arm") -> 
         for h, g in summary[summary[facet] == f].groupby(hue):
             g = g.sort_values("threads")
             for process, style in PROCESS_STYLE.items():
-                ax.plot(g["threads"], g[f"cpu_{process}_pct"], marker="o", linestyle="none",
-                        color=colours[h], label=f"{h}, {process}")
+                ax.plot(g["threads"], g[f"cpu_{process}_pct"], marker="o" if process == "server" else "s",
+                        linestyle="none", color=colours[h], label=f"{h}, {process}",
+                        markerfacecolor=colours[h] if process == "server" else "none")
                 connect(ax, g["threads"], g[f"cpu_{process}_pct"], g["threads"], color=colours[h],
                         style=style)
         _log2_threads(ax, summary["threads"])
         ax.set_ylim(bottom=0)
         ax.set_title(f)
         ax.set_ylabel("CPU, % of one core")
-    fig.suptitle("CPU use: server (solid) and sysbench (dashed), median"
-                 + ("; thin: thread counts in between not measured" if gaps(summary["threads"]) else ""), y=1.02)
+    fig.suptitle("CPU use: server (filled dots, solid line) and sysbench (open squares, dashed), median"
+                 + ("; across thread counts not measured: dotted and thin dashed" if gaps(summary["threads"]) else ""),
+                 y=1.02)
     _legend_below(fig, axes[0])
     fig.dbstudies_alt = (f"Median CPU use in % of one core of the server and of sysbench "
                          f"against client threads, one panel per {facet}, one colour per {hue}.")

@@ -274,7 +274,8 @@ def capacity_of(curve: pd.DataFrame, target: float) -> tuple[float, str]:
 
 def capacities(loaded: pd.DataFrame, target: float) -> pd.DataFrame:
     """Per workload × threads × arm × round: the capacity at `target` and whether it is
-    censored ("≥": every level stayed under the target; "<": none did)."""
+    censored ("≥": a lower bound — the crossing could not be placed above the last level under
+    the target; "<": no level was under it)."""
     rows = []
     for (w, t, arm, repeat), g in loaded.groupby(["workload", "threads", "arm", "repeat"]):
         curve = g.rename(columns={"ol_latency_p99_ms": "p99", "ol_sustained": "sustained"})
@@ -320,7 +321,7 @@ def bracketed(per_arm: pd.DataFrame) -> str:
     from the run, never assumed from how the levels were placed.
 
     >>> bracketed(pd.DataFrame({"n": [5, 5], "at_least": [2, 0], "below": [0, 0]}))
-    'In 8 of 10 arm-rounds the levels bracketed where p99 crosses the target (the capacity lies between two measured levels); in 2 only a bound is known (2 ≥: every level stayed under the target) and no capacity with a bound is compared.'
+    'In 8 of 10 arm-rounds the levels bracketed where p99 crosses the target (the capacity lies between two measured levels); in 2 only a bound is known (2 ≥: a lower bound, the crossing not placed above the last level under the target) and no capacity with a bound is compared.'
     >>> bracketed(pd.DataFrame({"n": [4], "at_least": [0], "below": [0]}))
     'In all 4 arm-rounds the levels bracketed where p99 crosses the target (the capacity lies between two measured levels).'
     """
@@ -331,7 +332,8 @@ def bracketed(per_arm: pd.DataFrame) -> str:
     said = "the levels bracketed where p99 crosses the target (the capacity lies between two measured levels)"
     if not ge and not lt:
         return f"In all {n} arm-rounds {said}."
-    kinds = [k for k in (f"{ge} ≥: every level stayed under the target" if ge else "",
+    kinds = [k for k in (f"{ge} ≥: a lower bound, the crossing not placed above the last level under the "
+                         "target" if ge else "",
                          f"{lt} <: no level did" if lt else "") if k]
     return (f"In {inside} of {n} arm-rounds {said}; in {ge + lt} only a bound is known ({'; '.join(kinds)}) "
             "and no capacity with a bound is compared.")
