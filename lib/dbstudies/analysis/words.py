@@ -203,9 +203,10 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
     if len(same):
         bounded = same[~(same["ci_high"] / same["ci_low"] > WIDE)] if {"ci_low", "ci_high"} <= set(same) else same
         mde = bounded["mde_pct"].dropna() if "mde_pct" in bounded else pd.Series(dtype=float)  # as its interval shows it
-        seen = (f"; it could have seen {stats.mde_text(mde.median())} or more" if len(mde) and
-                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) or len(bounded) < len(same)
-                else "")
+        part = f" in {len(bounded)} of them, too few repeats to see any size in the others" \
+            if len(bounded) < len(same) else ""
+        seen = (f"; it could have seen {stats.mde_text(mde.median())} or more{part}" if len(mde) and
+                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) or part else "")
         out.append(" ".join(x for x in ("no detectable difference", where(same, full),
                                          f"({_cells(len(same), total)}{seen})") if x))
     missing = rel[~rel["verdict"].isin(stats.VERDICTS)]["verdict"].astype(str).unique()

@@ -172,7 +172,10 @@ def conclusion(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], p: Any, word
                      + "; ".join(parts) + ".")
         lines += _cpu_line(g, p)
         ratio = data_ratio(summ, p.buffer_pool).set_index("workload")["times_buffer_pool"]
-        lines += _source_checks(summ, tables, w, t, io_bound=bool(ratio.get(w, 0) >= 2))
+        premise = ("the data nearly fit in the buffer pool" if not ratio.get(w, 0) >= 2 else
+                   f"the server's CPU set the pace (up to {_cpu_share(g, p):.0f} % of its CPUs)"
+                   if _cpu_share(g, p) >= CPU_BOUND else "")
+        lines += _source_checks(summ, tables, w, t, not_io_bound=premise)
     lines += listed_comparisons(tables, words, "none")
     lines += aa_line(tables.get("aa"), "none")
     return "\n".join(lines)
@@ -187,17 +190,23 @@ def _mib(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:.2g}" if x >= 0.01 or x == 0 else "< 0.01"
 
 
+CPU_BOUND = 70.0  # % of the server's CPUs in the steady part: above it CPU, not storage alone, sets the pace
+
+
+def _cpu_share(g: pd.DataFrame, p: Any) -> float:
+    """The busiest arm's server CPU in the steady part, % of the CPUs it may use (NaN: not sampled)."""
+    return float(g["cpu_server_pct_median"].max()) / (100 * p.server_cpu_count) * 100
+
+
 def _cpu_line(g: pd.DataFrame, p: Any) -> list[str]:
     """Whether the server's CPU, rather than storage, set the pace: its median use in the
     steady part against the CPUs it may use."""
-    cores = p.server_cpu_count
-    busiest = g["cpu_server_pct_median"].max()
-    if not busiest == busiest:  # NaN: not sampled
+    cores, share = p.server_cpu_count, _cpu_share(g, p)
+    if not share == share:  # NaN: not sampled
         return []
-    share = busiest / (100 * cores) * 100
     said = ", ".join(f"{r.arm} {r.cpu_server_pct_median:.0f} %" for r in g.itertuples())
     bound = (f"the server used up to {share:.0f} % of its {cores} CPUs: CPU, not storage alone, "
-             "limits these runs, and compression's CPU cost counts in full" if share >= 70 else
+             "limits these runs, and compression's CPU cost counts in full" if share >= CPU_BOUND else
              f"the server used at most {share:.0f} % of its {cores} CPUs")
     return [f"  - Server CPU in the steady part (% of one core): {said}; {bound}."]
 
@@ -230,19 +239,20 @@ def _said(found: dict[str, Any]) -> str:
     return ", ".join(f"{a} {signed(r.delta_pct).replace('.0 %', ' %')} ({r.verdict})" for a, r in found.items())
 
 
-def _io_bound_claim(tps: dict[str, Any], pages: list[str], rows: list[str], io_bound: bool) -> str:
+def _io_bound_claim(tps: dict[str, Any], pages: list[str], rows: list[str], not_io_bound: str = "") -> str:
     """The source's I/O-bound throughput finding against this cell: not testable where the
-    data nearly fit in the buffer pool (the claim's premise); else whether both kinds came out
+    run was not I/O-bound (`not_io_bound` says why: the data nearly fit in the buffer pool, or
+    the server's CPU set the pace — the claim's premise); else whether both kinds came out
     below none, in the source's order (row-compressed below page-compressed) and sizes.
 
     >>> r = lambda d, v: pd.Series({"delta_pct": d, "verdict": v, "holm_ci_low": 1 + d / 100 - .05, "holm_ci_high": 1 + d / 100 + .05})
-    >>> _io_bound_claim({"page:zlib": r(-50, "worse"), "row:8": r(-20, "worse")}, ["page:zlib"], ["row:8"], True)
+    >>> _io_bound_claim({"page:zlib": r(-50, "worse"), "row:8": r(-20, "worse")}, ["page:zlib"], ["row:8"])
     'partly reproduced here: both below none, but in the opposite order (page-compressed −50 % below row-compressed −20 %; the source: row-compressed the slower)'
-    >>> _io_bound_claim({"page:zlib": r(-50, "worse")}, ["page:zlib"], [], False)
+    >>> _io_bound_claim({"page:zlib": r(-50, "worse")}, ["page:zlib"], [], "the data nearly fit in the buffer pool")
     'not testable here: the data nearly fit in the buffer pool, and the claim is about I/O-bound tables'
     """
-    if not io_bound:
-        return "not testable here: the data nearly fit in the buffer pool, and the claim is about I/O-bound tables"
+    if not_io_bound:
+        return f"not testable here: {not_io_bound}, and the claim is about I/O-bound tables"
     said = held("worse", [r.verdict for r in tps.values()])
     if said != "reproduced":
         return f"{said} here"
@@ -260,10 +270,10 @@ def _io_bound_claim(tps: dict[str, Any], pages: list[str], rows: list[str], io_b
 
 
 def _source_checks(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], w: str, t: int,
-                   io_bound: bool = True) -> list[str]:
+                   not_io_bound: str = "") -> list[str]:
     """The source's three findings, each said as reproduced or not by the comparison tables
     (a difference counts only with a better/worse verdict) and the runs' drift; the I/O-bound
-    one is not testable where the data nearly fit in memory (`io_bound`)."""
+    one is not testable where the run was not I/O-bound (`not_io_bound`: why)."""
     g = summ[(summ["workload"] == w) & (summ["threads"] == t)].set_index("arm")
     out = []
     pages = [a for a in g.index if a.startswith("page:")]
@@ -279,7 +289,7 @@ def _source_checks(summ: pd.DataFrame, tables: dict[str, pd.DataFrame], w: str, 
     tps = _verdicts(tables.get("tps"), w, t, [*pages, *rows])
     if tps:
         out.append("  - Source: once I/O-bound, uncompressed is fastest, page-compressed ≈ 22 % "
-                   f"and row-compressed ≈ 68 % below — {_io_bound_claim(tps, pages, rows, io_bound)} "
+                   f"and row-compressed ≈ 68 % below — {_io_bound_claim(tps, pages, rows, not_io_bound)} "
                    f"(throughput vs none: {_said(tps)}).")
     drift = g["drift_pct_median"]
     if "none" in drift and drift.notna().all():
