@@ -86,3 +86,17 @@ def test_the_quick_runs_numbers_are_said_once_and_its_tail_ratio_reads_the_tail(
     assert judged.sum() == 7 and ((tail[judged] - p99[judged] / p50[judged]).abs() < 1e-9).all()
     assert said.tables["tail"].set_index(["workload", "threads"]).loc[("oltp_read_only", 1), "verdict"].startswith(
         "not judged: its slowest 1 % is 17 transactions a step")
+
+
+def test_the_seconds_judged_are_said_and_dropping_the_first_changes_no_quick_verdict():
+    """Which seconds the QPS verdicts judge, and what judging each step past its first second
+    would change, on the recorded quick run: no verdict, the largest effect moving 2.9 points."""
+    study = load("thread_pool")
+    run = Run.open(QUICK)
+    p = checks.resolve_cell(study, {"run_dir": str(QUICK)})
+    said = study.answer(run, p)
+    text, changed = caveats.seconds_judged(run, said.tables["steps"], said.tables["qps"], p)
+    assert not changed and text.startswith("QPS verdicts judge each step whole (3 s); judged on its seconds "
+                                           "after the first, none of 8 changes — the largest move of an effect")
+    moved = float(text.split("effect ")[1].split(" points")[0])
+    assert 0 < moved < 10

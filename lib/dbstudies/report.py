@@ -18,7 +18,7 @@ from .described import _e, client_commands, configuration, data_sizes, design_li
 from .render import scrub_paths
 from .results import Run
 from .shown import LABELS, PROSE, conclusion, first, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
-from .study import load, reference
+from .study import load, params_of, reference
 
 
 def plan(study: Any, p: Any, run_dir: Any = None) -> None:
@@ -392,6 +392,11 @@ def setup(run: Run, said: Answer | None = None) -> None:
     plots.palette([a["label"] for a in meta.get("arms", [])])
     steps = results.measured(run) if run.has_table("steps") else None
     parts = [f"<p><b>Design.</b> {_e(design_line(meta, steps))}.</p>"]
+    if said is not None and "qps" in said.tables:
+        from .analysis import caveats
+        judged, _ = caveats.seconds_judged(run, said.tables.get("steps"), said.tables.get("qps"), params_of(run))
+        if judged:
+            parts.append(f"<p><b>Seconds judged.</b> {_e(judged)}.</p>")
     tables = said.verdict_tables() if said is not None else {}
     reach = [(name, reachability(rel)) for name, rel in tables.items()
              if rel is not None and not rel.empty and "mde_pct" in rel]

@@ -14,7 +14,7 @@ from .. import probes, settings, stats
 from ..results import Run
 from ..studykit import SysbenchParams
 from ..tables import INTERVALS
-from . import BY, is_paired, signed, threads
+from . import BY, design_table, is_paired, signed, threads, threshold, to_target, word_of
 from .words import listing, percent, span, thread_words
 
 SATURATED = 0.9      # server + client CPU ≥ 90 % of the host's: throughput is bounded by CPU
@@ -297,7 +297,46 @@ def ramp_up(run: Run, steps: pd.DataFrame | None, mde_pct: float) -> str:
     if short:
         text += f"; {short} step{'s' if short != 1 else ''} with fewer than 3 seconds recorded cannot show it and {'are' if short != 1 else 'is'} not counted"
     return (text + (f". With {seconds}-s steps that second is {percent(100 / seconds)} % of each" if seconds else "")
-            + ". Both arms pay it, but not necessarily alike: longer steps (`duration`) dilute it.")
+            + ": whether it moves a verdict is said under “Seconds judged” (the set-up); longer steps "
+              "(`duration`) dilute it.")
+
+
+def seconds_judged(run: Run, steps: pd.DataFrame | None, rel: pd.DataFrame | None, p: Any) -> tuple[str, bool]:
+    """Which seconds the QPS verdicts judge — each step whole — and what judging only its
+    seconds after the first (a ramp-up's) would change: the QPS table again on each step's
+    mean per-second QPS past its first second (steps with fewer than 3 seconds kept whole),
+    its words cell by cell against the table's, and how far an effect moved. (text, whether a
+    word changed)."""
+    if steps is None or rel is None or rel.empty or "baseline" not in rel or not run.has_table(INTERVALS):
+        return "", False
+    i = run.table(INTERVALS)[["step", "second", "qps"]]
+    i = i[i.groupby("step")["second"].transform("size") >= 3]
+    later = i[i["second"] > i.groupby("step")["second"].transform("min")].groupby("step")["qps"].mean()
+    if later.empty:
+        return "", False
+    steady = steps.assign(qps=steps["step"].map(later).fillna(steps["qps"]))
+    tested = rel[rel["delta_pct"].notna()]
+    again = to_target(design_table(steady, by=BY, factor="arm", baseline=rel["baseline"].iloc[0],
+                                   candidates=list(dict.fromkeys(tested["candidate"])), value="qps",
+                                   higher_is_better=True, threshold=threshold(p, "qps")), p, "qps")
+    key = [*BY, "candidate"]
+    both = tested.merge(again, on=key, suffixes=("", "_later"))
+    if both.empty:
+        return "", False
+    words_now = [word_of(r) for r in tested.merge(both[key], on=key).itertuples(index=False)]
+    words_later = [word_of(r) for r in again.merge(both[key], on=key).itertuples(index=False)]
+    moved = (both["delta_pct_later"] - both["delta_pct"]).abs()
+    far = both.loc[moved.idxmax()]
+    changed = [f"{r.workload}, {threads(int(r.threads))}: {a} → {b}" for r, a, b in
+               zip(both.itertuples(), words_now, words_later) if a != b]
+    seconds = int(steps["seconds"].median()) if "seconds" in steps else 0
+    text = (f"QPS verdicts judge each step whole ({seconds} s); judged on its seconds after the first, "
+            + (f"{len(changed)} of {len(both)} change ({'; '.join(changed[:3])}"
+               + (f"; and {len(changed) - 3} more" if len(changed) > 3 else "") + ")" if changed
+               else f"none of {len(both)} changes")
+            + f" — the largest move of an effect {moved.max():.1f} points ({far.workload}, "
+              f"{threads(int(far.threads))}: {signed(far.delta_pct)} → {signed(far.delta_pct_later)})")
+    return text, bool(changed)
 
 
 def virtual_machine(meta: dict[str, Any]) -> str:
@@ -356,7 +395,9 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
     pinned = pinned_apart(p)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
-    out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde), virtual_machine(meta),
+    judged_seconds, changed = seconds_judged(run, steps, rel, p)
+    out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde),
+           f"**Seconds judged.** {judged_seconds}." if changed else "", virtual_machine(meta),
            busy(steps, getattr(p, "busy_retries", 0)),  # a study that retries no step: none
            settings.beyond_varied(meta)]
     return [c for c in out if c]
