@@ -379,26 +379,19 @@ def narrative(study: Any, part: str) -> None:
     display(Markdown(study.NARRATIVE[part]))
 
 
-def setup(run: Run, said: Answer | None = None) -> None:
-    """How the run was measured, for judging its answer: the design in one line, what each
-    of the answer's (`said`) verdict tables could detect (said once here), the servers' settings that matter and
-    what differs between arms, the data against each buffer pool, the client command.
-    It comes before the figures: the arms get their colours here, baseline first, so a
-    configuration has the same colour in every figure whatever order a figure meets it in."""
-    from IPython.display import HTML, display
-
+def _judging(run: Run, said: Answer | None) -> list[str]:
+    """The set-up's paragraphs on how the verdicts judge: the seconds judged, what each
+    verdict table can detect, and what a difference is."""
+    if said is None:
+        return []
+    from .analysis import caveats
     from .stats import reachability
-    meta = run.metadata
-    plots.palette([a["label"] for a in meta.get("arms", [])])
-    steps = results.measured(run) if run.has_table("steps") else None
-    parts = [f"<p><b>Design.</b> {_e(design_line(meta, steps))}.</p>"]
-    if said is not None and "qps" in said.tables:
-        from .analysis import caveats
+    parts = []
+    if "qps" in said.tables:
         judged, _ = caveats.seconds_judged(run, said.tables.get("steps"), said.tables.get("qps"), params_of(run))
         if judged:
             parts.append(f"<p><b>Seconds judged.</b> {_e(judged)}.</p>")
-    tables = said.verdict_tables() if said is not None else {}
-    reach = [(name, reachability(rel)) for name, rel in tables.items()
+    reach = [(name, reachability(rel)) for name, rel in said.verdict_tables().items()
              if rel is not None and not rel.empty and "mde_pct" in rel]
     if reach:
         parts.append("<p><b>What the comparisons can detect.</b></p><ul>" + "".join(
@@ -411,6 +404,21 @@ def setup(run: Run, said: Answer | None = None) -> None:
             "worse. It need not equal the difference of two medians in the summaries: a median is "
             "of one arm's steps alone, so drift between rounds moves it, while a paired ratio "
             "cancels the drift both steps of a round shared.</p>")
+    return parts
+
+
+def setup(run: Run, said: Answer | None = None) -> None:
+    """How the run was measured, for judging its answer: the design in one line, what each
+    of the answer's (`said`) verdict tables could detect (said once here), the servers' settings that matter and
+    what differs between arms, the data against each buffer pool, the client command.
+    It comes before the figures: the arms get their colours here, baseline first, so a
+    configuration has the same colour in every figure whatever order a figure meets it in."""
+    from IPython.display import HTML, display
+
+    meta = run.metadata
+    plots.palette([a["label"] for a in meta.get("arms", [])])
+    steps = results.measured(run) if run.has_table("steps") else None
+    parts = [f"<p><b>Design.</b> {_e(design_line(meta, steps))}.</p>", *_judging(run, said)]
     governing = tuple(load(reference(meta)).GOVERNING) if meta.get("study") else ()
     for title, body in (("Servers: the settings that matter and what differs between arms",
                          configuration(meta, governing)),

@@ -40,28 +40,39 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
     lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
     spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
               f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
-    count = f"{n}" if n == most else f"{n}–{most}"
-    if paired:
-        d0 = float(table["prior_df"].max()) if "prior_df" in table else 0.0
-        how = (f"{count} pairs per cell (paired rounds, t on the pairs' log ratios"
-               + (f", variance moderated across the cells: +{d0:.0f} df" if d0 > 0 else "") + ")")
-        floors = per_cell.map(lambda k: min_signed_rank_p(int(k)) * m)
-    else:
-        how = f"{count} repeats per side"
-        floors = per_cell.map(lambda k: min_p_value(int(k), int(k)) * m)
+    how, floors = _design_words(table, per_cell, m, paired)
     lines = [f"Minimum detectable effect {mde_text(mdes.median())} in the median cell ({spread}; "
              f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
              "smaller true difference may come out draw"]
+    return lines + _rank_floor(per_cell, floors, m, paired, alpha)
+
+
+def _design_words(table: pd.DataFrame, per_cell: pd.Series, m: int, paired: bool) -> tuple[str, pd.Series]:
+    """How a table's cells were measured, in words (pairs or repeats per cell, the moderation's
+    prior df), and each cell's rank-test floor after Holm over `m` comparisons."""
+    n, most = int(per_cell.min()), int(per_cell.max())
+    count = f"{n}" if n == most else f"{n}–{most}"
+    if paired:
+        d0 = float(table["prior_df"].max()) if "prior_df" in table else 0.0
+        return (f"{count} pairs per cell (paired rounds, t on the pairs' log ratios"
+                + (f", variance moderated across the cells: +{d0:.0f} df" if d0 > 0 else "") + ")",
+                per_cell.map(lambda k: min_signed_rank_p(int(k)) * m))
+    return f"{count} repeats per side", per_cell.map(lambda k: min_p_value(int(k), int(k)) * m)
+
+
+def _rank_floor(per_cell: pd.Series, floors: pd.Series, m: int, paired: bool, alpha: float) -> list[str]:
+    """Where the rank test cannot reach p < α after Holm, by its floor at each cell's pairs
+    (or repeats): every cell, or those with the fewest."""
     blocked = per_cell[floors >= alpha]
-    if len(blocked):
-        cells = ("" if len(blocked) == len(per_cell) else
-                 f" in {len(blocked)} of {len(per_cell)} cells (those with {int(blocked.max())} "
-                 f"{'pairs' if paired else 'repeats'} or fewer)")
-        lines.append(f"The rank test (robustness column) cannot reach p < {alpha} after Holm "
-                     f"over {m} comparison{'s' if m != 1 else ''}{cells} with "
-                     f"{int(blocked.min()) if blocked.min() == blocked.max() else f'{int(blocked.min())}–{int(blocked.max())}'} "
-                     f"{'pairs' if paired else 'repeats'} (its floor there is {min(floors[blocked.index].min(), 1):.2g})")
-    return lines
+    if not len(blocked):
+        return []
+    unit = "pairs" if paired else "repeats"
+    cells = ("" if len(blocked) == len(per_cell) else
+             f" in {len(blocked)} of {len(per_cell)} cells (those with {int(blocked.max())} {unit} or fewer)")
+    n = f"{int(blocked.min())}" if blocked.min() == blocked.max() else f"{int(blocked.min())}–{int(blocked.max())}"
+    return [f"The rank test (robustness column) cannot reach p < {alpha} after Holm over {m} "
+            f"comparison{'s' if m != 1 else ''}{cells} with {n} {unit} "
+            f"(its floor there is {min(floors[blocked.index].min(), 1):.2g})"]
 
 
 def reach_short(table: pd.DataFrame) -> str:

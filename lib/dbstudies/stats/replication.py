@@ -126,11 +126,17 @@ def replication_table(original: pd.DataFrame, replica: pd.DataFrame, keys: Seque
     out["mde_pct"] = _mde_pct(se, np.where(ok, dof, np.nan), max(int(np.isfinite(p).sum()), 1), alpha)
     out["word"] = [replication_word(a, b, q if np.isfinite(q) else 1.0, alpha)
                    for a, b, q in zip(out["verdict_original"], out["verdict_replica"], out["p_holm"])]
+    return _holm_ratio(out, alpha, level).drop(columns=["est_original", "est_replica"])
+
+
+def _holm_ratio(out: pd.DataFrame, alpha: float, level: float) -> pd.DataFrame:
+    """The ratio of the effects' CI widened to the level Holm tests each row at
+    (`rr_holm_low`, `rr_holm_high`, `holm_intervals`): it excludes 1 exactly where the word
+    says the runs differ."""
     held = holm_intervals(pd.DataFrame({"ratio": out["ratio_of_ratios"], "ci_low": out["rr_ci_low"],
                                         "ci_high": out["rr_ci_high"], "p_value": out["p_value"],
                                         "df": out["df"]}), alpha=alpha, level=level)
-    out["rr_holm_low"], out["rr_holm_high"] = held["holm_ci_low"], held["holm_ci_high"]
-    return out.drop(columns=["est_original", "est_replica"])
+    return out.assign(rr_holm_low=held["holm_ci_low"], rr_holm_high=held["holm_ci_high"])
 
 
 def i_squared(q: float, k: int) -> float:
