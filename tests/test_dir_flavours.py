@@ -194,7 +194,8 @@ def test_the_same_bits_two_ways_are_paired_and_the_report_names_them(tarball, tm
     html = (run.path / "report.html").read_text()
     sha = shas["mariadb-10.11"][:12]
     assert re.search(rf"tarball \(10\.11\.\d+-MariaDB[^,]*, release tarball {tarball.name}, sha256 {sha}\)", html)
-    assert "mariadb-10.11 (10.11" in html and html.count(f"sha256 {sha}") == 2
+    assert "mariadb-10.11 (10.11" in html and html.count(f"sha256 {sha}") == 3
+    assert f"(mariadb-10.11 and tarball: the same binary, sha256 {sha})" in html  # named in the set-up line
 
 
 @pytest.mark.parametrize("study, extra", [
