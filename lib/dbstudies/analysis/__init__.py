@@ -301,15 +301,19 @@ def field(r: Any, key: str) -> Any:
 
 def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     """A comparison's interval in %, '[−3.0, +9.2]'; '[unbounded: 2 pairs]' when its ends
-    are more than `WIDE` times apart (too few pairs or repeats for this noise).
+    are more than `WIDE` times apart (too few pairs or repeats for this noise) — unless its
+    verdict is better or worse: an interval that excludes no change says where, however wide.
 
     >>> interval(pd.Series({"ci_low": 0.97, "ci_high": 1.092, "n_baseline": 5}))
     '[−3.0, +9.2]'
     >>> interval(pd.Series({"ci_low": 0.0001, "ci_high": 4e8, "n_baseline": 2, "sd_diff": 1.0}))
     '[unbounded: 2 pairs]'
+    >>> interval(pd.Series({"ci_low": 0.01, "ci_high": 0.5, "n_baseline": 4, "verdict": "better"}))
+    '[−99.0, −50.0]'
     """
     lo, hi = field(r, low), field(r, high)
-    if not (lo > 0 and hi > 0) or hi / lo > WIDE:
+    decided = field(r, "verdict") in ("better", "worse") and lo > 0 and hi > 0  # it excludes no change: say where
+    if not decided and (not (lo > 0 and hi > 0) or hi / lo > WIDE):
         n = field(r, "n_baseline")
         unit = "pair" if field(r, "sd_diff") is not None else "repeat"
         return f"[unbounded: {int(n)} {unit}{'s' if n != 1 else ''}]" if n == n and n is not None else "[unbounded]"
