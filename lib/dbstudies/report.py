@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import analysis, plots, replicated, results, schedule, tails
-from .analysis.said import answer_text, tldr
+from .analysis.said import GRID_FIELDS, answer_text, tldr
 from .analysis.said import grid as said_grid
 from .comparisons import throughput
 from .contract import Answer
@@ -342,7 +342,7 @@ def grid(said: Answer) -> str:
     g = said_grid(said)
     if g.empty:
         return ""
-    keys = [k for k in g.columns if k not in ("candidate", "comparison", "entry", "word", "n", "unit", "short")]
+    keys = [k for k in g.columns if k not in GRID_FIELDS]
     keys = (["candidate"] if g["candidate"].nunique() > 1 else []) + keys
     comparisons = list(dict.fromkeys(g["comparison"]))
     head = "".join(f"<th>{_e(label(k))}</th>" for k in keys) + "".join(f"<th>{_e(c)}</th>" for c in comparisons)

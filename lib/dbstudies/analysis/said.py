@@ -72,10 +72,13 @@ def lead_words(said: Answer, p: Any = None) -> list[str]:
 
 # ---------------------------------------------------------------- the answer at a glance
 
+GRID_FIELDS = ("candidate", "comparison", "entry", "delta_pct", "word", "n", "unit", "short")  # the rest: a cell's keys
+
+
 def grid(said: Answer) -> pd.DataFrame:
     """The answer at a glance, long form: one row per cell × candidate × judged comparison
     (`comparisons.judged`, in the study's order): the effect with its Holm-adjusted interval
-    (`entry`), its `word` (`word_of`), the cell's pairs (or repeats), and whether the cell
+    (`entry`; `delta_pct` alone), its `word` (`word_of`), the cell's pairs (or repeats), and whether the cell
     was left `short` of its precision target. `report.grid` draws it, a row per cell and a
     column per comparison."""
     rows = []
@@ -89,7 +92,8 @@ def grid(said: Answer) -> pd.DataFrame:
             entry = (str(r.verdict).split(":")[0] if r.delta_pct != r.delta_pct else  # its why: the tables below
                      f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}")
             rows.append({"candidate": r.candidate, **{k: getattr(r, k) for k in by}, "comparison": c.short,
-                         "entry": entry, "word": word_of(r), "n": int(n) if n is not None and n == n else None,
+                         "entry": entry, "delta_pct": r.delta_pct, "word": word_of(r),
+                         "n": int(n) if n is not None and n == n else None,
                          "unit": "pair" if "sd_diff" in rel else "repeat", "short": bool(field(r, "short") or False)})
     return pd.DataFrame(rows)
 
@@ -109,7 +113,7 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
         decided = part[part["word"].isin(["better", "worse"]) & ~part["short"]]
         top = ""
         if len(decided):
-            big = decided.loc[decided["entry"].map(_size).idxmax()]
+            big = decided.loc[decided["delta_pct"].abs().idxmax()]
             top = f"; largest {big['entry']} ({_cell(big)})"
         short = int(part["short"].sum())
         lines.append(f"**{comparison}** ({len(part)} cell{'s' if len(part) != 1 else ''}): {said_counts}{top}"
@@ -121,16 +125,8 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
     return lines[:most]
 
 
-def _size(entry: str) -> float:
-    """The size of an entry's effect, '−20.4 % […]' → 20.4."""
-    try:
-        return abs(float(entry.split(" %")[0].replace("−", "-").replace("+", "")))
-    except ValueError:
-        return 0.0
-
-
 def _cell(r: Any) -> str:
-    keys = [k for k in r.index if k not in ("candidate", "comparison", "entry", "word", "n", "unit", "short")
+    keys = [k for k in r.index if k not in GRID_FIELDS
             and r[k] == r[k] and r[k] is not None]
     cell = cell_name({k: r[k] for k in keys})
     return cell if not r.get("candidate") else f"{r['candidate']}, {cell}"
