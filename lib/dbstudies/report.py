@@ -388,7 +388,7 @@ def _judging(run: Run, said: Answer | None) -> list[str]:
     from .stats import reachability
     parts = []
     if "qps" in said.tables:
-        judged, _ = caveats.seconds_judged(run, said.tables.get("steps"), said.tables.get("qps"), params_of(run))
+        judged, _ = caveats.judged_seconds_of(run, said.tables, "qps", params_of(run))
         if judged:
             parts.append(f"<p><b>Seconds judged.</b> {_e(judged)}.</p>")
     reach = [(name, reachability(rel)) for name, rel in said.verdict_tables().items()

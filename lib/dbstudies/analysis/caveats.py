@@ -339,6 +339,15 @@ def seconds_judged(run: Run, steps: pd.DataFrame | None, rel: pd.DataFrame | Non
     return text, bool(changed)
 
 
+def judged_seconds_of(run: Run, tables: dict[str, Any], throughput: str | None, p: Any) -> tuple[str, bool]:
+    """`seconds_judged` of an answer's tables (its steps, its throughput table), computed once
+    and kept in `tables["seconds_judged"]` for the caveat and the report's set-up."""
+    if "seconds_judged" not in tables:  # the steps' per-second column is QPS: only a QPS table is judged again
+        tables["seconds_judged"] = (seconds_judged(run, _steps(tables), tables.get(throughput), p)
+                                    if throughput == "qps" else ("", False))
+    return tables["seconds_judged"]
+
+
 def virtual_machine(meta: dict[str, Any]) -> str:
     vm = (meta.get("host") or {}).get("virtual_machine")
     if not vm:
@@ -395,7 +404,7 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
     pinned = pinned_apart(p)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
-    judged_seconds, changed = seconds_judged(run, steps, rel, p)
+    judged_seconds, changed = judged_seconds_of(run, tables, throughput, p)
     out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde),
            f"**Seconds judged.** {judged_seconds}." if changed else "", virtual_machine(meta),
            busy(steps, getattr(p, "busy_retries", 0)),  # a study that retries no step: none
