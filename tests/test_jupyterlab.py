@@ -40,7 +40,7 @@ def jupyterlab(tmp_path):
     port, home = free_port(), tmp_path / "home"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_CONFIG_DIR": str(home / "config")}
-    args = lab.argv(port=port, token=TOKEN, working_dir=tmp_path / "lab")
+    args = lab.argv(port=port, token=TOKEN, working_dir=tmp_path / "lab") + ["--LabApp.expose_app_in_browser=True"]
     log = open(tmp_path / "lab.log", "w")
     server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
 
@@ -68,6 +68,19 @@ def prompts(page) -> list[str]:
     return page.eval_on_selector_all(".jp-CodeCell .jp-InputPrompt", "els => els.map(e => e.textContent.trim())")
 
 
+KERNEL_READY = """() => {
+    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+    return !!(w && w.sessionContext && w.sessionContext.isReady && k && k.connectionStatus === 'connected' && k.status === 'idle');
+}"""
+
+
+def kernel_ready(page) -> bool:
+    """The notebook's own session says its kernel is connected and idle (the state Run All needs:
+    before it, Lab clears the prompts and runs nothing; the status bar's 'Idle' comes earlier)."""
+    return bool(page.evaluate(KERNEL_READY))
+
+
 def run_all_with(page, lines: str) -> None:
     """Append `lines` to the parameters cell (later assignments win) and, once the cell shows
     them, Run All Cells."""
@@ -77,6 +90,7 @@ def run_all_with(page, lines: str) -> None:
     page.keyboard.insert_text("\n" + lines)
     last = lines.splitlines()[-1]
     wait_for(lambda: last in (editor.text_content() or ""), 30, f"the parameters cell to show {last!r}")
+    wait_for(lambda: kernel_ready(page), 120, "the dbstudies kernel to be connected and idle")
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.locator("li[data-command='runmenu:run-all']").click()
 
@@ -132,8 +146,7 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         page = browser.new_page(viewport=VIEW)
         page.goto(f"{url}/lab/tree/scaling.ipynb?token={TOKEN}")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        wait_for(lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0,
-                 60, "the dbstudies kernel to start")
+        wait_for(lambda: kernel_ready(page), 120, "the dbstudies kernel to be connected and idle")
 
         # a bad parameter: one line, Run All stops there, the panel at the bottom says so
         run_all_with(page, 'profile = "fast"')
