@@ -342,6 +342,8 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     """
     if pd.isna(r.delta_pct):
         return str(r.verdict)
+    if r.verdict == stats.NOT_JUDGED:  # one pair: its difference, no interval, no test
+        return f"{signed(r.delta_pct)} not judged: one pair, no test"
     if r.ci_low == r.ci_high == 1:
         return f"{verdict_text(r)}: identical in every repeat"
     lo, hi = adjusted(r)

@@ -54,7 +54,9 @@ def _largest(rel: pd.DataFrame, client: pd.DataFrame | None) -> str:
     """The largest difference of a table, with its interval — among the cells that reached
     their precision target (a verdict reached on a cell's first few pairs is never the
     headline: it does not survive a rerun); how many cells were left short."""
-    tested = rel[rel["delta_pct"].notna()]
+    tested = rel[rel["delta_pct"].notna() & rel["verdict"].isin(stats.VERDICTS)]
+    if tested.empty:
+        return "no cell judged"
     short = tested["short"].fillna(False).astype(bool) if "short" in tested else pd.Series(False, index=tested.index)
     at_target = tested[~short]
     left = f"; {int(short.sum())} cell{'s' if short.sum() != 1 else ''} left short of the target not counted" \
@@ -104,10 +106,14 @@ def _judged(r: Any, alpha: float = stats.ALPHA) -> str:
     """Holm p and the verdict, with why a significant difference is still a draw.
 
     >>> _judged(pd.Series({"p_holm": 0.029, "verdict": "draw"})), _judged(pd.Series({"p_holm": 0.3, "verdict": "draw"}))
-    ('Holm p = 0.029, draw: within the draw threshold', 'Holm p = 0.3, draw')
+    ('Holm p = 0.029, draw: significant, but within the draw threshold', 'Holm p = 0.3, draw')
+    >>> _judged(pd.Series({"p_holm": float("nan"), "verdict": "not judged"}))
+    'not judged: one pair, no test'
     """
+    if pd.isna(r.p_holm):
+        return f"{r.verdict}: one pair, no test"
     text = f"Holm p {p_text(r.p_holm)}, {r.verdict}"
-    return text + (": within the draw threshold" if r.verdict == "draw" and r.p_holm < alpha else "")
+    return text + (": significant, but within the draw threshold" if r.verdict == "draw" and r.p_holm < alpha else "")
 
 
 def aa_line(aa: pd.DataFrame | None, baseline: str) -> list[str]:

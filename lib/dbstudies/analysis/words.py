@@ -200,6 +200,13 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
                                          f"{stats.mde_text(open_['target_mde_pct'].median())} in the median one, "
                                          f"the target is {target}; {need})") if x))
     same = draws[~reading.isin(["same", "bounded", "undecided"])]
+    small = same[same["p_holm"] < stats.ALPHA] if "p_holm" in same else same.iloc[:0]
+    if len(small):  # a difference the test sees, smaller than the threshold: the table's words
+        band = stats.bounds_text(float(small["threshold_pct"].iloc[0]) / 100 if "threshold_pct" in small
+                                 else stats.THRESHOLD)
+        out.append(" ".join(x for x in (f"significant, but within the draw threshold ({band})", where(small, full),
+                                         f"({_cells(len(small), total)})") if x))
+        same = same.drop(small.index)
     if len(same):
         bounded = same[~(same["ci_high"] / same["ci_low"] > WIDE)] if {"ci_low", "ci_high"} <= set(same) else same
         mde = bounded["mde_pct"].dropna() if "mde_pct" in bounded else pd.Series(dtype=float)  # as its interval shows it
@@ -209,8 +216,10 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
                 mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) or part else "")
         out.append(" ".join(x for x in ("no detectable difference", where(same, full),
                                          f"({_cells(len(same), total)}{seen})") if x))
-    missing = rel[~rel["verdict"].isin(stats.VERDICTS)]["verdict"].astype(str).unique()
-    out += list(missing)
+    unjudged = rel[~rel["verdict"].isin(stats.VERDICTS)]
+    for word, part in unjudged.groupby(unjudged["verdict"].astype(str), sort=False):
+        why = " (one pair or none: nothing to test a difference by)" if word == stats.NOT_JUDGED else ""
+        out.append(" ".join(x for x in (word + why, where(part, full)) if x))
     return "; ".join(out)
 
 

@@ -16,6 +16,7 @@ ALPHA = 0.05
 LEVEL = 0.95
 POWER = 0.80       # for the minimum detectable effect
 VERDICTS = ("better", "worse", "draw")
+NOT_JUDGED = "not judged"  # no test was possible (one pair): no verdict, not a draw
 
 
 # ---------------------------------------------------------------- one sample
@@ -217,12 +218,18 @@ def mde(sd_log: float, n_a: int, n_b: int, m: int = 1, *, alpha: float = ALPHA,
 
 def verdict(ratio: float, p: float, *, higher_is_better: bool = True,
             threshold: float = THRESHOLD, alpha: float = ALPHA) -> str:
-    """better / worse / draw for candidate vs baseline (ratio = candidate / baseline).
+    """better / worse / draw for candidate vs baseline (ratio = candidate / baseline); with
+    no test (one pair, no spread: p is NaN) `NOT_JUDGED` — a draw says the data saw no
+    difference, which one pair cannot — unless every repeat measured the same (ratio 1).
 
     >>> verdict(1.10, 0.001), verdict(1.03, 0.001), verdict(0.8, 0.2), verdict(0.8, 0.01)
     ('better', 'draw', 'draw', 'worse')
+    >>> verdict(0.8, math.nan), verdict(1.0, math.nan)
+    ('not judged', 'draw')
     """
-    if math.isnan(ratio) or math.isnan(p) or abs(ratio - 1) < threshold or p >= alpha:
+    if math.isnan(ratio) or math.isnan(p):
+        return "draw" if ratio == 1 else NOT_JUDGED
+    if abs(ratio - 1) < threshold or p >= alpha:
         return "draw"
     return "better" if (ratio > 1) == higher_is_better else "worse"
 
