@@ -242,9 +242,19 @@ def _runs(which: str | None, runs_dir: Path) -> int:
         print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
               f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {_duration(meta):>9}  {_changed(meta)}")
         for name, changed in run.variants():  # its re-analyses at other analysis parameters
-            what = ", ".join(f"{k} {c.get('variant')} (run: {c.get('run')})" for k, c in changed.items())
-            print(f"  └ re-analysis {name}: {what}; {results.VARIANTS}/{name}/report.html")
+            print(_variant_line(run, name, changed))
     return 0
+
+
+def _variant_line(run: Any, name: str, changed: dict) -> str:
+    """A re-analysis variant as `runs` lists it: what it changed, its report — or, where it
+    has none (a notebook's re-analysis writes none), the command that writes it."""
+    from . import results
+    what = ", ".join(f"{k} {c.get('variant')} (run: {c.get('run')})" for k, c in changed.items())
+    if (run.path / results.VARIANTS / name / "report.html").exists():
+        return f"  └ re-analysis {name}: {what}; {results.VARIANTS}/{name}/report.html"
+    again = "".join(f" -p {k} {c.get('variant')}" for k, c in changed.items())
+    return f"  └ re-analysis {name}: {what}; no report yet (`dbstudies report {run.path.name}{again}` writes one)"
 
 
 def _duration(meta: dict) -> str:

@@ -51,3 +51,14 @@ class SchemaError(StoreError, ValueError):
 
 class NothingMeasured(StoreError):
     """A run ended before any step finished: there is nothing to analyse."""
+
+
+def did_you_mean(given: object, known: "list[str] | tuple[str, ...]") -> str:
+    """' — did you mean …?' for a misspelt name among `known` ('' when nothing is close).
+
+    >>> did_you_mean("oltp_read_onyl", ["oltp_point_select", "oltp_read_only"]), did_you_mean("zzz", ["a"])
+    (" — did you mean 'oltp_read_only'?", '')
+    """
+    import difflib
+    close = difflib.get_close_matches(str(given), [str(k) for k in known], n=1, cutoff=0.75)
+    return f" — did you mean {close[0]!r}?" if close else ""

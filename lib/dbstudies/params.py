@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, Mapping
 
-from .errors import ParamError
+from .errors import ParamError, did_you_mean
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -130,10 +130,11 @@ def from_profile(cls: type, profiles: Mapping[str, Mapping[str, Any]], profile: 
 
     `cls.validate()` (if any) returns a list of problems; all problems are raised together."""
     if profile not in profiles:
-        raise ParamError([f"profile: unknown profile {profile!r}; choose one of {', '.join(profiles)}"])
+        raise ParamError([f"profile: unknown profile {profile!r}; choose one of {', '.join(profiles)}"
+                          + did_you_mean(profile, list(profiles))])
     known = fields(cls)
     values = {**shared_profile(cls, profile), **profiles[profile]}
-    problems = [f"{name}: unknown parameter; known: {', '.join(known)}"
+    problems = [f"{name}: unknown parameter{did_you_mean(name, list(known))}; known: {', '.join(known)}"
                 for name in (overrides or {}) if name not in known]
     bad: set[str] = set()
     for name, value in (overrides or {}).items():
@@ -206,10 +207,13 @@ def check_choices(name: str, values: list[str], allowed: tuple[str, ...]) -> lis
 
     >>> check_choices("w", ["a", "c"], ("a", "b"))
     ["w: need distinct values from a, b; got ['a', 'c']"]
+    >>> check_choices("workloads", ["oltp_read_onyl"], ("oltp_read_only", "tpcc"))
+    ["workloads: need distinct values from oltp_read_only, tpcc; got ['oltp_read_onyl'] — did you mean 'oltp_read_only'?"]
     """
     bad = [v for v in values if v not in allowed]
     if not values or bad or len(set(values)) != len(values):
-        return [f"{name}: need distinct values from {', '.join(allowed)}; got {values}"]
+        return [f"{name}: need distinct values from {', '.join(allowed)}; got {values}"
+                + "".join(did_you_mean(v, allowed) for v in bad)]
     return []
 
 

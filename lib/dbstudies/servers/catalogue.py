@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from . import launch, tree
 from .dialect import Dialect
 from .flavour import Flavour, remember_help
@@ -34,7 +34,8 @@ def load_flavour(name: str, servers_dir: Path = paths.SERVERS_DIR) -> Flavour:
     path ending in .toml (a remote target kept outside the repository)."""
     path = Path(name) if str(name).endswith(".toml") else Path(servers_dir) / f"{name}.toml"
     if not path.exists():
-        raise ConfigError(f"unknown server flavour {name!r}; known: {', '.join(list_flavours(servers_dir))}")
+        known = list_flavours(servers_dir)
+        raise ConfigError(f"unknown server flavour {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}")
     data = tomllib.loads(path.read_text())
     if data.get("source") == "dir":
         return _dir_flavour(path, data, servers_dir)
