@@ -17,6 +17,10 @@ def manager(tmp_path):
     return lab.WorkingCopies(root_dir=str(root), working_dir=str(tmp_path / "lab")), root, tmp_path / "lab"
 
 
+def parameters(nb):
+    return next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+
+
 def run(coroutine):
     return asyncio.run(coroutine)
 
@@ -35,7 +39,7 @@ def test_a_saved_study_notebook_goes_to_its_working_copy_and_the_tracked_one_sta
     assert saved["path"] == "scaling.ipynb" and saved["name"] == "scaling.ipynb"
     assert (root / "scaling.ipynb").read_bytes() == tracked          # never written
     copy = nbformat.read(working / "scaling.ipynb", as_version=4)
-    assert 'profile = "smoke"' in copy.cells[1].source
+    assert 'profile = "smoke"' in parameters(copy).source
     # JupyterLab reads back what it saved, under the same name, and lists it in notebooks/
     again = run(cm.get("scaling.ipynb"))["content"]
     assert 'profile = "smoke"' in next(c for c in again.cells if "parameters" in c.metadata.get("tags", [])).source
@@ -47,12 +51,46 @@ def test_a_saved_study_notebook_goes_to_its_working_copy_and_the_tracked_one_sta
     # deleting the study notebook deletes its working copy: the study's own is back
     run(cm.delete_file("scaling.ipynb"))
     assert not (working / "scaling.ipynb").exists() and (root / "scaling.ipynb").read_bytes() == tracked
-    assert 'profile = "quick"' in run(cm.get("scaling.ipynb"))["content"].cells[1].source
+    assert 'profile = "quick"' in parameters(run(cm.get("scaling.ipynb"))["content"]).source
     with pytest.raises(web.HTTPError) as e:  # … and the tracked one cannot be deleted or renamed
         run(cm.delete_file("scaling.ipynb"))
     assert e.value.status_code == 403 and (root / "scaling.ipynb").exists()
     with pytest.raises(web.HTTPError):
         run(cm.rename_file("scaling.ipynb", "tp.ipynb"))
+
+
+def test_opening_a_study_notebook_without_changing_a_cell_makes_no_working_copy(manager):
+    cm, root, working = manager
+    nb = run(cm.get("scaling.ipynb"))["content"]
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.2"}  # what the kernel fills in
+    for c in nb.cells:
+        c.metadata["trusted"] = True
+    saved = run(cm.save({"type": "notebook", "content": nb}, "scaling.ipynb"))  # an autosave
+    assert not working.exists() or not list(working.iterdir()), "a working copy of an unchanged notebook"
+    assert saved["last_modified"] == run(cm.get("scaling.ipynb", content=False))["last_modified"]
+    parameters(nb).source += "\nthreads = [1]"  # the first change makes it
+    run(cm.save({"type": "notebook", "content": nb}, "scaling.ipynb"))
+    assert "threads = [1]" in parameters(nbformat.read(working / "scaling.ipynb", as_version=4)).source
+
+
+def test_a_working_copy_says_when_its_study_notebook_changed_since_and_the_way_back(manager):
+    cm, root, working = manager
+    nb = run(cm.get("scaling.ipynb"))["content"]
+    parameters(nb).source += "\nthreads = [1]"
+    run(cm.save({"type": "notebook", "content": nb}, "scaling.ipynb"))
+    assert lab.NOTICE not in str(run(cm.get("scaling.ipynb"))["content"].cells[0].metadata)  # not behind yet
+    study = nbformat.read(root / "scaling.ipynb", as_version=4)  # a `git pull` changes the study's notebook
+    study.cells[0].source += "\nA new sentence."
+    nbformat.write(study, root / "scaling.ipynb")
+    shown = run(cm.get("scaling.ipynb"))["content"]
+    assert lab.NOTICE in shown.cells[0].metadata["tags"] and "has changed since" in shown.cells[0].source
+    assert "delete this notebook in the file browser" in shown.cells[0].source
+    assert "threads = [1]" in parameters(shown).source and shown.cells[1].cell_type == "markdown"  # the copy, below
+    run(cm.save({"type": "notebook", "content": shown}, "scaling.ipynb"))  # the notice is never saved
+    assert lab.NOTICE not in (working / "scaling.ipynb").read_text()
+    run(cm.delete_file("scaling.ipynb"))  # the way back: the study's notebook, with its change
+    assert "A new sentence." in run(cm.get("scaling.ipynb"))["content"].cells[0].source
+    assert not list(working.iterdir())
 
 
 def test_make_lab_runs_jupyterlab_with_the_working_copies():
