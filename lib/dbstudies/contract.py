@@ -107,7 +107,8 @@ class Study:
         raise NotImplementedError(f"{type(self).__name__} declares no step")
 
     def pair(self, begin: Any, cells: list[dict[str, Any]]) -> None:
-        """The steps of one pair, one after another (`begin(i, cell)` readies the `i`-th)."""
+        """The steps of one pair, one after another (`begin(i, cell)` readies the `i`-th and
+        says it runs; `begin(i, cell, announce=False)` only readies it)."""
         for i, cell in enumerate(cells):
             self.step(begin(i, cell), cell)
 

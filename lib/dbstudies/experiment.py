@@ -414,13 +414,20 @@ class _Loop:
              cells: list[dict[str, Any]], repeat: int, done: int, total: int, bar: Any) -> int:
         """One cell on every arm, back to back: a study with its own `step` measures each as
         it does in blocks; else the study's `pair` measures them (sysbench's: `steps.sysbench_pair`).
-        `begin(i, cell)` readies the context of the pair's `i`-th step for its arm."""
-        def begin(i: int, cell: dict[str, Any]) -> Context:
+        `begin(i, cell)` readies the context of the pair's `i`-th step for its arm and says it
+        runs (`announce=False`: readied to store what it measured). The step number never goes
+        back: a pair measured again (a busy host) counts on from its last step."""
+        last = [done]
+
+        def begin(i: int, cell: dict[str, Any], announce: bool = True) -> Context:
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
-            now = f"r{repeat} {cell['arm']} " + cell_text(cell) + self.note
-            bar.set_postfix_str(now)
-            self.run.set_progress(done + i, total, now)
-            ctx.progress = functools.partial(_within_step, self.run, done + i, total, now)
+            if announce:
+                n = max(done + i, last[0])
+                last[0] = n
+                now = f"r{repeat} {cell['arm']} " + cell_text(cell) + (" (again: the host was busy)" if n > done + i else "") + self.note
+                bar.set_postfix_str(now)
+                self.run.set_progress(n, total, now)
+                ctx.progress = functools.partial(_within_step, self.run, n, total, now)
             return ctx
 
         t0 = time.monotonic()

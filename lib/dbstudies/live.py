@@ -55,37 +55,78 @@ def duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def progress_text(done: int, total: int, now: str, elapsed: float, planned: float | None) -> str:
-    """One line: the current step, steps done of planned, elapsed and remaining time (from
-    the pace so far; before the first step, from the plan's estimate).
+PRIOR_STEPS = 5  # the plan's pace counts as this many steps in the time left (it steadies the first ones)
+LONG_S = 1800    # a run planned this long shows its last stored step's throughput, second by second
 
-    >>> progress_text(12, 48, "r2 pool-of-threads oltp_read_only 64", 80, 400)
+
+def sparkline(values: list[float], what: str, width: int = 360, height: int = 48) -> str:
+    """A step's per-second values as a small inline SVG line with its lowest and highest
+    value written beside it ('' for fewer than two values).
+
+    >>> svg = sparkline([100, 120, 90], "QPS")
+    >>> svg.startswith("<svg") and "90–120 QPS" in svg and svg.count(",") == 3
+    True
+    """
+    vals = [float(v) for v in values if v == v]
+    if len(vals) < 2:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = (hi - lo) or 1.0
+    points = " ".join(f"{i * (width - 2) / (len(vals) - 1) + 1:.1f},{height - 2 - (v - lo) / span * (height - 4):.1f}"
+                      for i, v in enumerate(vals))
+    return (f'<svg width="{width + 130}" height="{height}" role="img" aria-label="{html.escape(what)} per second">'
+            f'<polyline fill="none" stroke="#4a7fcf" stroke-width="1.5" points="{points}"/>'
+            f'<text x="{width + 8}" y="{height / 2 + 4:.0f}" font-size="12">{lo:,.0f}–{hi:,.0f} {html.escape(what)}</text></svg>')
+
+
+def time_left(done: int, total: int, elapsed: float, per_step: float | None) -> float | None:
+    """Seconds left: the pace of the steps done, with the plan's (`per_step`) as a prior
+    worth `PRIOR_STEPS` steps — before the first step, the plan's alone (None: no plan, no step).
+
+    >>> time_left(0, 10, 5, 6.0), time_left(5, 10, 50, 6.0), time_left(5, 10, 50, None), time_left(10, 10, 80, 6.0)
+    (55.0, 40.0, 50.0, 0.0)
+    """
+    if total and done >= total:
+        return 0.0
+    if not done:
+        return max(per_step * total - elapsed, 0.0) if per_step else None
+    pace = (PRIOR_STEPS * per_step + elapsed) / (PRIOR_STEPS + done) if per_step else elapsed / done
+    return pace * (total - done)
+
+
+def progress_text(done: int, total: int, now: str, elapsed: float, left: float | None) -> str:
+    """One line: the current step, steps done of planned, elapsed and remaining time.
+
+    >>> progress_text(12, 48, "r2 pool-of-threads oltp_read_only 64", 80, 240)
     'Measuring step 13 of 48 — r2 pool-of-threads oltp_read_only 64 · 1 min 20 s elapsed, about 4 min left'
-    >>> progress_text(0, 48, "starting the servers", 5, 400)
+    >>> progress_text(0, 48, "starting the servers", 5, 395)
     'Measuring step 1 of 48 — starting the servers · 5 s elapsed, about 6 min 35 s left (planned)'
-    >>> progress_text(48, 48, "done", 300, 400)
+    >>> progress_text(48, 48, "done", 300, 0)
     'Measured 48 of 48 steps in 5 min'
     """
     if total and done >= total:
         return f"Measured {done} of {total} steps in {duration(elapsed)}"
-    if done:
-        left = f"about {duration(elapsed / done * (total - done))} left"
-    elif planned:
-        left = f"about {duration(max(planned - elapsed, 0))} left (planned)"
+    if left is None:
+        rest = "remaining time known after the first step"
     else:
-        left = "remaining time known after the first step"
+        rest = f"about {duration(left)} left" + (" (planned)" if not done else "")
     return (f"Measuring step {done + 1} of {total}" + (f" — {now}" if now else "")
-            + f" · {duration(elapsed)} elapsed, {left}")
+            + f" · {duration(elapsed)} elapsed, {rest}")
 
 
 class Progress:
     """The measurement's progress in a live notebook: a line and a bar in the cell's output,
-    the same line in the panel at the bottom of the window. `update(done, total, now)` as the
-    loop goes; `close()` at the end (the panel goes; the cell keeps the last line)."""
+    the same line in the panel at the bottom of the window, whose elapsed and remaining time
+    tick every second in the browser. `update(done, total, now)` as the loop goes (a new step
+    or words show at once; the same again at most every `EVERY_S`); `close()` at the end
+    (the panel goes; the cell keeps the last line)."""
 
     def __init__(self, run: Any, total: int, planned: float | None = None):
         from IPython.display import display
-        self.run, self.planned, self.started = run, planned, time.monotonic()
+        self.run, self.started = run, time.monotonic()
+        self.per_step = planned / total if planned and total else None  # the plan's pace: the prior
+        self.long = bool(planned and planned >= LONG_S)
+        self.figure = ""  # a long run's last stored step, second by second
         self.state: tuple[int, int, str] = (0, total, "starting")
         self.stopped = False
         self.shown = 0.0
@@ -93,12 +134,17 @@ class Progress:
         self.panel = display(self._js(), display_id=True)
         _watched["run"] = run
 
+    def _times(self) -> tuple[float, float | None]:
+        done, total, _ = self.state
+        elapsed = time.monotonic() - self.started
+        return elapsed, time_left(done, total, elapsed, self.per_step)
+
     def _line(self) -> str:
         done, total, now = self.state
-        elapsed = time.monotonic() - self.started
+        elapsed, left = self._times()
         if self.stopped:
             return f"Stopped after {done} of {total} steps, {duration(elapsed)} in (the steps measured are kept)"
-        return progress_text(done, total, now, elapsed, self.planned)
+        return progress_text(done, total, now, elapsed, left)
 
     def _html(self) -> Any:
         from IPython.display import HTML
@@ -106,15 +152,28 @@ class Progress:
         return HTML(f'<div class="dbstudies-progress" style="font:13px/1.5 system-ui,sans-serif">'
                     f'<progress value="{done}" max="{max(total, 1)}" style="width:24em"></progress> '
                     f"{html.escape(self._line())}<br><small>run {html.escape(self.run.path.name)}"
-                    "</small></div>")
+                    f"</small>{self.figure}</div>")
 
     def _js(self) -> Any:
-        return banner(self._line(), "progress")
+        elapsed, left = self._times()
+        return banner(self._line(), "progress", tick=(elapsed, left))
 
     def update(self, done: int, total: int, now: str = "") -> None:
+        changed = (done, total, now) != self.state
+        if self.long and done != self.state[0]:
+            self.figure = self._last_step()
         self.state = (done, total, now)
-        if time.monotonic() - self.shown >= EVERY_S:
+        if changed or time.monotonic() - self.shown >= EVERY_S:
             self._show()
+
+    def _last_step(self) -> str:
+        """The throughput of the step stored last, second by second, with its name."""
+        rows = self.run.newest_part("intervals")
+        if rows.empty or "qps" not in rows:
+            return ""
+        step = int(rows["step"].iloc[-1])
+        line = sparkline(rows.loc[rows["step"] == step].sort_values("second")["qps"].tolist(), "QPS")
+        return f"<br><small>the last stored step ({step}), QPS second by second:</small><br>{line}" if line else ""
 
     def _show(self) -> None:
         self.shown = time.monotonic()
@@ -128,19 +187,44 @@ class Progress:
         self.panel.update(banner(None))
 
 
-def banner(text: str | None, kind: str = "progress") -> Any:
+# the panel's clock: elapsed and remaining time, as `duration` says them, every second
+TICK = """
+function dbsDuration(s) { s = Math.round(s); if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min" + (s % 60 ? " " + (s % 60) + " s" : "");
+  return Math.floor(s / 3600) + " h " + Math.floor(s % 3600 / 60) + " min"; }
+if (b._dbsTick) clearInterval(b._dbsTick);
+var t0 = Date.now(), e0 = ELAPSED, l0 = LEFT;
+b._dbsTick = setInterval(function () {
+  if (!document.body.contains(b)) { clearInterval(b._dbsTick); return; }
+  var d = (Date.now() - t0) / 1000, e = b.querySelector(".dbs-elapsed"), l = b.querySelector(".dbs-left");
+  if (e) e.textContent = dbsDuration(e0 + d);
+  if (l && l0 !== null) l.textContent = dbsDuration(Math.max(l0 - d, 0));
+}, 1000);
+"""
+
+
+def banner(text: str | None, kind: str = "progress", tick: tuple[float, float | None] | None = None) -> Any:
     """JavaScript that shows `text` in the panel fixed to the bottom of the window
     (`kind`: progress, or stopped: with a button that scrolls to the last error output and
-    one that closes the panel), or removes it (None)."""
+    one that closes the panel), or removes it (None). With `tick` (elapsed, left seconds as
+    `text` says them) the times in `text` go on counting in the browser."""
     from IPython.display import Javascript
     if text is None:
-        return Javascript(f'var b = document.getElementById("{BANNER}"); if (b) b.remove();')
+        return Javascript(f'var b = document.getElementById("{BANNER}"); if (b) {{ clearInterval(b._dbsTick); b.remove(); }}')
     show = ("var e = document.querySelectorAll('.jp-OutputArea-output[data-mime-type$=stderr]');"
             "if (e.length) e[e.length - 1].scrollIntoView({block: 'center'});")  # errors show as stderr
     close = (f'<button onclick="{show}" style="margin-left:1em">Show the cell</button>'
              '<button onclick="this.parentNode.remove()" style="margin-left:.5em" title="close">✕</button>'
              if kind == "stopped" else "")
-    body = json.dumps(f"<span>{html.escape(text)}</span>{close}")
+    shown = html.escape(text)
+    if tick is not None:  # the times as spans the clock rewrites
+        elapsed, left = tick
+        shown = shown.replace(f"{duration(elapsed)} elapsed", f'<span class="dbs-elapsed">{duration(elapsed)}</span> elapsed', 1)
+        if left is not None:
+            shown = shown.replace(f"about {duration(left)} left", f'about <span class="dbs-left">{duration(left)}</span> left', 1)
+    body = json.dumps(f"<span>{shown}</span>{close}")
+    clock = TICK.replace("ELAPSED", f"{tick[0]:.1f}").replace("LEFT", "null" if tick[1] is None else f"{tick[1]:.1f}") \
+        if tick is not None else "if (b._dbsTick) clearInterval(b._dbsTick);"
     return Javascript(  # a notebook reopened later runs its outputs again: an old panel stays away
         f'var b = document.getElementById("{BANNER}");'
         f'if (Date.now() - {time.time() * 1000:.0f} > {STALE_S * 1000}) {{ if (b) b.remove(); }} else {{'
@@ -148,7 +232,7 @@ def banner(text: str | None, kind: str = "progress") -> Any:
         f'b.setAttribute("role", "status"); b.setAttribute("style", "position:fixed;left:50%;transform:translateX(-50%);bottom:36px;'
         f'z-index:10000;max-width:46em;padding:8px 12px;border-radius:6px;font:13px/1.45 system-ui,sans-serif;'
         f'box-shadow:0 2px 8px rgba(0,0,0,.25);{STYLE[kind]}");'
-        f"b.innerHTML = {body}; }}")
+        f"b.innerHTML = {body};{clock} }}")
 
 
 def stopped_text(etype: type, value: BaseException) -> str:
@@ -188,4 +272,4 @@ def one_line_errors() -> None:
 
 
 __all__ = ["DbStudiesError", "Progress", "banner", "duration", "one_line_errors", "progress_text",
-           "shell", "stopped_text"]
+           "shell", "stopped_text", "time_left"]

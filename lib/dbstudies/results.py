@@ -128,10 +128,11 @@ class Run:
     `variant` (a re-analysis at other analysis parameters) reads the run's measurements and
     writes its notebook, report and figures into `variants/<variant>/`, never over the run's."""
 
-    def __init__(self, path: Path, variant: str | None = None):
+    def __init__(self, path: Path, variant: str | None = None, *, as_it_is: bool = False):
         self.path = Path(path).absolute()  # a notebook executing on it runs elsewhere
         self.meta_path = self.path / "metadata.json"
         self.variant = variant
+        self.as_it_is = as_it_is  # re-read at its own parameters: its figures are kept as they are
         self._observer: Any = None  # `watch_progress`
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
@@ -154,6 +155,11 @@ class Run:
                         for k, v in changed.items()},
             "created_at": _now()})
         return run
+
+    def reread(self) -> "Run":
+        """This ended run, re-analysed at its own analysis parameters: what the analysis
+        shows is what the run already wrote, so it writes no figure it has (`as_it_is`)."""
+        return Run(self.path, self.variant, as_it_is=True)
 
     def variants(self) -> list[tuple[str, dict[str, Any]]]:
         """(name, what it changed) of each re-analysis variant the run holds."""
@@ -322,6 +328,12 @@ class Run:
                 return pd.DataFrame({c: pd.Series(dtype=t) for c, t in table.columns.items()})
             raise errors.StoreError(f"run {self.path.name} has no table {name}")
         return pd.concat(frames, ignore_index=True)
+
+    def newest_part(self, table: Table | str) -> pd.DataFrame:
+        """The part of a table written last (the step stored last; empty: none yet)."""
+        name = table if isinstance(table, str) else table.name
+        parts = sorted((self.path / "tables" / name).glob("part-*.parquet"))
+        return pd.read_parquet(parts[-1]) if parts else pd.DataFrame()
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"

@@ -133,12 +133,12 @@ def sysbench_warmup(ctx: Context) -> None:
             probes.settle(ctx.server, SETTLE_TIMEOUT)
 
 
-def sysbench_pair(begin: Callable[[int, dict[str, Any]], Context], cells: list[dict[str, Any]]) -> None:
+def sysbench_pair(begin: Callable[..., Context], cells: list[dict[str, Any]]) -> None:
     """The steps of one pair (a cell on every arm, back to back; `begin(i, cell)` readies the
-    `i`-th step's context): after a step that wrote, its server settles before the next
+    `i`-th step's context and says it runs, `announce=False` only readies it): after a step that wrote, its server settles before the next
     starts, and if any step ran on a busy host the whole pair is measured again (up to
     `busy_retries` times; the discarded attempts are kept, phase busy)."""
-    retries = begin(0, cells[0]).params.busy_retries
+    retries = begin(0, cells[0], announce=False).params.busy_retries
     for attempt in range(retries + 1):
         held = []
         for i, cell in enumerate(cells):
@@ -149,7 +149,7 @@ def sysbench_pair(begin: Callable[[int, dict[str, Any]], Context], cells: list[d
             held.append(a)
         busy = attempt < retries and any(a.busy for a in held)
         for i, (a, cell) in enumerate(zip(held, cells)):
-            ctx = begin(i, cell)
+            ctx = begin(i, cell, announce=False)
             if busy:
                 ctx.warmups[0] -= 1
             keep(ctx, a, ctx.warmups[0] if busy else cell["step"], "busy" if busy else "measure")
@@ -358,7 +358,7 @@ class SysbenchStudy(Study):
     def step(self, ctx: Context, cell: dict[str, Any]) -> None:
         sysbench_step(ctx, cell)
 
-    def pair(self, begin: Callable[[int, dict[str, Any]], Context], cells: list[dict[str, Any]]) -> None:
+    def pair(self, begin: Callable[..., Context], cells: list[dict[str, Any]]) -> None:
         """sysbench's steps: measured again as a pair on a busy host (`sysbench_pair`); a
         study's own steps one after another."""
         if type(self).step is SysbenchStudy.step:

@@ -165,9 +165,11 @@ def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
 
 
 def publish(fig: plt.Figure, run, name: str, alt: str | None = None) -> None:
-    """Save `fig` into the run, show it once in the notebook with alt text, close it."""
+    """Save `fig` into the run (a run re-read as it is keeps a figure it has: `Run.reread`),
+    show it once in the notebook with alt text, close it."""
     from IPython.display import display
-    save(fig, run.figures, name)
+    if not (getattr(run, "as_it_is", False) and (run.figures / f"{name}.png").exists()):
+        save(fig, run.figures, name)
     text = alt or getattr(fig, "dbstudies_alt", None) or name.replace("_", " ")
     display(fig, metadata={"image/png": {"alt": text}})
     plt.close(fig)
