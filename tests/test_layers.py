@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
 
 # bottom first; docs/architecture.md "Layout" says the same in words
 LAYERS = [
-    ("ground", ["errors", "paths", "schema", "proc", "css", "live", "comparisons", "contract"]),
+    ("ground", ["errors", "paths", "schema", "proc", "css", "live", "passes", "comparisons", "contract"]),
     ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour", "servers.catalogue",
                  "servers.instance", "servers.remote", "servers.compression", "servers.factory",
                  "servers"]),

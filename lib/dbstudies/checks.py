@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from . import archive, comparisons, live, paths, servers
+from . import archive, comparisons, live, passes, paths, servers
 from . import params as P
 from .contract import Study, study_name
 from .errors import ReplicationError
@@ -101,6 +101,11 @@ def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
     [1, 8]
     """
     run_dir, run = namespace.get("run_dir"), None
+    kernel = live.shell()
+    mine = kernel is not None and namespace is kernel.user_ns  # a pass of a live notebook
+    if mine:
+        passes.stop_at_errors(kernel.kernel)
+        passes.forget(namespace, keep=[*P.fields(study.Params), *(k for k, v in namespace.items() if v is study)])
     try:
         run = Run.open(find_run(run_dir)) if run_dir else None
     finally:  # (the CLI's measuring notebook keeps whole tracebacks: notebook-failed.ipynb)
@@ -109,7 +114,28 @@ def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
     given = {name: namespace[name] for name in P.fields(study.Params) if name in namespace}
     if run is not None and run.status != "running":
         return reanalysis(study, run, namespace.get("profile"), given)
-    return resolve(study, namespace.get("profile") or "quick", **given)
+    p = resolve(study, namespace.get("profile") or "quick", **given)
+    last = passes.last_run() if mine and run is None else None
+    if last is not None and last.metadata.get("study") == study_name(study) and not measured_differently(p, last.params(study)):
+        namespace["run_dir"] = str(last.path)  # what the later cells open
+        print(f"The measurement parameters are those of this kernel's last run, {last.path.name}: re-analysing "
+              "it (nothing is measured). To measure again, change one, or Kernel › Restart Kernel and Run All Cells.")
+        return reanalysis(study, last, namespace.get("profile"), given)
+    return p
+
+
+def measured_differently(p: StudyParams, recorded: StudyParams) -> list[str]:
+    """The measurement parameters (all but `ANALYSIS`, the profile too) whose values differ
+    between `p` and a run's `recorded` ones.
+
+    >>> from dbstudies.study import load
+    >>> s = load("thread_pool")
+    >>> a, b = resolve(s, "smoke"), resolve(s, "smoke", draw_threshold=0.2, threads=[1, 2])
+    >>> measured_differently(a, b), measured_differently(a, resolve(s, "smoke", draw_threshold=0.2))
+    (['threads'], [])
+    """
+    mine, theirs = P.as_dict(p), P.as_dict(recorded)
+    return sorted(k for k in mine if k not in p.ANALYSIS and _text(mine[k]) != _text(theirs.get(k)))
 
 
 def reanalysis(study: Study, run: Run, profile: str | None, given: Mapping[str, Any],

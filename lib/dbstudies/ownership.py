@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import paths, proc
+from . import passes, paths, proc
 from .contract import Study, study_name
 from .params import as_dict
 from .paths import disk_usage
@@ -51,15 +51,15 @@ def open_run(study: Study, p: Any, run_dir: str | os.PathLike | None = None,
     """The run a notebook records into: the CLI's (`run_dir`: owned by the CLI), or a new
     one owned by this notebook (JupyterLab, plain papermill). A `run_dir` that has ended is
     re-analysed (`checks.reanalysis`): at the run's own analysis parameters the notebook
-    writes where the run did; at others, into a variant of its own (`Run.as_variant`), so
-    nothing the run wrote is overwritten. `run_dir` may be relative to the notebook's
+    writes no figure the run has (`Run.reread`); at others, into a variant of its own
+    (`Run.as_variant`), so nothing the run wrote is overwritten. `run_dir` may be relative to the notebook's
     folder or to the repository (`results.find_run`)."""
     if run_dir:
         run = Run.open(find_run(run_dir))
         if run.status == "running":
             return run
         changed = p.analysis_changes(run.params(study))
-        return run.as_variant(changed) if changed else run
+        return run.as_variant(changed) if changed else run.reread()
     return create_run(study, p, root or paths.RUNS_DIR, "notebook")
 
 
@@ -98,8 +98,15 @@ def finish(run: Run) -> None:
     """A notebook reached its end (its last cell): complete the run if the notebook owns it."""
     if owns(run) and run.status == "running":  # not a re-analysis, which only reads it
         record_end(run, "complete")
+        passes.remember(run)
         print(f"Run complete: {run.path}\n`{report_command(run)}` writes its executed "
-              "notebook and report.html there.")
+              "notebook and report.html there.\n" + reanalyse_line(run))
+
+
+def reanalyse_line(run: Run) -> str:
+    """How to analyse a run again without measuring it."""
+    return (f'To re-analyse it (another draw threshold, …) without measuring: change only analysis parameters and '
+            f'Run All again in this kernel, or set run_dir = "{run.path}" in any.')
 
 
 def report_command(run: Run) -> str:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import analysis, plots, replicated, results, schedule, tails
+from . import analysis, ownership, plots, replicated, results, schedule, tails
 from .analysis.said import GRID_FIELDS, answer_text, tldr
 from .analysis.said import grid as said_grid
 from .comparisons import throughput
@@ -17,7 +17,21 @@ from .contract import Answer
 from .described import _e, client_commands, configuration, data_sizes, design_line
 from .render import scrub_paths
 from .results import Run
-from .shown import LABELS, PROSE, conclusion, first, label, note, number, percent_cell, skip, table  # noqa: F401 - notebooks call report.note, report.table …
+from .shown import (  # noqa: F401 - notebooks call report.note, report.table, report.answer_here …
+    LABELS,
+    PROSE,
+    SKIP,
+    answer_here,
+    conclusion,
+    fill_here,
+    first,
+    label,
+    note,
+    number,
+    percent_cell,
+    skip,
+    table,
+)
 from .study import load, params_of, reference
 
 
@@ -315,6 +329,7 @@ def answer(said: Answer, run: Run | None = None) -> None:
     if lines:
         first("\n".join(f"- {line}" for line in lines), printed=True)
     first(html=grid(said))
+    fill_here(glance(lines, grid(said), "The answer in words, the tables and figures: the Answer section below"))
     words = answer_text(said, run)
     if words.lead:
         first(words.lead, printed=True)
@@ -326,6 +341,26 @@ def answer(said: Answer, run: Run | None = None) -> None:
     conclusion(words.conclusion)
     if run is not None:
         replicated.section(run)  # a replication: did the original's answer hold here?
+
+
+def glance(lines: list[str], grid_html: str, more: str) -> str:
+    """The answer at a glance as one piece of HTML (the notebook's top, the run's last output):
+    the tl;dr lines, the grid and a link to the Answer section (`more`: its words)."""
+    items = "".join(f"<li>{_inline(line)}</li>" for line in lines)
+    return (f"<div class='dbs-glance'><b>At a glance</b><ul>{items}</ul>{grid_html}"
+            f"<p><a href='#Answer'>{_e(more)} ↓</a></p></div>")
+
+
+def finish(run: Run, said: Answer) -> None:
+    """A study notebook's last cell: the run's end recorded (`ownership.finish`: complete, if
+    this notebook measured it), the answer at a glance again — Run All leaves the view here —
+    and the line that re-analyses the run without measuring it."""
+    from IPython.display import display
+    display({"text/html": glance(tldr(said, run), grid(said), "The Answer, in words, with its tables and figures")},
+            raw=True, metadata={SKIP: True})  # first: Run All shows the last cell's top; the report opens with it
+    ownership.finish(run)
+    if run.status != "running" and not ownership.owns(run):  # a re-analysis: say how to do it again
+        print(ownership.reanalyse_line(run))
 
 
 # how a grid entry is coloured, by its word (`said.word_of`)

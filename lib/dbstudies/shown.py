@@ -12,6 +12,25 @@ CONCLUSION = "dbstudies/conclusion"  # output metadata that marks a study's conc
 FIRST = "dbstudies/first"  # output metadata: what a report opens with, under its title (`first`)
 
 
+_here: dict[str, Any] = {}  # the display `answer_here` made, for `report.answer` to fill in
+
+
+def answer_here() -> None:
+    """A study notebook's top: where it shows the answer at a glance once the run below is
+    analysed (`fill_here`), so that an executed notebook opens on its answer, not on its
+    parameters. The report leaves it out (`SKIP`): it opens with the same answer anyway."""
+    from IPython.display import Markdown, display
+    _here["handle"] = display(Markdown("*The answer at a glance shows here once the run below is analysed.*"),
+                              metadata={SKIP: True}, display_id=True)
+
+
+def fill_here(html_text: str) -> None:
+    """Show `html_text` where `answer_here` stood in this pass (nothing if it did not run)."""
+    handle = _here.pop("handle", None)
+    if handle is not None:
+        handle.update({"text/html": html_text}, raw=True, metadata={SKIP: True})
+
+
 def skip(text: str) -> None:
     """Say in the notebook why a section does not apply to this run; the report leaves the
     note out, and with it the section when nothing else in it shows."""
