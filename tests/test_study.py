@@ -222,7 +222,7 @@ def test_a_bad_parameter_ends_the_dbstudies_process_with_one_line_and_exit_code_
     assert (p.returncode, p.stdout) == (2, ""), p.stderr
     head, *problems = p.stderr.splitlines()
     assert head == "dbstudies: invalid parameters:" and len(problems) == 2, p.stderr
-    assert problems[0].startswith("  - repeat: unknown parameter; known: flavour, repeats,")
+    assert problems[0].startswith("  - repeat: unknown parameter — did you mean 'repeats'?; known: flavour, repeats,")
     assert problems[1] == "  - threads: each must be between 1 and 4096, got [0, 8]"
     assert list(tmp_path.iterdir()) == [] and time.monotonic() - t0 < 20
 

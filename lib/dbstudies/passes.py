@@ -9,11 +9,14 @@ the last run a pass completed (for a re-analysis that measures nothing).
   later runs, and the abort that follows an interrupted cell can swallow the head of the
   *next* Run All instead — so cells after a rejected parameters cell ran and showed the
   previous run's tables. `stop_at_errors` replaces that rule with one on the requests
-  themselves (`aborts`): a failing request aborts the requests its client made with it —
-  stamped, on the client's own clock, no later than `BURST_S` after it and before the client
-  could have had its error (the time the kernel spent on it) — whenever they arrive, and
-  nothing else: not a cell a client sends after reading the error (nbclient's next cell, a
-  `%tb`), not a Run All pressed while an interrupted cell was still stopping.
+  themselves (`aborts`): a failing request of a JupyterLab Run All aborts the requests its
+  browser made with it — stamped, on the browser's own clock, no later than `BURST_S` after it
+  (Run All makes them all in one loop of its script, which no reply can interrupt; on a loaded
+  host that loop outlasted a fast failing cell, so "made before its error could be read" is
+  not a bound) — whenever they arrive, and nothing else: not a
+  Run All pressed while an interrupted cell was still stopping. A client that sends one cell at
+  a time (nbclient, papermill) reads each reply before its next request: nothing of it is
+  aborted (JupyterLab marks its requests: `deletedCells` in their metadata).
 - **A pass forgets the one before.** The parameters check starts a pass (`checks.resolve_cell`
   calls `forget`): every result an earlier pass left in the notebook's namespace — an object
   of dbstudies', pandas' or numpy's, or a list, tuple or dict of them — becomes a `Forgotten`
@@ -26,13 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import time
 import types
 from typing import Any, Iterable, MutableMapping
 
 from .errors import DbStudiesError
 
-BURST_S = 0.5  # one Run All's requests are made in one loop of the browser, within milliseconds
+BURST_S = 0.5  # one Run All's requests are made in one loop of the browser's script: tens of milliseconds on a loaded host
 _state: dict[str, Any] = {"failed": None, "current": None, "last_run": None}
 
 
@@ -53,23 +55,25 @@ def sent_at(msg: dict[str, Any]) -> dt.datetime | None:
     return date if date.tzinfo else date.replace(tzinfo=dt.timezone.utc)
 
 
-def aborts(failed: tuple[dt.datetime, float] | None, sent: dt.datetime | None) -> bool:
-    """Whether a request made at `sent` belongs to the Run All whose request, made at
-    `failed[0]`, failed after `failed[1]` seconds in the kernel: made with it (within
-    `BURST_S`, on the same clock) and before its client could have known it failed.
+def aborts(failed: dt.datetime | None, sent: dt.datetime | None) -> bool:
+    """Whether a request made at `sent` belongs to the Run All whose request made at
+    `failed` failed: made with it or just after (within `BURST_S`, on the same clock).
 
     >>> t = dt.datetime(2026, 11, 27, tzinfo=dt.timezone.utc)
-    >>> [aborts((t, 0.6), t + dt.timedelta(seconds=s)) for s in (0.003, 0.4, 0.7, 2.0, -60)]
-    [True, True, False, False, False]
-    >>> aborts((t, 0.05), t + dt.timedelta(seconds=0.06))  # sent after the 50 ms error could be read: a new request
-    False
-    >>> aborts(None, t), aborts((t, 1.0), None)
+    >>> [aborts(t, t + dt.timedelta(seconds=s)) for s in (0.003, 0.4, 2.0, -60)]
+    [True, True, False, False]
+    >>> aborts(None, t), aborts(t, None)
     (False, False)
     """
     if failed is None or sent is None:
         return False
-    made, took = failed
-    return dt.timedelta(0) <= sent - made <= dt.timedelta(seconds=min(BURST_S, took))
+    return dt.timedelta(0) <= sent - failed <= dt.timedelta(seconds=BURST_S)
+
+
+def batched(msg: dict[str, Any]) -> bool:
+    """Whether a request comes from a client that sends a Run All at once (JupyterLab's and
+    Notebook 7's carry `deletedCells` in their metadata), not one cell after another's reply."""
+    return "deletedCells" in (msg.get("metadata") or {})
 
 
 def stop_at_errors(kernel: Any) -> None:
@@ -80,24 +84,23 @@ def stop_at_errors(kernel: Any) -> None:
     execute = kernel.shell_handlers["execute_request"]
 
     async def execute_request(stream: Any, ident: Any, parent: dict[str, Any]) -> None:
-        sent = sent_at(parent)
+        sent = sent_at(parent) if batched(parent) else None
         if not parent["content"].get("silent") and aborts(_state["failed"], sent):
             kernel._send_abort_reply(stream, parent, ident)  # JupyterLab shows it unrun: [ ]
             return
-        _state["current"] = (sent, time.monotonic())
+        _state["current"] = sent
         await execute(stream, ident, parent)
 
     def failed(*_: Any) -> None:  # ipykernel calls this after a request with stop_on_error fails
-        sent, started = _state["current"] or (None, 0.0)
-        _state["failed"] = (sent, time.monotonic() - started) if sent is not None else None
+        _state["failed"] = _state["current"]
 
     kernel.shell_handlers["execute_request"] = execute_request
     kernel._abort_queues = failed
     kernel._dbstudies_stops = True
-    with contextlib.suppress(Exception):  # made while a request runs (the cell importing us): it counts from now
+    with contextlib.suppress(Exception):  # made while a request runs (the cell importing us): that one counts
         parent = kernel.get_parent("shell")
-        if parent and parent.get("msg_type", (parent.get("header") or {}).get("msg_type")) == "execute_request":
-            _state["current"] = (sent_at(parent), time.monotonic())
+        if parent and (parent.get("header") or {}).get("msg_type") == "execute_request" and batched(parent):
+            _state["current"] = sent_at(parent)
 
 
 def in_kernel() -> None:
