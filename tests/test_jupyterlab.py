@@ -253,9 +253,11 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
 
         # a bad parameter right after an interrupted measurement, ten times: no cell after the check runs
         for i in range(10):
+            before_try = len(list(runs.glob("*/*/metadata.json")))
             run_all_with(page, 'profile = "smoke"')
-            wait_for(lambda: "Measuring step" in (page.text_content("#dbstudies-banner") or "")
-                     if page.locator("#dbstudies-banner").count() else False, 300, "the measurement to start")
+            until(page, lambda n=before_try: len(list(runs.glob("*/*/metadata.json"))) > n and "Measuring step" in (
+                page.text_content("#dbstudies-banner") or "") if page.locator("#dbstudies-banner").count() else False,
+                300, f"measurement {i + 1} to start", tmp)  # this pass's run and its panel (not an old one drawn again)
             page.get_by_role("menuitem", name="Kernel", exact=True).click()
             page.locator("li[data-command='kernelmenu:interrupt']").click()
             run_all_with(page, 'profile = "fast"', ready=False)  # at once, as a user would

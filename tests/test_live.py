@@ -1,4 +1,6 @@
 """A notebook run by hand: our errors in one line (a real kernel), the progress line."""
+import re
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -58,6 +60,9 @@ def test_progress_says_the_step_steps_done_elapsed_and_remaining():
     js = live.banner("Measuring step 1 of 2", "progress").data
     assert live.BANNER in js and "position:fixed" in js and "Measuring step 1 of 2" in js
     assert "remove()" in live.banner(None).data
+    # a cell drawn anew runs its old panel script again: only the newest script changes the panel
+    older, newer = (int(re.search(r"var s = (\d+);", live.banner(t).data).group(1)) for t in ("a", "b"))
+    assert newer > older and "(window._dbsPanel || 0) < s" in live.banner("c").data
     # the panel's clock ticks both times in the browser, from the values the line says
     ticking = live.banner(live.progress_text(3, 10, "r1", 80, 200), "progress", tick=(80, 200)).data
     assert '<span class=\\"dbs-elapsed\\">1 min 20 s</span> elapsed' in ticking

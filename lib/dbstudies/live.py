@@ -16,6 +16,7 @@ with papermill, the terminal keeps its progress bar and nothing here shows.
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import sys
 import time
@@ -209,8 +210,10 @@ def banner(text: str | None, kind: str = "progress", tick: tuple[float, float | 
     one that closes the panel), or removes it (None). With `tick` (elapsed, left seconds as
     `text` says them) the times in `text` go on counting in the browser."""
     from IPython.display import Javascript
+    newest = (f"var s = {_stamp()}; if ((window._dbsPanel || 0) < s) {{ window._dbsPanel = s; "  # an older script
+              f'var b = document.getElementById("{BANNER}");')  # run again (a cell drawn anew) changes nothing
     if text is None:
-        return Javascript(f'var b = document.getElementById("{BANNER}"); if (b) {{ clearInterval(b._dbsTick); b.remove(); }}')
+        return Javascript(newest + " if (b) { clearInterval(b._dbsTick); b.remove(); } }")
     show = ("var e = document.querySelectorAll('.jp-OutputArea-output[data-mime-type$=stderr]');"
             "if (e.length) e[e.length - 1].scrollIntoView({block: 'center'});")  # errors show as stderr
     close = (f'<button onclick="{show}" style="margin-left:1em">Show the cell</button>'
@@ -226,13 +229,21 @@ def banner(text: str | None, kind: str = "progress", tick: tuple[float, float | 
     clock = TICK.replace("ELAPSED", f"{tick[0]:.1f}").replace("LEFT", "null" if tick[1] is None else f"{tick[1]:.1f}") \
         if tick is not None else "if (b._dbsTick) clearInterval(b._dbsTick);"
     return Javascript(  # a notebook reopened later runs its outputs again: an old panel stays away
-        f'var b = document.getElementById("{BANNER}");'
-        f'if (Date.now() - {time.time() * 1000:.0f} > {STALE_S * 1000}) {{ if (b) b.remove(); }} else {{'
+        newest + f'if (Date.now() - {time.time() * 1000:.0f} > {STALE_S * 1000}) {{ if (b) b.remove(); }} else {{'
         f'if (!b) {{ b = document.createElement("div"); b.id = "{BANNER}"; document.body.appendChild(b); }}'
         f'b.setAttribute("role", "status"); b.setAttribute("style", "position:fixed;left:50%;transform:translateX(-50%);bottom:36px;'
         f'z-index:10000;max-width:46em;padding:8px 12px;border-radius:6px;font:13px/1.45 system-ui,sans-serif;'
         f'box-shadow:0 2px 8px rgba(0,0,0,.25);{STYLE[kind]}");'
-        f"b.innerHTML = {body};{clock} }}")
+        f"b.innerHTML = {body};{clock} }} }}")
+
+
+_stamps = itertools.count()
+
+
+def _stamp() -> int:
+    """A panel script's place in time, growing with every script this kernel (or a later
+    one) shows: the browser applies a script only if no later one ran (`banner`)."""
+    return int(time.time() * 1000) * 1000 + next(_stamps) % 1000
 
 
 def stopped_text(etype: type, value: BaseException) -> str:
