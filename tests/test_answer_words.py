@@ -194,6 +194,11 @@ def test_settings_beyond_what_the_arms_vary_are_a_caveat():
     assert "x_size" not in said and "lock_wait_timeout" not in said  # varied on purpose; equal values
     meta["servers"][1]["global_variables"]["sync_binlog"] = "0"
     assert settings.beyond_varied(meta) == ""
+    # the AIO a server says it uses at start differs though its variable does not (one allowed io_uring)
+    for s, aio in zip(meta["servers"], ("io_uring", "Linux native AIO")):
+        s["global_variables"]["innodb_use_native_aio"], s["aio"] = "ON", aio
+    assert dict(settings.differences(meta)) == {settings.AIO_SAID: ["io_uring", "Linux native AIO"], "x_size": ["1", "2"]}
+    assert f"`{settings.AIO_SAID}` (io_uring vs Linux native AIO)" in settings.beyond_varied(meta)
 
 
 def test_holm_adjusted_intervals_agree_with_the_holm_verdicts():

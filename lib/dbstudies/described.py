@@ -100,6 +100,7 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
              ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
              ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
              ("storage", _storage((meta.get("host") or {}).get("storage"))),
+             ("kernel settings", settings.knobs(meta.get("host") or {})),
              ("servers", _servers(meta)),
              ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
     if run.variant:  # a re-analysis at other analysis parameters, beside the run's own report

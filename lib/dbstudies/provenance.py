@@ -9,6 +9,7 @@ import datetime as dt
 import importlib.metadata
 import os
 import platform
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,34 @@ def host_facts(where: Path) -> dict[str, Any]:
             "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
             "virtual_machine": virtual_machine(),
-            "storage": storage_facts(where)}
+            "storage": storage_facts(where), **kernel_knobs()}
+
+
+def kernel_knobs(root: Path = Path("/")) -> dict[str, Any]:
+    """What the kernel lets a server do that a comparison silently depends on (None where
+    the host does not say): `kernel.io_uring_disabled` (0 allows io_uring to all, 1 to a
+    group, 2 to none: MariaDB then falls back to native AIO), the CPU frequency governor of
+    every CPU (one value, or each distinct one) and transparent huge pages' mode.
+
+    >>> import tempfile
+    >>> t = Path(tempfile.mkdtemp())
+    >>> (t / "proc/sys/kernel").mkdir(parents=True); _ = (t / "proc/sys/kernel/io_uring_disabled").write_text("2\\n")
+    >>> (t / "sys/kernel/mm/transparent_hugepage").mkdir(parents=True)
+    >>> _ = (t / "sys/kernel/mm/transparent_hugepage/enabled").write_text("always [madvise] never\\n")
+    >>> kernel_knobs(t)
+    {'io_uring_disabled': 2, 'cpu_governor': None, 'transparent_hugepages': 'madvise'}
+    """
+    def read(path: str) -> str | None:
+        with contextlib.suppress(OSError):
+            return (root / path).read_text().strip()
+        return None
+    uring = read("proc/sys/kernel/io_uring_disabled")
+    governors = sorted({g for g in (read(str(f.relative_to(root))) for f in
+                                    (root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")) if g})
+    thp = read("sys/kernel/mm/transparent_hugepage/enabled")
+    chosen = re.search(r"\[(\w+)\]", thp or "")
+    return {"io_uring_disabled": int(uring) if uring and uring.isdigit() else None,
+            "cpu_governor": ", ".join(governors) or None, "transparent_hugepages": chosen.group(1) if chosen else thp}
 
 
 def storage_facts(where: Path) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from . import servers
 from .params import written
 
 # the server variables every report shows (where a server has them)
+AIO_SAID = "aio (as InnoDB says at start)"  # the backend the error log names (`servers.aio_backend`), beside the variable
 KEY_VARIABLES = ("version", "thread_handling", "thread_pool_size", "max_connections",
                  "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_redo_log_capacity",
+                 "innodb_use_native_aio", AIO_SAID, "gtid_mode",
                  "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_doublewrite",
                  "innodb_io_capacity", "innodb_io_capacity_max", "innodb_change_buffering",
                  "log_bin", "sync_binlog", "character_set_server", "collation_server",
@@ -80,6 +82,22 @@ def shown(name: str, value: str | None) -> str:
     return size_text(value) if name.endswith(("_size", "_capacity")) else value
 
 
+def knobs(h: dict[str, Any]) -> str:
+    """The kernel settings a comparison silently depends on (`provenance.kernel_knobs`), in
+    words ('not recorded' for a run from before they were).
+
+    >>> knobs({"io_uring_disabled": 0, "cpu_governor": None, "transparent_hugepages": "madvise"})
+    'io_uring allowed (kernel.io_uring_disabled = 0) · CPU governor not exposed · transparent huge pages: madvise'
+    """
+    if "io_uring_disabled" not in h:
+        return "not recorded"
+    uring = h["io_uring_disabled"]
+    said = {0: "allowed", 1: "allowed to one group", 2: "disabled"}.get(uring, "unknown")
+    return (f"io_uring {said} (kernel.io_uring_disabled = {uring if uring is not None else '?'}) · "
+            f"CPU governor {h.get('cpu_governor') or 'not exposed'} · "
+            f"transparent huge pages: {h.get('transparent_hugepages') or 'not exposed'}")
+
+
 def arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Per arm (in the run's order): its server's global variables, with the settings its
     sessions set on a shared server laid over them."""
@@ -89,7 +107,8 @@ def arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
         server = by_label.get(arm["label"])
         if server:
             out[arm["label"]] = {**{k.lower(): str(v) for k, v in (server.get("global_variables") or {}).items()},
-                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()}}
+                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()},
+                                 **({AIO_SAID: str(server["aio"])} if server.get("aio") else {})}
     return out
 
 

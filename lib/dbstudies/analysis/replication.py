@@ -22,7 +22,7 @@ from ..comparisons import by_key
 from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
-from ..settings import between_runs
+from ..settings import between_runs, knobs
 from . import design_table, threshold, to_target, word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
@@ -218,7 +218,7 @@ def setups(runs: dict[str, Run]) -> pd.DataFrame:
         m = run.metadata
         h, git = m.get("host") or {}, m.get("dbstudies") or {}
         col = {"run": run.path.name, "host": f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)",
-               "kernel": str(h.get("kernel")), "started": str(m.get("created_at", ""))[:19],
+               "kernel": str(h.get("kernel")), "kernel settings": knobs(h), "started": str(m.get("created_at", ""))[:19],
                "dbstudies commit": f"{str(git.get('commit'))[:10]}{' (dirty)' if git.get('dirty') else ''}"}
         for s in m.get("servers") or []:
             if str(s.get("label", "")).startswith("prepare "):

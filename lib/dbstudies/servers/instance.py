@@ -383,7 +383,26 @@ class Server(SqlClient):
                 "pid": self.pid, "cpus": self.cpus, "argv": self.server_argv(),
                 "datadir": str(self.datadir), "error_log": str(self.error_log),
                 "my_cnf": self.cnf_path.read_text() if self.cnf_path.exists() else None,
-                "global_variables": self.variables() if self.running else None}
+                "global_variables": self.variables() if self.running else None,
+                "aio": aio_backend(self.error_log.read_text(errors="replace")) if self.error_log.exists() else None}
+
+
+AIO = re.compile(r"(?:InnoDB:|\[InnoDB\]) Using (io_uring|liburing|Linux native AIO|libaio|simulated AIO|"
+                 r"generic (?:asynchronous )?(?:AIO|I/O))", re.IGNORECASE)
+
+
+def aio_backend(error_log: str) -> str | None:
+    """The asynchronous I/O InnoDB says it uses at its latest start (its error log; None if
+    it does not say) — what `innodb_use_native_aio = ON` does depends on the build and on the
+    kernel's `io_uring_disabled`, so the variable alone does not tell.
+
+    >>> aio_backend("... [Note] InnoDB: Using Linux native AIO\\n... [Note] InnoDB: Using io_uring\\n")
+    'io_uring'
+    >>> aio_backend("[Note] InnoDB: Buffer pool(s) load completed") is None
+    True
+    """
+    found = AIO.findall(error_log)
+    return found[-1] if found else None
 
 
 def configured(flavour: Flavour, settings: Mapping[str, Any] | None = None,
