@@ -1,4 +1,6 @@
 """The sampler's arithmetic on recorded samples: CPU of server and client, host load."""
+import os
+
 import pytest
 
 from dbstudies import counters, probes
@@ -111,7 +113,6 @@ def test_costs_per_transaction_are_each_counters_rate_over_the_steps():
 def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
     """The kernel counts context switches per thread: the probe sums every thread's, and
     what an ended thread did before the reading stays counted."""
-    import os
     import threading
     import time
 
@@ -125,7 +126,7 @@ def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
             t.start()
         return ts
 
-    probe = counters.ThreadSwitches(os.getpid(), ("v", "i"))
+    probe = counters.ThreadCounts(os.getpid(), ("v", "i", "w"))
     start = probe()["v"]
     first = burst(4)
     time.sleep(0.05)
@@ -140,4 +141,40 @@ def test_thread_switches_keep_counting_when_threads_end_and_new_ones_start():
     # each burst did ≈ 4 × 100 sleeps in 50 ms (each a voluntary switch); the first burst's
     # count stays in the total after its threads ended, the second's is added whole
     assert mid - start >= 40 and end - mid >= 40, (start, mid, end)
-    assert counters.ThreadSwitches(None, ("v", "i"))() == {}
+    assert counters.ThreadCounts(None, ("v", "i", "w"))() == {}
+
+
+def test_run_delay_counts_the_time_a_thread_waited_for_a_cpu_and_pressure_the_hosts():
+    """Three processes pinned to one CPU, each spinning until it has had a second of CPU:
+    never sleeping, each waits whenever another runs, so however loaded the host, together
+    they wait at least 1 + 2 s (the second and third in line) — and the host's CPU pressure
+    ("some task waited") grows by at least the 2 s the last one finishes after the first."""
+    import multiprocessing
+    import time
+    cpu, ready, leave = min(os.sched_getaffinity(0)), multiprocessing.Queue(), multiprocessing.Event()
+    busy = [multiprocessing.Process(target=_spin_on, args=(cpu, 1.0, ready, leave)) for _ in range(3)]
+    pressure = counters.cpu_pressure()
+    for b in busy:
+        b.start()
+    probes = [counters.ThreadCounts(b.pid, ("v", "i", "w")) for b in busy]
+    before, t0 = [pr()["w"] for pr in probes], time.monotonic()
+    for _ in busy:
+        ready.get(timeout=60)
+    waited = (sum(pr()["w"] for pr in probes) - sum(before)) / 1e9
+    wall = time.monotonic() - t0
+    leave.set()
+    for b in busy:
+        b.join()
+    assert waited > 2.5 and wall > 2.5, (waited, wall)  # ≥ 3 s less what they waited before the first reading
+    if pressure:  # a kernel without PSI keeps none
+        assert (counters.cpu_pressure()["host_cpu_pressure_us"] - pressure["host_cpu_pressure_us"]) / 1e6 > 1.5
+
+
+def _spin_on(cpu, seconds, ready, leave):
+    import time
+    os.sched_setaffinity(0, {cpu})
+    end = time.process_time() + seconds  # one second of CPU each: three seconds of wall on one CPU
+    while time.process_time() < end:
+        pass
+    ready.put(os.getpid())
+    leave.wait(60)

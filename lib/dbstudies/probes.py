@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .counters import (
+    CPU_PRESSURE,
     DISK_READ,
     DISK_WRITE,
     HOST_BUSY,
@@ -31,7 +32,8 @@ from .counters import (
     HOST_VARIABLES,
     SERVER_READ,
     SERVER_WRITE,
-    ThreadSwitches,
+    ThreadCounts,
+    cpu_pressure,
     cpu_seconds,
     device_of,
     disk_io,
@@ -69,9 +71,10 @@ BP_FILL_PCT, BP_HIT_PCT, ROWS_CHANGED = "bp_fill_pct", "bp_hit_pct", "rows_chang
 Probe = Callable[[], Mapping[str, float]]
 CPU_SERVER, CPU_CLIENT = "cpu_server_s", "cpu_client_s"
 CPU_SIBLINGS = "cpu_siblings_s"  # the run's other servers (a paired design keeps them up, idle)
-# context switches of every thread of server and client (cumulative, see `ThreadSwitches`)
+# context switches and run delay of every thread of server and client (cumulative, see `ThreadCounts`)
 CS_SERVER_VOL, CS_SERVER_INVOL = "cs_server_voluntary", "cs_server_involuntary"
 CS_CLIENT_VOL, CS_CLIENT_INVOL = "cs_client_voluntary", "cs_client_involuntary"
+WAIT_SERVER, WAIT_CLIENT = "wait_server_ns", "wait_client_ns"  # runnable, waiting for a CPU
 ROWS_READ = ("Innodb_rows_read", "Rows_read")  # MySQL's, MariaDB's (sampled with the status)
 REDO_LSNS = ("Innodb_lsn_current", "Innodb_redo_log_current_lsn")  # MariaDB's, MySQL's
 # a step is flagged as measured on a busy host when, on average over the step, other
@@ -87,6 +90,9 @@ COSTS: dict[str, tuple[tuple[str, ...], float, str]] = {
     "cs_server_involuntary_per_txn": ((CS_SERVER_INVOL,), 1.0, "server involuntary context switches"),
     "cs_client_voluntary_per_txn": ((CS_CLIENT_VOL,), 1.0, "client voluntary context switches"),
     "cs_client_involuntary_per_txn": ((CS_CLIENT_INVOL,), 1.0, "client involuntary context switches"),
+    "wait_server_us_per_txn": ((WAIT_SERVER,), 1e-3, "server µs waiting for a CPU"),
+    "wait_client_us_per_txn": ((WAIT_CLIENT,), 1e-3, "client µs waiting for a CPU"),
+    "cpu_pressure_us_per_txn": ((CPU_PRESSURE,), 1.0, "host µs with a task waiting for a CPU"),
     "server_read_kb_per_txn": ((SERVER_READ,), 1 / 1024, "KB read by the server"),
     "server_write_kb_per_txn": ((SERVER_WRITE,), 1 / 1024, "KB written by the server"),
     "disk_read_kb_per_txn": ((DISK_READ,), 1 / 1024, "KB read from the device"),
@@ -108,9 +114,9 @@ def default_probes(server: Any, client_pid: int | None, siblings: Sequence[int] 
             theirs = [cpu_seconds(p) for p in siblings]
             found[CPU_SIBLINGS] = None if None in theirs else sum(theirs)  # one gone: no sum over the span
         return {k: v for k, v in found.items() if v is not None}
-    return [cpu, host_cpu_seconds, lambda: process_io(pid), lambda: disk_io(device),
-            ThreadSwitches(pid, (CS_SERVER_VOL, CS_SERVER_INVOL)),
-            ThreadSwitches(client_pid, (CS_CLIENT_VOL, CS_CLIENT_INVOL))]
+    return [cpu, host_cpu_seconds, cpu_pressure, lambda: process_io(pid), lambda: disk_io(device),
+            ThreadCounts(pid, (CS_SERVER_VOL, CS_SERVER_INVOL, WAIT_SERVER)),
+            ThreadCounts(client_pid, (CS_CLIENT_VOL, CS_CLIENT_INVOL, WAIT_CLIENT))]
 
 
 class Sampler:

@@ -27,7 +27,7 @@ STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "fl
                              "variable": "str", "value": "float64"},
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
 
-STEPS = Table("steps", 5, {
+STEPS = Table("steps", 6, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
     "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
     "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
@@ -46,8 +46,9 @@ STEPS = Table("steps", 5, {
    "the step for its server's flushing to settle (NaN: not waited, nothing written); "
    "…_per_txn (v4): the step's costs per transaction — CPU µs of server and client, their "
    "threads' voluntary and involuntary context switches, KB read and written by the server "
-   "process and by its datadir's device, redo bytes, rows read — each counter's "
-   "increase per second over the step's transactions per second (NaN: not sampled)")
+   "process and by its datadir's device, redo bytes, rows read; (v6) the µs server and client "
+   "threads spent runnable but waiting for a CPU (run delay) and the host's CPU pressure — each counter's "
+   "increase per second over the step's transactions per second (NaN: not sampled, or a run before v6)")
 
 
 _PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}

@@ -93,13 +93,26 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
         full = host_cpus * 100 * SATURATED
         switches = {f"{kind}_cs_pct": (cost_ratio(cell, r.baseline, r.candidate, f"cs_client_{kind}_per_txn") - 1) * 100
                     if f"cs_client_{kind}_per_txn" in cell else float("nan") for kind in ("voluntary", "involuntary")}
+        waits = {f"{side}_wait_us": _pair(cell, r, f"wait_{side}_us_per_txn") for side in ("server", "client")}
         rows.append({"workload": r.workload, "threads": int(r.threads), "candidate": r.candidate,
                      "verdict": r.verdict, "measured_pct": r.delta_pct, **switches,
                      "predicted_pct": predicted(sb + cb, sc + cc),
                      "cpu_baseline_pct": b.cpu_pct, "cpu_candidate_pct": c.cpu_pct,
-                     "server_us": (sb, sc), "client_us": (cb, cc), "client_share_pct": share,
+                     "server_us": (sb, sc), "client_us": (cb, cc), "client_share_pct": share, **waits,
+                     "f": cb / sb if sb > 0 else float("nan"),
                      "saturated": bool(b.cpu_pct >= full and c.cpu_pct >= full)})
     return pd.DataFrame(rows)
+
+
+def _pair(cell: pd.DataFrame, r: Any, column: str) -> tuple[float, float]:
+    """(baseline, candidate) of one cost of a cell: the baseline's median, the candidate's by
+    the cost tables' estimator (`cost_ratio`); NaNs where the run did not record it (a run
+    before steps v6 has no run delay)."""
+    mine = cell.loc[cell["arm"] == r.baseline, column] if column in cell else pd.Series(dtype=float)
+    if mine.dropna().empty:
+        return (float("nan"), float("nan"))
+    base = float(mine.median())
+    return (base, base * cost_ratio(cell, r.baseline, r.candidate, column))
 
 
 AGREES = 0.25  # a prediction within 25 % of the measured change (and 3 points) explains it
@@ -146,7 +159,8 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
     def arrow(pair: tuple[float, float]) -> str:
         def us(x: float) -> str:
             return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-        return f"{us(pair[0])} → {us(pair[1])} ({signed((pair[1] / pair[0] - 1) * 100)})" if pair[0] > 0 else "–"
+        return f"{us(pair[0])} → {us(pair[1])} ({signed((pair[1] / pair[0] - 1) * 100)})" \
+            if pair[0] > 0 and np.isfinite(pair[1]) else "–"
 
     return pd.DataFrame({
         "workload": b["workload"], "threads": b["threads"], "candidate": b["candidate"],
@@ -156,6 +170,10 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
                                             for x, y in zip(b["cpu_baseline_pct"], b["cpu_candidate_pct"])],
         "server µs per transaction": b["server_us"].map(arrow),
         "client µs per transaction": b["client_us"].map(arrow),
+        "f (client ÷ server µs)": b["f"].map(lambda v: "–" if v != v else f"{v:.2f}"),
+        **({"server µs waiting for a CPU": b["server_wait_us"].map(arrow),
+            "client µs waiting for a CPU": b["client_wait_us"].map(arrow)}
+           if "server_wait_us" in b and b["server_wait_us"].map(lambda x: x[0] == x[0]).any() else {}),
         "client's share of the extra CPU": b["client_share_pct"].map(
             lambda v: "–" if v != v else f"{v:.0f} %")})
 
