@@ -55,7 +55,7 @@ def test_the_a_a_control_calibrates_an_added_comparison(with_mean):
     def relative(steps, p, metric="qps", *, aa=False):
         return analysis.relative(steps, arms, p, metric, aa=aa)
     t = sysbench_answer.tables(run, p, arms, relative)
-    assert set(t["calibrations"]) == {"p95", "p99", "tail", "mean"}
+    assert set(t["calibrations"]) == {"p95", "p99", "tail", "server_cpu", "mean"}
     assert t["calibrations"]["mean"]["shift_pct"].tolist() == [0.0, 10.0, 20.0]
     assert len(t["aa"]) == 8  # the A/A table: the first comparison, QPS
 
@@ -66,4 +66,4 @@ def test_without_the_record_nothing_knows_it():
         checks.resolve(tp, "quick", target={"mean": 0.2}, budget=30)
     assert comparisons.verdicts(S.SysbenchParams.COMPARISONS) == {
         "throughput (QPS)": "qps", "p50 latency": "p50", "p95 latency": "p95", "p99 latency": "p99",
-        "tail ratio (p99 ÷ p50)": "tail", "A/A control (QPS)": "aa"}
+        "tail ratio (p99 ÷ p50)": "tail", "server CPU per transaction": "server_cpu", "A/A control (QPS)": "aa"}

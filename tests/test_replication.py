@@ -89,7 +89,7 @@ def test_a_recorded_run_replicates_itself_exactly_and_two_recorded_runs_compare_
     decisive = qps["verdict_original"].isin(["better", "worse"])
     assert decisive.any() and (qps.loc[decisive, "word"] == stats.REPLICATED).all()
     two = replication.replication(study, Run(QUICK), Run(TARGETED))
-    assert set(two) == {"qps", "p95", "p99", "tail"}
+    assert set(two) == {"qps", "p95", "p99", "tail", "server_cpu"}
     assert len(two["qps"]) == 8 and set(two["qps"]["word"]) <= {stats.REPLICATED, stats.CONSISTENT, stats.NOT_REPLICATED}
     lines = replication.replication_lines(two)
     assert lines[0].startswith("**throughput (QPS)**: ") and "decisive cell" in lines[0]
@@ -207,7 +207,7 @@ def test_compare_prints_the_runs_effects_before_their_values_and_pool_reads_arch
     assert cli.main(["pool", str(QUICK), str(packed), "--csv", str(tmp_path / "pool.csv")]) == 0
     out = capsys.readouterr().out
     assert "2 runs pooled (random effects, Paule–Mandel)" in out and "1/√2" in out
-    assert set(pd.read_csv(tmp_path / "pool.csv")["metric"]) == {"qps", "p95", "p99", "tail"}
+    assert set(pd.read_csv(tmp_path / "pool.csv")["metric"]) == {"qps", "p95", "p99", "tail", "server_cpu"}
     assert cli.main(["runs", str(packed)]) == 0
     assert TARGETED.name in capsys.readouterr().out
     # a run named twice — as itself, or as its packed copy — counts once: refused, one line

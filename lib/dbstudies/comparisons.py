@@ -38,7 +38,9 @@ class Comparison:
     gets its own table of it (`aa`, the negative control), the others a calibration on the
     same pairs; `rests_on`: the share of a step's transactions its statistic rests on (a
     tail's: its slowest 1 %) — a cell whose steps give it fewer than `FEWEST_TAIL`
-    transactions is not judged on it."""
+    transactions is not judged on it; `server_cost`: what the server spends per transaction,
+    said with f, the client's CPU per server CPU µs (a change k of it shows in throughput as
+    about k / (1 + f) where the two share saturated CPUs)."""
     key: str
     column: str
     higher_is_better: bool
@@ -50,6 +52,7 @@ class Comparison:
     explained: bool = True
     aa: bool = False
     rests_on: float = 1.0  # the share of a step's transactions the statistic rests on (p99: its slowest 1 %)
+    server_cost: bool = False  # the server's own cost per transaction: the answer gives f beside it
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -124,8 +127,8 @@ def columns(comparisons: Iterable[Comparison]) -> dict[str, str]:
     return {c.key: c.column for c in comparisons}
 
 
-# QPS (higher is better), the latency percentiles and the tail ratio (lower is better) per
-# workload × threads. p50 is shown, not judged: the loop measures to QPS and p95 (its paired
+# QPS (higher is better), the latency percentiles, the tail ratio and the server's CPU per
+# transaction (lower is better) per workload × threads. p50 is shown, not judged: the loop measures to QPS and p95 (its paired
 # SD is a fraction of p99's, docs/statistics.md) and p50 moves with the body p95 already
 # speaks for.
 SYSBENCH = (
@@ -134,6 +137,10 @@ SYSBENCH = (
     Comparison("p95", "latency_p95_ms", False, "p95 latency", "p95", rests_on=0.05),
     Comparison("p99", "latency_p99_ms", False, "p99 latency", "p99", rests_on=0.01),
     Comparison("tail", "tail_ratio", False, "tail ratio (p99 ÷ p50)", "tail ratio", rests_on=0.01),
+    # the server's own cost: on a host it shares with its client, what the server did, apart
+    # from how much CPU sysbench left it (a change k shows in QPS as about k / (1 + f))
+    Comparison("server_cpu", "cpu_server_us_per_txn", False, "server CPU per transaction", "server CPU/txn",
+               target=False, explained=False, server_cost=True),
 )
 
 # long sysbench steps judged by their seconds (the checkpoint study): the median per-second

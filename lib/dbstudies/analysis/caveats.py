@@ -31,6 +31,23 @@ def _per_arm(steps: pd.DataFrame) -> pd.DataFrame:
             .assign(cpu_pct=lambda d: d["cpu_server_pct"] + d["cpu_client_pct"]))
 
 
+def client_per_server(steps: pd.DataFrame | None, baseline: str) -> pd.Series:
+    """f per cell: the baseline's sysbench CPU µs per server CPU µs per transaction (medians
+    over its steps) — on CPUs the two share and fill, a change k of the server's own cost
+    shows in throughput as about k / (1 + f). Empty without both costs.
+
+    >>> s = pd.DataFrame({"workload": ["w"] * 2, "threads": [1, 1], "arm": ["a", "b"],
+    ...                   "cpu_server_us_per_txn": [20.0, 30.0], "cpu_client_us_per_txn": [10.0, 9.0]})
+    >>> client_per_server(s, "a").tolist()
+    [0.5]
+    """
+    cols = ["cpu_server_us_per_txn", "cpu_client_us_per_txn"]
+    if steps is None or not set(cols) <= set(steps):
+        return pd.Series(dtype=float)
+    m = steps[steps["arm"] == baseline].groupby(BY, sort=False)[cols].median()
+    return (m["cpu_client_us_per_txn"] / m["cpu_server_us_per_txn"]).dropna()
+
+
 def cost_ratio(cell: pd.DataFrame, baseline: str, candidate: str, column: str) -> float:
     """Candidate ÷ baseline on one cost of one cell, by the estimator its comparison table
     uses (`analysis.design_table`): the geometric mean of the per-round ratios in a paired
