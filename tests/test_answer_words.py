@@ -94,16 +94,15 @@ def test_the_cpu_budget_predicts_the_change_and_names_the_clients_share():
     assert b["predicted_pct"].round(6).eq(-25.0).all() and b["client_share_pct"].round(6).eq(100.0).all()
     shown = caveats.budget_table(b, 2).iloc[0]
     assert shown["predicted"] == "−25.0 % (matches; the CPUs were full)"
-    assert shown["client µs per transaction"] == "5 → 10 (+100.0 %)"
-    assert shown["f (client ÷ server µs)"] == "0.50"  # the baseline's client µs over its server's
+    assert shown["client µs per transaction"] == "5 → 10 (+100.0 %); f 0.50"  # f: the baseline's client µs over its server's
     before_v6 = s.drop(columns=["wait_server_us_per_txn", "wait_client_us_per_txn"], errors="ignore")
-    assert "server µs waiting for a CPU" not in caveats.budget_table(  # a run before steps v6: no run delay
+    assert "µs waiting for a CPU: server; client" not in caveats.budget_table(  # a run before steps v6: no run delay
         caveats.judged_only(caveats.budget(before_v6, rel, host_cpus=2)), 2).columns
     # with run delay recorded: the pool's server waits half as long for a CPU, its client twice
     waited = s.assign(wait_server_us_per_txn=np.where(s["arm"] == POOL, 2.0, 4.0),
                       wait_client_us_per_txn=np.where(s["arm"] == POOL, 6.0, 3.0))
     shown = caveats.budget_table(caveats.judged_only(caveats.budget(waited, rel, host_cpus=2)), 2).iloc[0]
-    assert shown["server µs waiting for a CPU"] == "4 → 2 (−50.0 %)" and shown["client µs waiting for a CPU"] == "3 → 6 (+100.0 %)"
+    assert shown["µs waiting for a CPU: server; client"] == "4 → 2 (−50.0 %); 3 → 6 (+100.0 %)"
     text = caveats.saturation(s, b, 2, pinned=False)
     assert "Server and sysbench together used 195 % of the host's 200 % at every client thread count" in text
     assert "predicts the measured change within" in text and "client's share of the extra CPU per transaction is 100 %" in text

@@ -186,10 +186,10 @@ def budget_table(b: pd.DataFrame, host_cpus: int) -> pd.DataFrame:
         "CPU used (baseline → candidate)": [f"{x:.0f} → {y:.0f} % of {host_cpus * 100} %"
                                             for x, y in zip(b["cpu_baseline_pct"], b["cpu_candidate_pct"])],
         "server µs per transaction": b["server_us"].map(arrow),
-        "client µs per transaction": b["client_us"].map(arrow),
-        "f (client ÷ server µs)": b["f"].map(lambda v: "–" if v != v else f"{v:.2f}"),
-        **({"server µs waiting for a CPU": b["server_wait_us"].map(arrow),
-            "client µs waiting for a CPU": b["client_wait_us"].map(arrow)}
+        "client µs per transaction": [f"{arrow(c)}; f {f:.2f}" if f == f else arrow(c)
+                                      for c, f in zip(b["client_us"], b["f"])],
+        **({"µs waiting for a CPU: server; client": [f"{arrow(w)}; {arrow(v)}"
+                                                     for w, v in zip(b["server_wait_us"], b["client_wait_us"])]}
            if "server_wait_us" in b and b["server_wait_us"].map(lambda x: x[0] == x[0]).any() else {}),
         "client's share of the extra CPU": b["client_share_pct"].map(
             lambda v: "–" if v != v else f"{v:.0f} %")})
