@@ -103,8 +103,7 @@ def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
     run_dir, run = namespace.get("run_dir"), None
     kernel = live.shell()
     mine = kernel is not None and namespace is kernel.user_ns  # a pass of a live notebook
-    if mine:
-        passes.stop_at_errors(kernel.kernel)
+    if mine:  # (Run All stops at its failing cells since `import dbstudies`: `passes.in_kernel`)
         passes.forget(namespace, keep=[*P.fields(study.Params), *(k for k, v in namespace.items() if v is study)])
     try:
         run = Run.open(find_run(run_dir)) if run_dir else None

@@ -417,13 +417,13 @@ class _Loop:
         `begin(i, cell)` readies the context of the pair's `i`-th step for its arm and says it
         runs (`announce=False`: readied to store what it measured). The step number never goes
         back: a pair measured again (a busy host) counts on from its last step."""
-        last = [done]
+        last = done
 
         def begin(i: int, cell: dict[str, Any], announce: bool = True) -> Context:
+            nonlocal last
             ctx = self.use(contexts[cell["arm"]], arms[cell["arm"]], repeat)
             if announce:
-                n = max(done + i, last[0])
-                last[0] = n
+                n = last = max(done + i, last)
                 now = f"r{repeat} {cell['arm']} " + cell_text(cell) + (" (again: the host was busy)" if n > done + i else "") + self.note
                 bar.set_postfix_str(now)
                 self.run.set_progress(n, total, now)

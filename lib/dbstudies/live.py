@@ -131,8 +131,9 @@ class Progress:
         self.state: tuple[int, int, str] = (0, total, "starting")
         self.stopped = False
         self.shown = 0.0
-        self.cell = display(self._html(), display_id=True)
-        self.panel = display(self._js(), display_id=True)
+        times = self._times()
+        self.cell = display(self._html(times), display_id=True)
+        self.panel = display(self._js(times), display_id=True)
         _watched["run"] = run
 
     def _times(self) -> tuple[float, float | None]:
@@ -140,24 +141,25 @@ class Progress:
         elapsed = time.monotonic() - self.started
         return elapsed, time_left(done, total, elapsed, self.per_step)
 
-    def _line(self) -> str:
+    def _line(self, times: tuple[float, float | None] | None = None) -> str:
+        """The line at `times` (elapsed, left: one reading for the cell and the panel, whose
+        clock rewrites the times the line says; None: now)."""
         done, total, now = self.state
-        elapsed, left = self._times()
+        elapsed, left = times or self._times()
         if self.stopped:
             return f"Stopped after {done} of {total} steps, {duration(elapsed)} in (the steps measured are kept)"
         return progress_text(done, total, now, elapsed, left)
 
-    def _html(self) -> Any:
+    def _html(self, times: tuple[float, float | None]) -> Any:
         from IPython.display import HTML
         done, total, _ = self.state
         return HTML(f'<div class="dbstudies-progress" style="font:13px/1.5 system-ui,sans-serif">'
                     f'<progress value="{done}" max="{max(total, 1)}" style="width:24em"></progress> '
-                    f"{html.escape(self._line())}<br><small>run {html.escape(self.run.path.name)}"
+                    f"{html.escape(self._line(times))}<br><small>run {html.escape(self.run.path.name)}"
                     f"</small>{self.figure}</div>")
 
-    def _js(self) -> Any:
-        elapsed, left = self._times()
-        return banner(self._line(), "progress", tick=(elapsed, left))
+    def _js(self, times: tuple[float, float | None]) -> Any:
+        return banner(self._line(times), "progress", tick=times)
 
     def update(self, done: int, total: int, now: str = "") -> None:
         changed = (done, total, now) != self.state
@@ -177,14 +179,14 @@ class Progress:
         return f"<br><small>the last stored step ({step}), QPS second by second:</small><br>{line}" if line else ""
 
     def _show(self) -> None:
-        self.shown = time.monotonic()
-        self.cell.update(self._html())
-        self.panel.update(self._js())
+        self.shown, times = time.monotonic(), self._times()
+        self.cell.update(self._html(times))
+        self.panel.update(self._js(times))
 
     def close(self, stopped: bool = False) -> None:
         """The end: the cell keeps the last line (or where it stopped), the panel goes."""
         self.stopped = stopped
-        self.cell.update(self._html())
+        self.cell.update(self._html(self._times()))
         self.panel.update(banner(None))
 
 

@@ -105,7 +105,7 @@ def stop_at_errors(kernel: Any) -> None:
 
 def in_kernel() -> None:
     """`import dbstudies` in an IPython kernel: Run All stops at a failing cell from the next
-    cell on (`stop_at_errors`; `checks.resolve_cell` makes sure of it again)."""
+    cell on (`stop_at_errors`)."""
     from .live import shell
     sh = shell()
     if sh is not None:

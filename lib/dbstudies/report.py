@@ -328,8 +328,9 @@ def answer(said: Answer, run: Run | None = None) -> None:
     lines = tldr(said, run)
     if lines:
         first("\n".join(f"- {line}" for line in lines), printed=True)
-    first(html=grid(said))
-    fill_here(glance(lines, grid(said), "The answer in words, the tables and figures: the Answer section below"))
+    at_a_glance = grid(said)
+    first(html=at_a_glance)
+    fill_here(glance(lines, at_a_glance, "The answer in words, the tables and figures: the Answer section below"))
     words = answer_text(said, run)
     if words.lead:
         first(words.lead, printed=True)

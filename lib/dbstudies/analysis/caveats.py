@@ -25,9 +25,8 @@ BUDGET_COLUMNS = ["workload", "threads", "candidate", "verdict", "measured", "pr
 
 
 def _per_arm(steps: pd.DataFrame) -> pd.DataFrame:
-    """Medians per cell × arm of what the budget needs."""
-    need = ["tps", "cpu_server_pct", "cpu_client_pct", "cpu_server_us_per_txn", "cpu_client_us_per_txn"]
-    return (steps.groupby([*BY, "arm"], sort=False)[need].median()
+    """Medians per cell × arm of the CPU server and client used (% of one core), and together."""
+    return (steps.groupby([*BY, "arm"], sort=False)[["cpu_server_pct", "cpu_client_pct"]].median()
             .assign(cpu_pct=lambda d: d["cpu_server_pct"] + d["cpu_client_pct"]))
 
 
@@ -92,7 +91,7 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
     cols = {"cpu_server_us_per_txn", "cpu_client_us_per_txn", "cpu_server_pct", "cpu_client_pct"}
     if steps is None or rel is None or rel.empty or not cols <= set(steps) or "baseline" not in rel:
         return pd.DataFrame(columns=BUDGET_COLUMNS)
-    arm = _per_arm(steps)
+    arm, f = _per_arm(steps), client_per_server(steps, rel["baseline"].iloc[0])
     rows = []
     for r in rel[rel["verdict"].isin((*JUDGED, "draw"))].itertuples():
         try:
@@ -100,9 +99,7 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
         except KeyError:
             continue
         cell = steps[(steps["workload"] == r.workload) & (steps["threads"] == r.threads)]
-        sb, cb = b.cpu_server_us_per_txn, b.cpu_client_us_per_txn
-        sc = sb * cost_ratio(cell, r.baseline, r.candidate, "cpu_server_us_per_txn")
-        cc = cb * cost_ratio(cell, r.baseline, r.candidate, "cpu_client_us_per_txn")
+        (sb, sc), (cb, cc) = _pair(cell, r, "cpu_server_us_per_txn"), _pair(cell, r, "cpu_client_us_per_txn")
         if not all(np.isfinite([sb, cb, sc, cc])) or sc + cc <= 0:
             continue
         extra = (sc + cc) - (sb + cb)
@@ -116,7 +113,7 @@ def budget(steps: pd.DataFrame | None, rel: pd.DataFrame | None, host_cpus: int)
                      "predicted_pct": predicted(sb + cb, sc + cc),
                      "cpu_baseline_pct": b.cpu_pct, "cpu_candidate_pct": c.cpu_pct,
                      "server_us": (sb, sc), "client_us": (cb, cc), "client_share_pct": share, **waits,
-                     "f": cb / sb if sb > 0 else float("nan"),
+                     "f": f.get((r.workload, r.threads), float("nan")),
                      "saturated": bool(b.cpu_pct >= full and c.cpu_pct >= full)})
     return pd.DataFrame(rows)
 

@@ -105,7 +105,7 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
     puts a judged change on a client sharing the server's CPUs, that."""
     g = grid(said)
     lines = []
-    server_cost = {c.short: c.server_cost for c in said.comparisons}
+    server_cost = {c.short: c for c in said.comparisons if c.server_cost}
     for comparison, part in (g.groupby("comparison", sort=False) if len(g) else []):
         counts = part["word"].value_counts()
         order = ["better", "worse", "same", "within target", "undecided", "draw"]
@@ -119,7 +119,7 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
         short = int(part["short"].sum())
         lines.append(f"**{comparison}** ({len(part)} cell{'s' if len(part) != 1 else ''}): {said_counts}{top}"
                      + (f"; {short} cell{'s' if short != 1 else ''} left short of the target" if short else "")
-                     + (_f_words(said, part) if server_cost.get(comparison) else ""))
+                     + (_f_words(said, server_cost[comparison]) if comparison in server_cost else ""))
     if run is not None and len(lines) < most:
         note = _client_note(said, run)
         if note:
@@ -127,11 +127,13 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
     return lines[:most]
 
 
-def _f_words(said: Answer, part: pd.DataFrame) -> str:
-    """'; f 0.52–0.98 (sysbench's CPU per server CPU µs): …' for the server's own cost line."""
-    rel = next((t for t in said.tables.values() if isinstance(t, pd.DataFrame) and "baseline" in t and len(t)), None)
-    f = caveats.client_per_server(said.tables.get("steps"), rel["baseline"].iloc[0]) if rel is not None else None
-    if f is None or f.empty:
+def _f_words(said: Answer, c: Any) -> str:
+    """'; f 0.52–0.98 (sysbench's CPU per server CPU µs): …' for the server's own cost line
+    (`c`: its comparison, whose table names the baseline)."""
+    rel = said.tables.get(c.key)
+    f = caveats.client_per_server(said.tables.get("steps"), rel["baseline"].iloc[0]) \
+        if rel is not None and len(rel) and "baseline" in rel else pd.Series(dtype=float)
+    if f.empty:
         return ""
     span = f"{f.min():.2f}" if f.min().round(2) == f.max().round(2) else f"{f.min():.2f}–{f.max():.2f}"
     return (f"; f {span} (sysbench's CPU per server CPU µs): on CPUs they share and fill, "
