@@ -360,8 +360,8 @@ def finish(run: Run, said: Answer) -> None:
     display({"text/html": glance(tldr(said, run), grid(said), "The Answer, in words, with its tables and figures")},
             raw=True, metadata={SKIP: True})  # first: Run All shows the last cell's top; the report opens with it
     ownership.finish(run)
-    if run.status != "running" and not ownership.owns(run):  # a re-analysis: say how to do it again
-        print(ownership.reanalyse_line(run))
+    if run.status != "running" and not ownership.owns(run):  # a re-analysis: how to do it again, in the
+        display({"text/plain": ownership.reanalyse_line(run)}, raw=True, metadata={SKIP: True})  # notebook only
 
 
 # how a grid entry is coloured, by its word (`said.word_of`)
