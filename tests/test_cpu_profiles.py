@@ -69,18 +69,6 @@ def test_shares_count_a_recursive_function_once_per_sample():
     assert df.loc["f", "total"] == 4 and df.loc["f", "self"] == 1 and df.loc["g", "self_pct"] == 75
 
 
-def test_the_difference_lists_the_largest_change_in_cpu_per_transaction_first():
-    base = cpu_profiles.functions({"t;a": 50, "t;b": 50}, us_per_txn=100)       # a: 50 µs, b: 50 µs
-    cand = cpu_profiles.functions({"t;a": 20, "t;b": 60, "t;c": 20}, us_per_txn=200)  # a 40, b 120, c 40
-    d = cpu_profiles.difference(base, cand)
-    assert d["function"].tolist() == ["b", "c", "a", "t"]  # +70, +40, −10, 0 µs
-    row = d.set_index("function")
-    assert row.loc["b", "change µs/txn"] == pytest.approx(70) and row.loc["a", "change µs/txn"] == pytest.approx(-10)
-    assert row.loc["c", "self µs/txn baseline"] == 0 and row.loc["c", "samples candidate"] == 20
-    assert row.loc["a", "change (points)"] == pytest.approx(-30)
-    assert cpu_profiles.delta_of(base, cand)["c"] == pytest.approx(20)
-
-
 def test_a_machine_without_perf_or_a_refusing_kernel_is_a_parameter_error(monkeypatch):
     monkeypatch.setattr(profiler.shutil, "which", lambda name: None)
     assert "`perf` is not installed" in profiler.problems()[0]
@@ -143,7 +131,9 @@ def test_the_thread_pool_smoke_run_profiles_its_judged_cells_on_every_arm(smoke_
     run = Run.open(run_dir)
     plan = pd.DataFrame(run.metadata["cpu_profile_plan"])
     cells = plan[["workload", "threads"]].drop_duplicates()
-    assert 1 <= len(cells) <= cpu_profiles.MAX_CELLS and (plan.groupby(["workload", "threads"]).size() == 2).all()
+    rounds = profiler.PROFILE_ROUNDS["smoke"]  # each a pair of every chosen cell: both arms back to back
+    assert 1 <= len(cells) <= cpu_profiles.MAX_CELLS and (plan.groupby(["workload", "threads"]).size() == 2 * rounds).all()
+    assert (plan.groupby("pair")["arm"].nunique() == 2).all() and plan["repeat"].nunique() == rounds
     steps = run.table("steps")
     shot = steps[steps["phase"] == "profile"]
     assert sorted(shot["step"]) == sorted(plan["step"])

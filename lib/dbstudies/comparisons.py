@@ -108,6 +108,11 @@ def throughput(comparisons: Iterable[Comparison]) -> str | None:
     return first.key if first is not None and first.higher_is_better else None
 
 
+def server_cost(comparisons: Iterable[Comparison]) -> Comparison | None:
+    """The comparison of the server's own cost per transaction (`server_cost`), if any."""
+    return next((c for c in comparisons if c.server_cost), None)
+
+
 def with_tail_ratio(steps: Any) -> Any:
     """`steps` (a DataFrame) with the tail ratio's column: each step's p99 over its own p50
     (unchanged without both).

@@ -25,8 +25,9 @@ Studies plug in through hooks (see `study`): `prepare`, `warmup`, `step`, `block
 and `follow_up`: cells that depend on what the plan measured (the DBT3 study re-times the
 queries whose join orders differ with each other candidate's order forced). They are measured
 after the plan in the same design — every arm, `repeats` times, interleaved as above. Last,
-with `cpu_profile`, `profile_cells`: one round more of the cells chosen from the verdicts,
-every arm's server sampled by `perf` (stored with phase `profile`, outside the verdicts).
+with `cpu_profile`, `profile_cells`: `cpu_profile_rounds` rounds more of the cells chosen from
+the verdicts, every arm's server sampled by `perf` (stored with phase `profile`, outside the
+verdicts; a time budget keeps their estimated time for them).
 The default hooks (`step`) drive sysbench: one workload × client threads cell per step.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ from .schedule import (
     next_phase,
     orders_so_far,
     pairs_of,
+    profile_seconds,
     rounds_in,
     server_key,
     session_settings,
@@ -130,12 +132,15 @@ def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.
             (loop.rounds if paired else loop.blocks)(follow, by_label, progress, before=loop.done)
             steps = follow
         chosen = study.profile_cells(run, p) if getattr(p, "cpu_profile", False) else []
-        if chosen:  # one round more: each chosen cell on every compared arm (no twin), its server sampled by perf
+        if chosen:  # rounds more: each chosen cell on every compared arm (no twin), its server sampled by perf
             compared = [a for a in arms if a.twin_of is None]
-            profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], 1, p.seed + 2, steps, paired)
+            rounds = p.profile_rounds()
+            profiled = next_phase(compared, [{**c, "cpu_profile": True} for c in chosen], rounds, p.seed + 2,
+                                  steps, paired)
             run.update(cpu_profile_plan=profiled.to_dict("records"))
-            print(f"on-CPU profiles: {len(profiled)} more steps ({', '.join(cell_text(c) for c in chosen)} "
-                  "on every arm)", flush=True)
+            print(f"on-CPU profiles: {len(profiled)} more steps, {rounds} round{'s' if rounds != 1 else ''} of "
+                  f"{', '.join(cell_text(c) for c in chosen)} on every arm", flush=True)
+            loop.deadline = loop.end  # the time kept for them
             (loop.rounds if paired else loop.blocks)(profiled, {a.label: a for a in compared}, progress,
                                                       before=loop.done)  # the twins' servers are not restarted
 
@@ -168,7 +173,9 @@ class _Loop:
         self.restart_seconds: list[float] = []            # how long restarting every server took
         self.note = ""      # what the progress says after each step's words (the rounds to a target)
         budget = p.budget
-        self.deadline = time.monotonic() + budget * 60 if budget else None
+        # the plan's deadline keeps the profiled rounds' estimated time for them (`profile_seconds`)
+        self.end = time.monotonic() + budget * 60 if budget else None
+        self.deadline = self.end - profile_seconds(study, p) if self.end else None
 
     def __enter__(self) -> "_Loop":
         return self

@@ -5,7 +5,8 @@ thread, each row above a function called from the one below, a box's width the s
 all samples taken in it or in what it called. Boxes are sorted by name within their parent
 (so two arms' graphs line up), each carries a tooltip with its samples and share, and names
 are written where they fit. `delta` colours a graph by a difference instead (red: the
-function's share grew against the other arm, blue: it shrank) — a difference flame graph.
+function grew against the other arm, blue: it shrank, white: not named) — a difference
+flame graph.
 
     >>> stacks = {"mariadbd;dispatch;select": 3, "mariadbd;dispatch;insert": 1}
     >>> shares(stacks)[["function", "self", "total"]].values.tolist()
@@ -55,9 +56,10 @@ def _diverging(change: float, scale: float) -> str:
 
 
 def svg(stacks: Mapping[str, int], title: str, *, delta: Mapping[str, float] | None = None,
-        width: int = WIDTH) -> str:
+        unit: str = "points", width: int = WIDTH) -> str:
     """The flame graph of `stacks` ({folded stack: samples}) as SVG text. `delta`
-    ({function: change of its total share, in points}) colours boxes by that change."""
+    ({function: its change, in `unit`}) colours boxes by that change; a function it does
+    not name stays white."""
     root = _tree(stacks)
     total = root["n"] or 1
     rows = _depth(root) - 1
@@ -79,7 +81,7 @@ def svg(stacks: Mapping[str, int], title: str, *, delta: Mapping[str, float] | N
         fill = _diverging(delta.get(name, 0.0), scale) if delta is not None else _warm(name)
         tip = f"{name}: {node['n']:,} samples ({pct:.2f} %)"
         if delta is not None and name in delta:
-            tip += f", {delta[name]:+.2f} points against the other arm"
+            tip += f", {delta[name]:+.2f} {unit} against the other arm"
         out.append(f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" width="{w:.2f}" '
                    f'height="{ROW - 1}" fill="{fill}" rx="1"/>')
         fits = int((w - 6) / CHAR_PX)

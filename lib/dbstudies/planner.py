@@ -179,9 +179,11 @@ def to_target(study: Study, p: StudyParams, runs: list[Run], source: str) -> lis
 
 def pilot(study: Study, profile: str, overrides: Mapping[str, Any], root: Path) -> Run:
     """The study for `PILOT_ROUNDS` rounds with the parameters given (no A/A twin, no
-    budget), as an ordinary run under `root`."""
+    budget, no profiled rounds: the noise is what a pilot measures), as an ordinary run
+    under `root`."""
+    no_profile = {"cpu_profile": False, "cpu_profile_cells": None} if "cpu_profile" in overrides else {}
     p = checks.resolve(study, profile, **{**overrides, "repeats": PILOT_ROUNDS, "budget": 0, "target": {},
-                                              "aa_control": False, "design": "paired"})
+                                              "aa_control": False, "design": "paired", **no_profile})
     run = ownership.create_run(study, p, root, "notebook")
     run.update(pilot=True)
     experiment.measure(study, p, run)

@@ -44,6 +44,11 @@ from typing import Any, ClassVar, Mapping
 from . import proc
 
 FREQUENCY = 499      # samples per second per CPU (a prime: no lock-step with periodic work)
+MAX_CELLS = 4        # cells profiled at most (the largest differences)
+# profiled rounds per profile when `cpu_profile_rounds` is not given: each round profiles
+# every chosen cell once on every arm, and the per-function differences are paired across
+# rounds (`stats.profiles`), so their power grows with the rounds (see `CpuProfiled`)
+PROFILE_ROUNDS = {"smoke": 2, "quick": 8, "full": 12}
 STOP_TIMEOUT = 30.0  # seconds perf may take to write its data after SIGINT
 SCRIPT_TIMEOUT = 300.0
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
@@ -287,9 +292,18 @@ class CpuProfiled:
         "cpu_profile_cells": (
             "with `cpu_profile`: profile these cells instead, e.g. `-p cpu_profile_cells "
             "'[\"oltp_read_only@64\"]'` (`workload@threads`)"),
+        "cpu_profile_rounds": (
+            "with `cpu_profile`: profiled rounds (each: every chosen cell once on every arm), the "
+            "pairs each function's difference is judged on (default: smoke 2, quick 8, full 12; "
+            "a time budget keeps their estimated time for them)"),
     }
     cpu_profile: bool = False
     cpu_profile_cells: list[str] | None = None
+    cpu_profile_rounds: int | None = None
+
+    def profile_rounds(self) -> int:
+        """The profiled rounds: `cpu_profile_rounds`, else the profile's (`PROFILE_ROUNDS`)."""
+        return self.cpu_profile_rounds or PROFILE_ROUNDS.get(self.profile, PROFILE_ROUNDS["quick"])  # type: ignore[attr-defined]
 
     def shared_problems(self) -> list[str]:
         out = super().shared_problems()  # type: ignore[misc]
@@ -298,6 +312,8 @@ class CpuProfiled:
             if cell is None or cell["workload"] not in self.workloads or cell["threads"] not in self.threads:
                 out.append(f"cpu_profile_cells: {text!r} is not a cell of this run (workload@threads "
                                 f"with a workload of {self.workloads} and threads of {self.threads})")
+        if self.cpu_profile_rounds is not None and self.cpu_profile_rounds < 1:
+            out.append(f"cpu_profile_rounds: {self.cpu_profile_rounds} — at least 1")
         if self.cpu_profile_cells and not self.cpu_profile:
             out.append("cpu_profile_cells: names cells to profile, but cpu_profile is false")
         if self.cpu_profile:

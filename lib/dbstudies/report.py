@@ -12,7 +12,7 @@ from typing import Any
 from . import analysis, ownership, plots, replicated, results, schedule, tails
 from .analysis.said import GRID_FIELDS, answer_text, tldr
 from .analysis.said import grid as said_grid
-from .comparisons import throughput
+from .comparisons import server_cost, throughput
 from .contract import Answer
 from .described import _e, client_commands, configuration, data_sizes, design_line
 from .render import scrub_paths
@@ -202,15 +202,27 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
 
 
 def cpu_budget(said: Answer, run: Run) -> None:
-    """The CPU budget of every cell the throughput verdicts judged better or worse
+    """The server's own answer per compared cell (`analysis.server_view`), then the CPU
+    budget of every cell the throughput verdicts judged better or worse
     (`analysis.caveats.budget`): CPU used by server and client, their µs per transaction, the
     throughput change that cost predicts if the CPUs are the limit next to the measured one,
     and the client's share of the extra CPU."""
     from IPython.display import Markdown, display
 
-    from .analysis import caveats
+    from .analysis import caveats, server_view
     key = throughput(said.comparisons)
     cpus = (run.metadata.get("host") or {}).get("cpus") or 0
+    view = server_view.table(said.tables, key, server_cost(said.comparisons)) if key else None
+    if view is not None and len(view):
+        display(Markdown(
+            "*The server's own answer, per compared cell: its CPU per transaction (paired, as the "
+            "verdicts are) beside throughput. Where client and server share the CPUs and fill them, "
+            "a server change k moves throughput by about 1 ÷ (1 + k ÷ (1 + f)) − 1, f = sysbench's CPU "
+            "per server CPU µs — less than the server's change alone (1 ÷ (1 + k) − 1, its own CPUs): "
+            "throughput *understates* it; where throughput moved more, sysbench's own cost moved too and "
+            "throughput *overstates* it. The last column: how long the server's threads were runnable "
+            "but waiting for a CPU, per transaction (schedstat run delay).*"))
+        display(table(view))
     b = caveats.judged_budget(said.tables, key, cpus)
     if b.empty:
         skip("No cell was judged better or worse on throughput (or the run recorded no CPU per "
@@ -267,7 +279,8 @@ def shows(profiled: float, verdict: float) -> bool:
 def cpu_profiles(run: Run, arms: list[Any]) -> None:
     """Where each arm's server spent its CPU in the profiled cells (`analysis.cpu_profiles`):
     per cell the flame graph of every arm, then per candidate the functions whose CPU per
-    transaction moved most against the baseline and its difference flame graph; last, what
+    transaction changed against the baseline, judged across the profiled rounds, and its
+    difference flame graph colouring only those; last, what
     profiling cost. The SVGs are also written to the run's (or the variant's) profiles/."""
     from IPython.display import HTML, Markdown, display
 
@@ -280,7 +293,8 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for v in views:
         display(Markdown(f"**{v['title']}** — " + ", ".join(
-            f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s" for a in v["arms"])))
+            f"{a['arm']}: {a['samples']:,} samples at {a['tps']:,.0f} transactions/s"
+            + (f" (median of {a['rounds']} rounds)" if a["rounds"] > 1 else "") for a in v["arms"])))
         for a in v["arms"]:
             (folder / f"flame-{results.slug(a['arm'])}-{v['workload']}-{v['threads']}.svg").write_text(a["svg"])
             display(HTML(f"<div class='dbs-flame'>{a['svg']}</div>"))
@@ -288,14 +302,18 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
             if not shows(d["profiled_pct"], d["verdict_pct"]):
                 display(Markdown(
                     f"**These profiles may not show the verdict's cause:** the profiled steps differ by "
-                    f"{signed(d['profiled_pct'])} in throughput, the verdict by {signed(d['verdict_pct'])} "
-                    "(one profiled step per arm, noise included); read the differences below with that in mind."))
-            display(Markdown(f"*{d['candidate']} against {v['arms'][0]['arm']}: the functions whose own CPU "
-                             "per transaction changed most (µs: the function's share of the samples × the "
-                             "step's server CPU per transaction).*"))
+                    f"{signed(d['profiled_pct'])} in throughput (median), the verdict by {signed(d['verdict_pct'])}; "
+                    "read the differences below with that in mind."))
+            display(Markdown(f"*{d['candidate']} against {v['arms'][0]['arm']}: the functions whose CPU per "
+                             "transaction, with what they call, changed (µs: the share of the samples with the "
+                             "function on the stack × the step's server CPU per transaction, paired round by "
+                             "round; every function judged is in profiles/" + f"difference-{results.slug(d['candidate'])}-"
+                             f"{v['workload']}-{v['threads']}.csv).* "
+                             + cpu_profiles.said(d["judged"])))
             display(table(d["table"]))
-            (folder / f"difference-{results.slug(d['candidate'])}-{v['workload']}-{v['threads']}.svg"
-             ).write_text(d["svg"])
+            name = f"difference-{results.slug(d['candidate'])}-{v['workload']}-{v['threads']}"
+            d["judged"].to_csv(folder / f"{name}.csv", index=False)  # every unit judged, not only those shown
+            (folder / f"{name}.svg").write_text(d["svg"])
             display(HTML(f"<div class='dbs-flame'>{d['svg']}</div>"))
         if v["waits"] is not None:
             display(Markdown("*Waits inside the server during these steps (performance_schema, "
@@ -311,9 +329,9 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
                              "is then in every step of those arms.*"))
     cost = cpu_profiles.overhead(run, cpu_profiles.profiled(run))
     cost[cpu_profiles.CHANGE] = cost[cpu_profiles.CHANGE].map(signed)
-    details("What profiling cost", table(cost), "Throughput of each profiled step against the median "
-            "of the same arm and cell measured without perf in this run (one step each: noise "
-            "included; tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")
+    details("What profiling cost", table(cost), "Throughput of the profiled steps (their median) against "
+            "the median of the same arm and cell measured without perf in this run (noise included; "
+            "tests/benchmarks/profiling_overhead.py measures it in repeated pairs).")
 
 
 def answer(said: Answer, run: Run | None = None) -> None:

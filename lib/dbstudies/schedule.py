@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import profiler
 from .contract import Study
 from .studykit import Arm, StudyParams, arms_of
 
 RESTART_SECONDS = 3.0      # stop + start of a private server with a warm datadir (measured ≈1–3 s)
+FOLD_SECONDS = 1.0         # a profiled step's perf set-up, stop and fold (measured 0.60 s on 3-s steps, 16 threads)
 MAX_ROUNDS = 500           # with a time budget: rounds planned at most (as many run as fit)
 PLAN_COLUMNS = ("step", "repeat", "arm", "pair", "position")  # a step's place; the rest is its cell
 
@@ -216,10 +218,24 @@ def describe(study: Study, p: StudyParams) -> str:
 
 
 def estimated_seconds(study: Study, p: StudyParams) -> float:
-    """A rough wall-clock estimate: the time budget, else rounds × one round's time."""
+    """A rough wall-clock estimate: the time budget, else rounds × one round's time and the
+    profiled rounds (`profile_seconds`)."""
     if p.budget:
         return p.budget * 60
-    return p.repeats * round_seconds(study, p)
+    return p.repeats * round_seconds(study, p) + profile_seconds(study, p)
+
+
+def profile_seconds(study: Study, p: StudyParams) -> float:
+    """The profiled rounds' estimate (`cpu_profile`; 0 without): per round a restart when
+    due and every chosen cell — those named, else at most `profiler.MAX_CELLS` — once on
+    every compared arm (no twin), each step then folded. A time budget keeps it for them."""
+    if not getattr(p, "cpu_profile", False):
+        return 0.0
+    cells = len(p.cpu_profile_cells or []) or min(profiler.MAX_CELLS, len(study.cells(p)))
+    compared = [a for a in arms_of(study, p) if a.twin_of is None]
+    restart, pair = round_parts(study, p)
+    step = pair / max(len(arms_of(study, p)), 1)
+    return p.profile_rounds() * (restart + cells * len(compared) * (step + FOLD_SECONDS))
 
 
 

@@ -1,25 +1,36 @@
 """Where the server spent its CPU: the on-CPU profiles (`cpu_profile`) of the cells chosen
 after the plan — those whose throughput verdict was better or worse, else the one with the
-largest difference, or the cells named in `cpu_profile_cells` — one profiled step per arm,
-and what moved between the baseline and each candidate: per function, its share of the
-samples and its CPU µs per transaction (the share × the step's server CPU per transaction),
-both arms side by side, largest change first."""
+largest difference, or the cells named in `cpu_profile_cells` — profiled on every arm in
+`cpu_profile_rounds` paired rounds, and what moved between the baseline and each candidate.
+
+A function's CPU µs per transaction in a step is its share of the step's samples — those
+with it on the stack, what it called included, as a flame graph's box is wide — × the step's
+server CPU per transaction. Each round gives one paired difference per function;
+`stats.profiles` judges them across rounds (an interval, BH's false-discovery control across
+the cell's functions, the smallest change a function could show). Functions with fewer than
+`MIN_SAMPLES` samples per step are judged as groups, one per caller (`caller › small
+callees`); what stays below that is counted, not judged.
+"""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import flamegraph, profiler, results
-from ..profiler import parse_cell
+from ..profiler import MAX_CELLS, parse_cell
 from ..results import Run
+from ..stats import profiles as judged_units
 from ..studykit import Arm
 from ..tables import CPU_PROFILES, STEPS, WAITS
 from . import BY, compare_arms
 
 JUDGED = ("better", "worse")
-MAX_CELLS = 4          # cells profiled at most (the largest differences)
 TOP = 12               # functions in a difference table
+MIN_SAMPLES = 20       # own samples per step (mean) for a function or caller group to be judged
+SMALL = " › small callees"  # the group of a caller's functions too small to judge alone
 TOP_WAITS = 10         # wait events in a waits table
 # not contention: a connection idle between statements, a thread asleep on a condition
 # (background timers, page cleaners without work); stored, but not listed
@@ -46,9 +57,9 @@ def profiled(run: Run) -> pd.DataFrame:
     """The profiled steps: step, arm, workload, threads, tps, server CPU µs per
     transaction, samples and the folded file (empty if the run profiled nothing)."""
     if not run.has_table(CPU_PROFILES):
-        return pd.DataFrame(columns=["step", "arm", *BY, "tps", "cpu_server_us_per_txn", "samples", "file"])
+        return pd.DataFrame(columns=["step", "arm", "pair", *BY, "tps", "cpu_server_us_per_txn", "samples", "file"])
     steps = run.table(STEPS)
-    keep = [c for c in ["step", "arm", *BY, "tps", "cpu_server_us_per_txn"] if c in steps]
+    keep = [c for c in ["step", "arm", "pair", *BY, "tps", "cpu_server_us_per_txn"] if c in steps]
     return steps[steps["phase"] == "profile"][keep].merge(run.table(CPU_PROFILES), on="step")
 
 
@@ -57,64 +68,145 @@ def stacks(run: Run, row: Any) -> dict[str, int]:
     return profiler.read_folded(run.file(row.file))
 
 
-PROFILED, UNPROFILED, CHANGE = "tx/s profiled", "tx/s unprofiled (median)", "change %"
+PROFILED, UNPROFILED, CHANGE = "tx/s profiled (median)", "tx/s unprofiled (median)", "change %"
 
 
 def overhead(run: Run, rows: pd.DataFrame) -> pd.DataFrame:
-    """Throughput while profiled against the same arm and cell unprofiled (the median of
-    its measured steps): what sampling cost, per profiled step."""
+    """Throughput while profiled (the median of an arm's profiled steps of a cell) against
+    the same arm and cell unprofiled (the median of its measured steps): what sampling cost."""
     steps = results.measured(run)
     med = steps.groupby(["arm", *BY])["tps"].median().rename(UNPROFILED).reset_index()
-    out = rows[["arm", *BY, "tps"]].rename(columns={"tps": PROFILED}).merge(med, on=["arm", *BY])
+    shot = rows.groupby(["arm", *BY], sort=False)["tps"].median().rename(PROFILED).reset_index()
+    out = shot.merge(med, on=["arm", *BY])
     return out.assign(**{CHANGE: (out[PROFILED] / out[UNPROFILED] - 1) * 100})
 
 
-def functions(st: dict[str, int], us_per_txn: float) -> pd.DataFrame:
-    """`flamegraph.shares` with each function's server CPU µs per transaction (self and
-    total): its share of the samples × the step's server CPU per transaction."""
-    df = flamegraph.shares(st)
-    return df.assign(self_us=df["self_pct"] / 100 * us_per_txn,
-                     total_us=df["total_pct"] / 100 * us_per_txn)
+def unit_samples(read: dict[int, dict[str, int]]) -> pd.DataFrame:
+    """Per step (`read`: step → its folded stacks), the samples of each judged unit, counted
+    as a flame graph's box is — a sample once per unit on its stack (the function and what it
+    called): a function with ≥ `MIN_SAMPLES` such samples per step on average, else (where it
+    is the outermost small frame of its path) its caller's group of small callees (`SMALL`),
+    judged when the group reaches `MIN_SAMPLES` too. The thread (a stack's first frame) is no
+    unit. A step × unit table; attrs `too_small`: the share of samples in no judged unit."""
+    on_stack: Counter = Counter()
+    for st in read.values():
+        for stack, n in st.items():
+            for f in set(stack.split(";")[1:]):
+                on_stack[f] += n
+    steps = max(len(read), 1)
+    alone = {f for f, n in on_stack.items() if n / steps >= MIN_SAMPLES}
+    rows, nowhere = {}, {}
+    for step, st in read.items():
+        row: Counter = Counter()
+        for stack, n in st.items():
+            frames = stack.split(";")
+            units = set()
+            for i in range(1, len(frames)):
+                if frames[i] in alone:
+                    units.add(frames[i])
+                elif frames[i - 1] in alone or i == 1:
+                    units.add(f"{frames[i - 1] if i > 1 else '(thread)'}{SMALL}")
+            for u in units:
+                row[u] += n
+        rows[step] = row
+    table = pd.DataFrame.from_dict(rows, orient="index").fillna(0)
+    judged = [c for c in table.columns if c in alone or table[c].mean() >= MIN_SAMPLES]
+    total = float(sum(sum(st.values()) for st in read.values())) or 1.0
+    for step, st in read.items():  # samples with no judged unit on their stack
+        nowhere[step] = sum(n for stack, n in st.items()
+                            if not any(f in alone for f in stack.split(";")[1:])
+                            and not any(c.endswith(SMALL) and c in judged for c in _groups(stack, alone)))
+    out = table[judged]
+    out.attrs["too_small"] = sum(nowhere.values()) / total
+    return out
 
 
-def difference(base: pd.DataFrame, cand: pd.DataFrame, top: int = TOP) -> pd.DataFrame:
-    """Two arms' `functions` side by side: per function its own (self) CPU µs per
-    transaction and share of samples in each, the change, and the samples behind them;
-    the `top` largest changes in µs first (a function one arm never ran counts as 0)."""
-    cols = ["function", "self", "self_pct", "self_us", "total_pct"]
-    both = base[cols].merge(cand[cols], on="function", how="outer", suffixes=("_base", "_cand")).fillna(0)
-    both = both.assign(change_us=both["self_us_cand"] - both["self_us_base"],
-                       change_pts=both["self_pct_cand"] - both["self_pct_base"])
-    both = both.reindex(both["change_us"].abs().sort_values(ascending=False).index).head(top)
+def _groups(stack: str, alone: set[str]) -> set[str]:
+    """The caller groups (`SMALL`) one stack's small frames fall into."""
+    frames = stack.split(";")
+    return {f"{frames[i - 1] if i > 1 else '(thread)'}{SMALL}" for i in range(1, len(frames))
+            if frames[i] not in alone and (frames[i - 1] in alone or i == 1)}
+
+
+def difference(cell: pd.DataFrame, units: pd.DataFrame, base: str, cand: str) -> tuple[pd.DataFrame, dict]:
+    """The candidate against the baseline in one profiled cell (`cell`: its profiled steps,
+    with their samples; `units`: their `unit_samples`, a row per step): per judged unit (a
+    function with what it calls, or a caller's group of small callees), the paired difference
+    of its CPU µs per transaction across the rounds both arms were profiled in, judged by
+    `stats.profiles` (flagged first, then by size of change). attrs: rounds, units judged,
+    units flagged, the share of samples too small to judge (`units.attrs`), the median and
+    smallest change a unit could show (as a fraction of its baseline). Also returns what the
+    difference flame graph colours: {function: change µs/txn} of the flagged units (a
+    group's change on its caller)."""
+    too_small = units.attrs.get("too_small", 0.0)
+    totals = cell.set_index("step")["samples"].astype(float).clip(lower=1.0)
+    us = units.loc[cell["step"]].div(totals, axis=0).mul(cell.set_index("step")["cpu_server_us_per_txn"], axis=0)
+    arm_of = cell.set_index("step")
+    sides = {}
+    for label in (base, cand):
+        mine = arm_of[arm_of["arm"] == label]
+        sides[label] = us.loc[mine.index].set_axis(mine["pair"].to_numpy())
+    pairs = sorted(set(sides[base].index) & set(sides[cand].index))
+    b, c = sides[base].loc[pairs], sides[cand].loc[pairs]
+    t = judged_units.per_unit(b.to_numpy(), c.to_numpy()) if len(units.columns) else \
+        pd.DataFrame(columns=judged_units.UNIT_COLUMNS)
+    t.insert(0, "function", list(units.columns))
+    t = t.assign(size=t["change"].abs().round(9)).sort_values(  # names break ties: the same order in every process
+        ["flagged", "size", "function"], ascending=[False, False, True], kind="stable").drop(columns="size")
+    t.attrs.update(rounds=len(pairs), units=len(t), flagged=int(t["flagged"].sum()), too_small=too_small,
+                   mde_median=float(t["mde_frac"].median()) if len(t) else float("nan"),
+                   mde_min=float(t["mde_frac"].min()) if len(t) else float("nan"))
+    delta = {}
+    for r in t[t["flagged"]].itertuples():  # what the difference flame graph colours: flagged units only
+        delta[r.function.removesuffix(SMALL)] = delta.get(r.function.removesuffix(SMALL), 0.0) + r.change
+    return t.reset_index(drop=True), delta
+
+
+def said(t: pd.DataFrame) -> str:
+    """A `difference` in words: how many units changed and by how much (the three largest,
+    with intervals), the change a unit alone could show, and what was too small to judge."""
+    a, n = t.attrs, t.attrs.get("rounds", 0)
+    if n < 2:
+        return (f"{n} profiled round{'s' if n != 1 else ''} with both arms: no interval — the changes below are "
+                "one profile against one, chance included (`cpu_profile_rounds` ≥ 3 judges them).")
+    flagged = t[t["flagged"]]
+    out = (f"{n} paired rounds: {a['flagged']} of {a['units']} functions and caller groups changed their CPU per "
+           "transaction (false-discovery rate 5 %)")
+    out += (": " + "; ".join(f"`{r.function}` {r.change:+.2f} µs/txn [{r.lo:+.2f}, {r.hi:+.2f}]"
+                             for r in flagged.head(3).itertuples()) + (" …" if len(flagged) > 3 else "")
+            if len(flagged) else " — none")
+    if np.isfinite(a["mde_median"]):
+        out += (f". A function alone could show a change of {a['mde_median'] * 100:.0f} % of its own time "
+                f"(the median over functions; {a['mde_min'] * 100:.0f} % the smallest)")
+    return out + (f"; {a['too_small'] * 100:.0f} % of the samples were in functions too small to judge "
+                  f"(< {MIN_SAMPLES} a step, their caller's group too).")
+
+
+def shown_difference(t: pd.DataFrame, top: int = TOP) -> pd.DataFrame:
+    """A `difference` as the report shows it: the flagged units, then the largest other
+    changes — `top` rows —, each with its interval, q and the change it could have shown."""
+    t = t.head(top)
     return pd.DataFrame({
-        "function": both["function"],
-        "self µs/txn baseline": both["self_us_base"], "self µs/txn candidate": both["self_us_cand"],
-        "change µs/txn": both["change_us"],
-        "self % baseline": both["self_pct_base"], "self % candidate": both["self_pct_cand"],
-        "change (points)": both["change_pts"],
-        "samples baseline": both["self_base"].astype("int64"),
-        "samples candidate": both["self_cand"].astype("int64")}).reset_index(drop=True)
-
-
-def delta_of(base: pd.DataFrame, cand: pd.DataFrame) -> dict[str, float]:
-    """Per function, the change of its total share (points), candidate minus baseline:
-    what a difference flame graph is coloured by."""
-    both = base.set_index("function")["total_pct"].to_frame("b").join(
-        cand.set_index("function")["total_pct"].to_frame("c"), how="outer").fillna(0)
-    return (both["c"] - both["b"]).to_dict()
+        "function": t["function"], "µs/txn baseline": t["baseline"], "µs/txn candidate": t["candidate"],
+        "change µs/txn": t["change"],
+        "95 % interval": [f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else "–" for lo, hi in zip(t["lo"], t["hi"])],
+        "q (FDR)": t["q"], "changed": np.where(t["flagged"], "yes", ""),
+        "could show ± µs": t["mde"]}).reset_index(drop=True)
 
 
 def waits(run: Run, rows: pd.DataFrame, arms: list[Arm]) -> dict[tuple[str, int], pd.DataFrame]:
     """Per profiled cell (workload, threads): the performance_schema waits of its profiled
     steps, one row per wait event, per arm (baseline first) the waits and the ms waited per
-    1,000 transactions; the `TOP_WAITS` events with the most time waited in any arm (idle
+    1,000 transactions over all its profiled rounds; the `TOP_WAITS` events with the most time waited in any arm (idle
     connections and condition waits left out: `NOT_WAITS`). Empty where no arm ran with
     performance_schema on."""
     if not run.has_table(WAITS) or rows.empty:
         return {}
-    steps = run.table(STEPS)[["step", "events"]]
-    w = run.table(WAITS).merge(rows[["step", "arm", *BY]], on="step").merge(steps, on="step")
-    w = w[~w["event"].str.startswith(NOT_WAITS)]
+    steps = run.table(STEPS)[["step", "events"]].merge(rows[["step", "arm", *BY]], on="step")
+    events = steps.groupby([*BY, "arm"])["events"].sum().rename("events")  # every profiled round of an arm
+    w = run.table(WAITS).merge(rows[["step", "arm", *BY]], on="step")
+    w = w[~w["event"].str.startswith(NOT_WAITS)].groupby([*BY, "arm", "event"], as_index=False)[["count", "wait_ms"]].sum()
+    w = w.merge(events.reset_index(), on=[*BY, "arm"])
     w = w.assign(per_k=w["count"] / w["events"] * 1000, ms_per_k=w["wait_ms"] / w["events"] * 1000)
     out = {}
     for (wl, t), cell in w.groupby(BY, sort=False):
@@ -138,11 +230,12 @@ def sizes(rel: pd.DataFrame) -> dict[tuple[str, int], float]:
 
 def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
     """Everything the report shows per profiled cell, the cell whose throughput differs
-    most between arms first: its title, per arm (baseline first)
-    the flame graph SVG and its step's figures, per candidate the difference table and its
-    difference flame graph, the throughput difference of the profiled steps next to the
-    verdict's (`profiled_pct`, `verdict_pct`: one profiled step per arm can miss what the
-    verdict saw) and the performance_schema waits (None where it was off)."""
+    most between arms first: its title, per arm (baseline first) the flame graph of all its
+    profiled rounds and their samples and median throughput, per candidate the judged
+    difference (`difference`, its table as shown) and its difference flame graph — only
+    flagged functions coloured —, the throughput difference of the profiled steps next to the
+    verdict's (`profiled_pct`, `verdict_pct`) and the performance_schema waits (None where
+    it was off)."""
     rows = profiled(run)
     if rows.empty:
         return []
@@ -154,22 +247,29 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
               if r.verdict in ("better", "worse")}
     out = []
     for (w, t), cell in sorted(rows.groupby(BY, sort=False), key=lambda g: -size.get((g[0][0], int(g[0][1])), 0.0)):
-        cell = cell.assign(o=cell["arm"].map(order)).sort_values("o")
+        read = {r.step: stacks(run, r) for r in cell.itertuples()}
+        units = unit_samples(read)
+        labels = sorted(set(cell["arm"]), key=lambda a: order.get(a, len(order)))
         per_arm = []
-        for r in cell.itertuples():
-            st = stacks(run, r)
-            per_arm.append({"arm": r.arm, "stacks": st, "samples": int(r.samples), "tps": r.tps,
-                            "functions": functions(st, r.cpu_server_us_per_txn),
-                            "svg": flamegraph.svg(st, f"{r.arm} · {w}, {t} threads")})
+        for label in labels:
+            mine = cell[cell["arm"] == label]
+            merged: Counter = Counter()
+            for step in mine["step"]:
+                merged.update(read[step])
+            per_arm.append({"arm": label, "stacks": dict(merged), "samples": int(mine["samples"].sum()),
+                            "tps": float(mine["tps"].median()), "rounds": len(mine),
+                            "svg": flamegraph.svg(merged, f"{label} · {w}, {t} threads"
+                                                  + (f" · {len(mine)} rounds" if len(mine) > 1 else ""))})
         base = per_arm[0]
         diffs = []
         for c in per_arm[1:]:
-            diffs.append({"candidate": c["arm"], "table": difference(base["functions"], c["functions"]),
+            table, delta = difference(cell, units, base["arm"], c["arm"])
+            diffs.append({"candidate": c["arm"], "judged": table, "table": shown_difference(table),
                           "profiled_pct": (c["tps"] / base["tps"] - 1) * 100 if base["tps"] else float("nan"),
                           "verdict_pct": judged.get((w, int(t), c["arm"]), float("nan")),
-                          "svg": flamegraph.svg(c["stacks"], f"{c['arm']} against {base['arm']}: "
-                                                f"red gained share, blue lost",
-                                                delta=delta_of(base["functions"], c["functions"]))})
+                          "svg": flamegraph.svg(c["stacks"], f"{c['arm']} against {base['arm']}: red costs more "
+                                                "µs/txn, blue less — only what the intervals show (FDR 5 %)",
+                                                delta=delta, unit="µs/txn")})
         out.append({"title": f"{w}, {t} threads", "workload": w, "threads": t,
                     "arms": per_arm, "differences": diffs, "waits": waited.get((w, int(t)))})
     return out

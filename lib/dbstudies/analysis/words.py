@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..comparisons import SYSBENCH, server_cost
 
 WIDE = 10.0  # an interval whose ends are more than 10× apart bounds nothing a reader can use
 
@@ -284,12 +285,13 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | N
          pinned: bool = True, cpus: int = 0, decides: pd.DataFrame | None = None) -> str:
     """One claim against this run: reproduced, contradicted, consistent (expected no
     difference, none found), inconclusive or untested (what is missing), with sizes — or
-    **not testable here** where the run's set-up differs from the source's in what the claim
-    depends on: the source ran the client on cores of its own and this run did not
+    **not testable here** in throughput where the run's set-up differs from the source's in what
+    the claim depends on: the source ran the client on cores of its own and this run did not
     (`claim.client_apart`, `pinned`), or the run's own CPU budget says the client decides
     every cell the claim rests on (`decides`: `caveats.client_decides`) — one rule, whatever
     each cell's verdict, draws and better verdicts too; cells it decides among others are set
-    aside and said so. Then what was tested is said instead."""
+    aside and said so. Then what was tested is said instead, and the claim is tested in the
+    server's own terms where the run compared its CPU per transaction (`in_server_terms`)."""
     rel = tables.get(claim.table)
     said = f"*{claim.source}*: {claim.says}" + (f" ({claim.size})" if claim.size else "")
     if rel is None or rel.empty:
@@ -307,19 +309,19 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | N
         more = f" at {claim.min_threads} or more client threads" if claim.min_threads else ""
         return f"{said} — **untested** here: no cell of {what}{more} in this run."
     found = cells["verdict"].astype(str)
-    other = {"better": "worse", "worse": "better"}.get(claim.expected)
     here = candidate_clause(cells, mine, client, cpus)
     tested = f"What was tested: {claim.candidate} {here}."
     if claim.client_apart and not pinned:
-        return (f"{said} — **not testable here**: the source ran sysbench on cores of its own, this run "
-                f"on the same {cpus or 'few'} CPUs as the server, and the claim is about the server. {tested}"
-                + (f" ({claim.note})" if claim.note else ""))
+        return (f"{said} — **not testable here** in throughput: the source ran sysbench on cores of its own, "
+                f"this run on the same {cpus or 'few'} CPUs as the server, and the claim is about the server. {tested}"
+                + in_server_terms(claim, tables, cells) + (f" ({claim.note})" if claim.note else ""))
     if decides is not None and len(decides):
         ruled = cells.merge(decides[["workload", "threads", "candidate"]], on=["workload", "threads", "candidate"])
         if len(ruled) == len(cells):  # one rule whatever the verdict: the client decides every cell
-            return (f"{said} — **not testable here**: in {'this cell' if len(cells) == 1 else 'every cell it rests on'} "
+            return (f"{said} — **not testable here** in throughput: in {'this cell' if len(cells) == 1 else 'every cell it rests on'} "
                     f"this run's own CPU budget says sysbench, which shares the server's CPUs, decides the "
-                    f"outcome; the claim is about the server. {tested}" + (f" ({claim.note})" if claim.note else ""))
+                    f"outcome; the claim is about the server. {tested}" + in_server_terms(claim, tables, cells)
+                    + (f" ({claim.note})" if claim.note else ""))
         if len(ruled):
             keep = ~cells.set_index(["workload", "threads", "candidate"]).index.isin(
                 ruled.set_index(["workload", "threads", "candidate"]).index)
@@ -327,21 +329,46 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | N
             found = cells["verdict"].astype(str)
             here = (candidate_clause(cells, mine, client, cpus) + f"; {aside} cell{'s' if aside != 1 else ''} set "
                     "aside: there the client decides")
-    if claim.expected == "draw":
-        outcome = ("consistent (no difference detected, which is weak evidence of none)" if (found == "draw").all()
-                   else "contradicted")
-    elif (found == claim.expected).all():
-        outcome = "reproduced"
-    elif (found == other).any():
-        outcome = "contradicted"
-    elif (found == claim.expected).any():
-        outcome = "partly reproduced"
-    else:
-        outcome = "not reproduced"
+    outcome = _outcome(claim.expected, found)
     if claim.sizes and outcome in ("reproduced", "partly reproduced"):
         outcome += size_check(cells, *claim.sizes)
     return (f"{said} — **{outcome}** here: {claim.candidate} {here}."
             + (f" ({claim.note})" if claim.note else ""))
+
+
+def _outcome(expected: str, found: pd.Series) -> str:
+    """A claim's expected verdict against the verdicts found in its cells.
+
+    >>> _outcome("better", pd.Series(["better", "draw"])), _outcome("draw", pd.Series(["draw"]))
+    ('partly reproduced', 'consistent (no difference detected, which is weak evidence of none)')
+    """
+    other = {"better": "worse", "worse": "better"}.get(expected)
+    if expected == "draw":
+        return ("consistent (no difference detected, which is weak evidence of none)" if (found == "draw").all()
+                else "contradicted")
+    if (found == expected).all():
+        return "reproduced"
+    if (found == other).any():
+        return "contradicted"
+    return "partly reproduced" if (found == expected).any() else "not reproduced"
+
+
+def in_server_terms(claim: Claim, tables: dict[str, pd.DataFrame], cells: pd.DataFrame) -> str:
+    """A throughput claim the client sharing the server's CPUs keeps from testing, tested on
+    the server's own CPU per transaction in the same cells (its `server_cpu` table): a server
+    that keeps throughput up is one whose cost per transaction does not rise — '' where the run
+    has no such table."""
+    cost = tables.get(server_cost(SYSBENCH).key)
+    if cost is None or cost.empty or claim.table not in ("qps", "tps"):
+        return ""
+    keys = ["workload", "threads", "candidate"]
+    mine = cost.merge(cells[keys], on=keys)
+    if mine.empty:
+        return ""
+    outcome = _outcome(claim.expected, mine["verdict"].astype(str))
+    return (f" In server terms — its CPU per transaction, which the client sharing its CPUs does not decide — "
+            f"the claim is **{outcome}**: the server's CPU per transaction with {claim.candidate}: "
+            f"{candidate_clause(mine, cost)}.")
 
 
 def size_check(cells: pd.DataFrame, lo: float, hi: float) -> str:
