@@ -5,9 +5,10 @@
 Per profiled step of the run's first profiled cell: its step, arm, pair, samples and server
 CPU µs per transaction, then one column per judged unit (`analysis.cpu_profiles.unit_samples`:
 the samples with the function on the stack, or a caller's group of small callees) — what
-`cpu_profiles.difference` judges, without the folded stacks (≈ 100 KB a step). With MARKER
-(text in a frame's name, e.g. `Query_cache::`), <name>.json lists the units found on a stack
-with such a frame: the marked feature's functions, their callers and callees.
+`cpu_profiles.difference` judges, without the folded stacks (≈ 100 KB a step); <name>.json keeps
+the share of samples too small to judge. With MARKER (text in a
+frame's name, e.g. `Query_cache::`), it also lists the units found on a stack with such a
+frame: the marked feature's functions, their callers and callees.
 """
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def record(run_dir: Path, out: Path, marker: str | None = None) -> None:
     cell = rows[(rows["workload"] == rows["workload"].iloc[0]) & (rows["threads"] == rows["threads"].iloc[0])]
     read = {r.step: cpu_profiles.stacks(run, r) for r in cell.itertuples()}
     units = cpu_profiles.unit_samples(read)
+    said = {"too_small": units.attrs["too_small"]}
     if marker:
         on_path = {f for st in read.values() for stack in st if marker in stack for f in stack.split(";")}
-        marked = sorted(u for u in units.columns if u.removesuffix(cpu_profiles.SMALL) in on_path)
-        out.with_suffix(".json").write_text(json.dumps({"marker": marker, "on_its_path": marked}, indent=1) + "\n")
+        said.update(marker=marker, on_its_path=sorted(u for u in units.columns
+                                                      if u.removesuffix(cpu_profiles.SMALL) in on_path))
+    out.with_suffix(".json").write_text(json.dumps(said, indent=1, sort_keys=True) + "\n")
     table = cell[META].set_index("step").join(units.astype("int64")).reset_index()
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
@@ -38,10 +41,13 @@ def record(run_dir: Path, out: Path, marker: str | None = None) -> None:
 
 
 def load(path: Path):
-    """A recorded fixture back as (the cell's steps, their unit samples)."""
+    """A recorded fixture back as (the cell's steps, their unit samples with its attrs)."""
     import pandas as pd
+    path = Path(path)
     t = pd.read_csv(path)
     units = t.drop(columns=[c for c in META if c != "step"]).set_index("step")
+    said = json.loads(path.with_suffix(".json").read_text())
+    units.attrs["too_small"] = said["too_small"]
     return t[META], units
 
 

@@ -164,3 +164,14 @@ def test_paired_mde_is_what_the_rule_detects_80_percent_of_the_time():
     assert 0.75 <= found <= 0.85
     assert stats.paired_mde(0.001, 12, m=6) == stats.THRESHOLD
     assert math.isnan(stats.paired_mde(0.1, 1))
+
+
+def test_a_covariate_takes_out_the_noise_it_explains_and_keeps_the_mean():
+    rng = np.random.default_rng(5)
+    x = rng.normal(2.0, 1.0, 40)                      # e.g. a difference in waiting, moved by the arms (mean 2)
+    d = 0.05 + 0.03 * x + rng.normal(0, 0.01, 40)    # log ratios: an effect, the covariate's part, noise
+    r = stats.covariate_adjusted(d, x)
+    assert r["mean"] == pytest.approx(d.mean()) and r["beta"] == pytest.approx(0.03, abs=0.005)
+    assert r["sd_adjusted"] == pytest.approx(0.01, rel=0.3) and r["ratio"] < 0.5
+    assert r["at_zero"] == pytest.approx(0.05, abs=0.01)  # adjusting to no difference: the covariate's part gone
+    assert np.isnan(stats.covariate_adjusted(d[:3], x[:3])["beta"])  # too few pairs to fit

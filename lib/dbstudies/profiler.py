@@ -141,7 +141,8 @@ class Recorder:
     (its recording loop runs); `start` turns the events on and returns once perf has done so:
     both wait on perf's answer, never on a time."""
 
-    def __init__(self, pid: int, out: Path, frequency: int = FREQUENCY):
+    def __init__(self, pid: int | None, out: Path, frequency: int = FREQUENCY):
+        """`pid` None: the client's process, known when the step starts (`start`)."""
         self.pid, self.out, self.frequency = pid, Path(out), frequency
         self.data = self.out.with_suffix(".perf.data")
         self._p: subprocess.Popen | None = None
@@ -166,6 +167,8 @@ class Recorder:
         self._command("ping")
 
     def start(self, t0: float, client_pid: int) -> None:
+        if self.pid is None:
+            self.pid = client_pid
         self.arm()
         self._command("enable")
 

@@ -25,7 +25,7 @@ from ..results import Run
 from ..stats import profiles as judged_units
 from ..studykit import Arm
 from ..tables import CPU_PROFILES, STEPS, WAITS
-from . import BY, compare_arms
+from . import BY, compare_arms, signed
 
 JUDGED = ("better", "worse")
 TOP = 12               # functions in a difference table
@@ -116,7 +116,7 @@ def unit_samples(read: dict[int, dict[str, int]]) -> pd.DataFrame:
         nowhere[step] = sum(n for stack, n in st.items()
                             if not any(f in alone for f in stack.split(";")[1:])
                             and not any(c.endswith(SMALL) and c in judged for c in _groups(stack, alone)))
-    out = table[judged]
+    out = table[sorted(judged)]  # one order whatever the hash seed
     out.attrs["too_small"] = sum(nowhere.values()) / total
     return out
 
@@ -133,7 +133,9 @@ def difference(cell: pd.DataFrame, units: pd.DataFrame, base: str, cand: str) ->
     with their samples; `units`: their `unit_samples`, a row per step): per judged unit (a
     function with what it calls, or a caller's group of small callees), the paired difference
     of its CPU µs per transaction across the rounds both arms were profiled in, judged by
-    `stats.profiles` (flagged first, then by size of change). attrs: rounds, units judged,
+    `stats.profiles` (flagged first, largest `relative` change first — a function new to an arm
+    before the callers whose time includes it —, then the rest by size of change). attrs:
+    rounds, units judged,
     units flagged, the share of samples too small to judge (`units.attrs`), the median and
     smallest change a unit could show (as a fraction of its baseline). Also returns what the
     difference flame graph colours: {function: change µs/txn} of the flagged units (a
@@ -151,8 +153,11 @@ def difference(cell: pd.DataFrame, units: pd.DataFrame, base: str, cand: str) ->
     t = judged_units.per_unit(b.to_numpy(), c.to_numpy()) if len(units.columns) else \
         pd.DataFrame(columns=judged_units.UNIT_COLUMNS)
     t.insert(0, "function", list(units.columns))
-    t = t.assign(size=t["change"].abs().round(9)).sort_values(  # names break ties: the same order in every process
-        ["flagged", "size", "function"], ascending=[False, False, True], kind="stable").drop(columns="size")
+    # flagged first, the largest change relative to the unit's larger side first (a function one
+    # arm never ran, 100 %, before the callers whose time includes it), then the rest by size
+    t["relative"] = t["change"].abs() / np.fmax(t["baseline"], t["candidate"]).clip(lower=1e-12)
+    t = t.assign(size=np.where(t["flagged"], t["relative"], t["change"].abs()).round(9)).sort_values(
+        ["flagged", "size", "function"], ascending=[False, False, True], kind="stable").drop(columns="size")  # names break ties
     t.attrs.update(rounds=len(pairs), units=len(t), flagged=int(t["flagged"].sum()), too_small=too_small,
                    mde_median=float(t["mde_frac"].median()) if len(t) else float("nan"),
                    mde_min=float(t["mde_frac"].min()) if len(t) else float("nan"))
@@ -160,6 +165,19 @@ def difference(cell: pd.DataFrame, units: pd.DataFrame, base: str, cand: str) ->
     for r in t[t["flagged"]].itertuples():  # what the difference flame graph colours: flagged units only
         delta[r.function.removesuffix(SMALL)] = delta.get(r.function.removesuffix(SMALL), 0.0) + r.change
     return t.reset_index(drop=True), delta
+
+
+def _relative(base: float, cand: float) -> str:
+    """A unit's change in words: 'new' (the baseline under 2 % of the candidate), 'gone', or in %.
+
+    >>> _relative(0.0018, 0.22), _relative(3.0, 0.01), _relative(3.55, 4.65)
+    ('new', 'gone', '+31.0 %')
+    """
+    if base < 0.02 * cand:
+        return "new"
+    if cand < 0.02 * base:
+        return "gone"
+    return signed((cand / base - 1) * 100)
 
 
 def said(t: pd.DataFrame) -> str:
@@ -172,8 +190,9 @@ def said(t: pd.DataFrame) -> str:
     flagged = t[t["flagged"]]
     out = (f"{n} paired rounds: {a['flagged']} of {a['units']} functions and caller groups changed their CPU per "
            "transaction (false-discovery rate 5 %)")
-    out += (": " + "; ".join(f"`{r.function}` {r.change:+.2f} µs/txn [{r.lo:+.2f}, {r.hi:+.2f}]"
-                             for r in flagged.head(3).itertuples()) + (" …" if len(flagged) > 3 else "")
+    out += ("; largest relative to their time: "
+            + "; ".join(f"`{r.function}` {r.change:+.2f} µs/txn [{r.lo:+.2f}, {r.hi:+.2f}]"
+                        for r in flagged.head(3).itertuples()) + (" …" if len(flagged) > 3 else "")
             if len(flagged) else " — none")
     if np.isfinite(a["mde_median"]):
         out += (f". A function alone could show a change of {a['mde_median'] * 100:.0f} % of its own time "
@@ -188,7 +207,7 @@ def shown_difference(t: pd.DataFrame, top: int = TOP) -> pd.DataFrame:
     t = t.head(top)
     return pd.DataFrame({
         "function": t["function"], "µs/txn baseline": t["baseline"], "µs/txn candidate": t["candidate"],
-        "change µs/txn": t["change"],
+        "change µs/txn": t["change"], "change": [_relative(b, c) for b, c in zip(t["baseline"], t["candidate"])],
         "95 % interval": [f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else "–" for lo, hi in zip(t["lo"], t["hi"])],
         "q (FDR)": t["q"], "changed": np.where(t["flagged"], "yes", ""),
         "could show ± µs": t["mde"]}).reset_index(drop=True)
