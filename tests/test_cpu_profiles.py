@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from dbstudies import checks, experiment, flamegraph, ownership, profiler, results
+from dbstudies import checks, experiment, flamegraph, ownership, profiler, results, schedule
 from dbstudies.analysis import cpu_profiles
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
@@ -174,3 +174,17 @@ def test_profiled_cells_are_shown_largest_throughput_difference_first():
     size = cpu_profiles.sizes(pd.concat([rel, pd.DataFrame({"workload": ["w"], "threads": [256], "delta_pct": [None]})]))
     assert size == {("w", 1): 5.0, ("w", 8): 30.0, ("w", 64): 40.0}  # 256: not compared
     assert sorted([1, 8, 64, 256], key=lambda t: -size.get(("w", t), 0.0)) == [64, 8, 1, 256]
+
+
+def test_the_budget_keeps_the_profiled_rounds_time_from_their_estimate_then_from_timed_pairs():
+    tp = load("thread_pool")
+    p = checks.resolve(tp, "quick", cpu_profile=True)  # 20 min, 8 cells, 8 profiled rounds of ≤ 4 cells
+    loop = experiment._Loop(tp, p, run=None)
+    assert loop.reserve() == pytest.approx(schedule.profile_seconds(tp, p)) and loop.deadline < loop.end
+    loop.pair_seconds = {("a",): [12.0, 14.0]}  # a pair of two arms took 13 s on average
+    loop.restart_seconds = [10.0]
+    assert loop.reserve() == pytest.approx(8 * (10.0 + 4 * (13.0 + 2 * experiment.FOLD_SECONDS)))
+    loop.profiling = True
+    assert loop.deadline == loop.end  # the profiled rounds have the whole budget
+    assert experiment._Loop(tp, checks.resolve(tp, "quick"), run=None).reserve() == 0.0
+

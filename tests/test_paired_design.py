@@ -186,9 +186,9 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
     left = loop.deadline - time.monotonic()
     assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
-    loop.deadline = time.monotonic() + 12 * 60  # two 9-min rounds done: 12 min left
+    loop.end = time.monotonic() + 12 * 60  # two 9-min rounds done: 12 min left (no profiled rounds to keep time for)
     assert not loop.out_of_time([9 * 60, 9 * 60])  # a third round as long as the mean fits
-    loop.deadline = time.monotonic() + 8 * 60
+    loop.end = time.monotonic() + 8 * 60
     assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
     fixed = checks.resolve(tp, "quick", budget=0, target={})  # 0: the profile's budget off

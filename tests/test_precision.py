@@ -215,7 +215,7 @@ def refined(tmp_path, monkeypatch, minutes: float) -> tuple[experiment._Loop, pd
     for _, pair in first.groupby("pair", sort=False):  # the first rounds, as `rounds` measures them
         loop.pair(contexts, arms, pair.to_dict("records"), int(pair["repeat"].iloc[0]), 0, 0, NS(
             set_postfix_str=lambda s: None, update=lambda n: None))
-    loop.deadline = CLOCK[0] + minutes * 60
+    loop.end = CLOCK[0] + minutes * 60  # the budget left (no profiled rounds to keep time for)
     return loop, first, loop.refine(first, arms, progress=False), run, values
 
 

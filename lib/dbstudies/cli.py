@@ -51,6 +51,17 @@ def _parameter(help: str = "as for `run`") -> tuple[tuple[str, ...], dict[str, A
     return _arg("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=help)
 
 
+def _series_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """What `history` and `bisect` share: the series' name, its builds in order, profile, parameters."""
+    return [_arg("--name", default="series", help="the series' folder under data/series (default: series)"),
+            _arg("--builds", nargs="+", default=None, metavar="BUILD",
+                 help="the builds in order (flavours: names or .toml files; `servers add` makes a build directory one)"),
+            _arg("--order", type=Path, default=None, help="a file naming the builds in order, one a line (instead of --builds)"),
+            _arg("--profile", default="quick", choices=("smoke", "quick", "full"),
+                 help="smoke (seconds), quick (QPS to ±3 %% per build, ≈ 10 min each), full"),
+            _parameter("a versions-study parameter for every run of the series, e.g. -p threads '[64]'")]
+
+
 KERNEL = [_arg("--kernel", default=None, help="Jupyter kernel (default: dbstudies, else python3)"),
           _arg("-v", "--verbose", action="store_true",
                help="show the notebook's output as it runs (default: a progress bar)")]
@@ -123,6 +134,16 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
              "runs (τ, I²)", [
         _arg("runs", type=Path, nargs="+", help="run directories or packed runs (at least two)"),
         _arg("--csv", type=Path, default=None, help="also write the pooled tables here")]),
+    "history": ("measure an ordered series of server builds, each against one reference build (paired, to "
+                "a precision target), find the change points and write the series' report "
+                "(data/series/NAME/report.html); builds measured once are not measured again", [
+        *_series_args(),
+        _arg("--reference", required=True, help="the build every build is measured against (a flavour)")]),
+    "bisect": ("find where between a good and a bad build the numbers changed: measure the midpoint "
+               "against both ends until the precision says which side it is on, then go on in that half", [
+        *_series_args(),
+        _arg("--good", required=True, help="the build before the change (in the order)"),
+        _arg("--bad", required=True, help="the build after it")]),
     "sweep": ("run a study over a grid of parameter sets (YAML), here one after another or on Dask "
               "workers (--scheduler)", [
         _study(),
@@ -203,6 +224,14 @@ def _export(args: argparse.Namespace) -> int:
     for f in results.export_tables(run, out, args.format):
         print(f)
     return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from . import history
+    from .runner import parameters
+    builds = history.read_order(args.builds, args.order)
+    return history.main(args.name, getattr(args, "reference", None) or "", builds, args.profile,
+                        parameters(args.parameter), getattr(args, "good", None), getattr(args, "bad", None))
 
 
 def _sharing(args: argparse.Namespace) -> int:
@@ -433,7 +462,7 @@ HANDLERS = {
     "run": _run, "plan": _plan, "list": lambda a: _list(a.study, a.write_readme), "report": _report,
     "runs": lambda a: _runs(a.study, a.runs_dir), "clean": lambda a: _clean(a.runs_dir, a.unpacked),
     "servers": _servers, "compare": lambda a: _compare(a.run_a, a.run_b, a.metric, a.csv),
-    "pack": _sharing, "replicate": _sharing, "pool": _sharing, "sweep": _sweep_commands,
+    "history": _history, "bisect": _history, "pack": _sharing, "replicate": _sharing, "pool": _sharing, "sweep": _sweep_commands,
     "scheduler": _sweep_commands, "worker": _sweep_commands, "lab": _lab, "export": _export,
 }
 

@@ -41,12 +41,13 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, inventory, live, precision, servers
+from . import errors, inventory, live, precision, profiler, servers
 from .checks import max_clients
 from .contract import Study, study_name
 from .ownership import guard, owns
 from .results import Run, how_far
 from .schedule import (
+    FOLD_SECONDS,
     MAX_ROUNDS,
     cell_text,
     cells_of,
@@ -140,7 +141,7 @@ def _measure(study: Study, p: StudyParams, run: Run, arms: list[Arm], steps: pd.
             run.update(cpu_profile_plan=profiled.to_dict("records"))
             print(f"on-CPU profiles: {len(profiled)} more steps, {rounds} round{'s' if rounds != 1 else ''} of "
                   f"{', '.join(cell_text(c) for c in chosen)} on every arm", flush=True)
-            loop.deadline = loop.end  # the time kept for them
+            loop.profiling = True  # the time kept for them is theirs now
             (loop.rounds if paired else loop.blocks)(profiled, {a.label: a for a in compared}, progress,
                                                       before=loop.done)  # the twins' servers are not restarted
 
@@ -173,9 +174,34 @@ class _Loop:
         self.restart_seconds: list[float] = []            # how long restarting every server took
         self.note = ""      # what the progress says after each step's words (the rounds to a target)
         budget = p.budget
-        # the plan's deadline keeps the profiled rounds' estimated time for them (`profile_seconds`)
         self.end = time.monotonic() + budget * 60 if budget else None
-        self.deadline = self.end - profile_seconds(study, p) if self.end else None
+        self.profiling = False  # in the profiled rounds: the whole budget is theirs
+
+    @property
+    def deadline(self) -> float | None:
+        """When the budget ends for the phase measuring now: its end, less — before the
+        profiled rounds — the time kept for them (`reserve`)."""
+        if self.end is None:
+            return None
+        return self.end - (0.0 if self.profiling else self.reserve())
+
+    def reserve(self) -> float:
+        """The profiled rounds' time (`cpu_profile`; 0 without): their estimate
+        (`profile_seconds`) until pairs are timed, then from the pairs' and restarts' own
+        times — each chosen cell (at most `profiler.MAX_CELLS`, or those named) a pair of the
+        compared arms per round, each step folded (`schedule.FOLD_SECONDS`)."""
+        p = self.p
+        if not getattr(p, "cpu_profile", False):
+            return 0.0
+        timed = [t for ts in self.pair_seconds.values() for t in ts]
+        if not timed:
+            return profile_seconds(self.study, p)
+        every = arms_of(self.study, p)
+        compared = [a for a in every if a.twin_of is None]
+        cells = len(p.cpu_profile_cells or []) or min(profiler.MAX_CELLS, len(self.study.cells(p)))
+        pair = float(np.mean(timed)) * len(compared) / len(every)
+        restart = float(np.mean(self.restart_seconds or [0.0])) / max(p.restart_every, 1)
+        return p.profile_rounds() * (restart + cells * (pair + len(compared) * FOLD_SECONDS))
 
     def __enter__(self) -> "_Loop":
         return self

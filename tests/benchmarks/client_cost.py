@@ -24,7 +24,6 @@ import pandas as pd
 
 from dbstudies import profiler, servers
 from dbstudies.analysis import cpu_profiles
-from dbstudies.stats import profiles
 from dbstudies.workloads.sysbench import Sysbench
 
 SCHEDULERS = ("one-thread-per-connection", "pool-of-threads")

@@ -191,8 +191,8 @@ def said(t: pd.DataFrame) -> str:
     out = (f"{n} paired rounds: {a['flagged']} of {a['units']} functions and caller groups changed their CPU per "
            "transaction (false-discovery rate 5 %)")
     out += ("; largest relative to their time: "
-            + "; ".join(f"`{r.function}` {r.change:+.2f} µs/txn [{r.lo:+.2f}, {r.hi:+.2f}]"
-                        for r in flagged.head(3).itertuples()) + (" …" if len(flagged) > 3 else "")
+            + "; ".join(f"`{r.function}` {r.change:+.2f} µs/txn [{r.lo:+.2f}, {r.hi:+.2f}]".replace("-", "−")
+                        for r in flagged.head(3).itertuples()) + (f" and {len(flagged) - 3} more" if len(flagged) > 3 else "")
             if len(flagged) else " — none")
     if np.isfinite(a["mde_median"]):
         out += (f". A function alone could show a change of {a['mde_median'] * 100:.0f} % of its own time "
@@ -208,7 +208,8 @@ def shown_difference(t: pd.DataFrame, top: int = TOP) -> pd.DataFrame:
     return pd.DataFrame({
         "function": t["function"], "µs/txn baseline": t["baseline"], "µs/txn candidate": t["candidate"],
         "change µs/txn": t["change"], "change": [_relative(b, c) for b, c in zip(t["baseline"], t["candidate"])],
-        "95 % interval": [f"[{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else "–" for lo, hi in zip(t["lo"], t["hi"])],
+        "95 % interval": [f"[{lo:+.2f}, {hi:+.2f}]".replace("-", "−") if np.isfinite(lo) else "–"
+                          for lo, hi in zip(t["lo"], t["hi"])],
         "q (FDR)": t["q"], "changed": np.where(t["flagged"], "yes", ""),
         "could show ± µs": t["mde"]}).reset_index(drop=True)
 

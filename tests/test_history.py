@@ -1,0 +1,116 @@
+"""`dbstudies history` and `bisect` (`dbstudies.history`): the series' checks before anything
+starts, the bisection's decisions and its end on simulated runs at this host's recorded noise,
+the series' effects and report from simulated runs. The live series of this machine is in
+docs/statistics.md ("Which build changed it") and the maintainers' notes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbstudies import cli, history
+from dbstudies.errors import ParamError
+
+AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
+BUILDS = [f"b{i}" for i in range(1, 9)]
+STEP_AT, STEP = 5, -0.10  # from b5 on, 10 % fewer transactions
+
+
+def level(build: str) -> float:
+    return np.log1p(STEP) if build in BUILDS and BUILDS.index(build) + 1 >= STEP_AT else 0.0
+
+
+def steps_of(rng, arms: list[str], pairs: int = 40) -> pd.DataFrame:
+    """A paired run of `arms` at this host's noise: per pair a shared level (drift), per step
+    noise whose pair differences have the recorded A/A spread."""
+    rows = []
+    sd = AA.std(ddof=1) / np.sqrt(2)
+    for p in range(1, pairs + 1):
+        drift = rng.normal(0, 0.05)
+        for a in arms:
+            rows.append({"workload": "oltp_point_select", "threads": 16, "arm": a, "pair": p,
+                         "qps": 90_000 * np.exp(drift + level(a) + rng.normal(0, sd))})
+    return pd.DataFrame(rows)
+
+
+def test_the_midpoint_is_put_on_its_side_or_said_to_be_in_between():
+    rng = np.random.default_rng(1)
+    verdict, why, e = history.side(steps_of(rng, ["b1", "b3", "b8"]), "b1", "b3", "b8")
+    assert verdict == "good" and "b3 is like b1" in why and e["bad vs good"]["hi"] < 0
+    verdict, *_ = history.side(steps_of(rng, ["b1", "b6", "b8"]), "b1", "b6", "b8")
+    assert verdict == "bad"
+    verdict, *_ = history.side(steps_of(rng, ["b1", "b2", "b3"]), "b1", "b2", "b3")
+    assert verdict == "no change"
+
+
+def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, monkeypatch):
+    monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
+    rng = np.random.default_rng(2)
+    s = history.Series("t", "b1", tuple(BUILDS), "smoke", {})
+    done = history.bisect(s, "b1", "b8", say=lambda m: None,
+                          measure_three=lambda g, m, b: steps_of(rng, [g, m, b]))
+    assert done["end"].startswith("the change is between build b4 and build b5: "), done["end"]
+    lo, hi = map(float, done["end"].split("[")[1].rstrip("]").split(", "))
+    assert lo < STEP * 100 < hi  # its size, with an interval that holds the true −10 %
+    assert [(p["mid"], p["side"]) for p in done["path"]] == [("b4", "good"), ("b6", "bad"), ("b5", "bad")]
+    assert len(done["measured"]) == 5 < len(BUILDS)  # b1, b4, b5, b6, b8
+    kept = json.loads((tmp_path / "t" / "bisect.json").read_text())
+    assert kept["end"] == done["end"] and len(kept["path"]) == len(done["path"])
+
+
+def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
+    rng = np.random.default_rng(3)
+    s = history.Series("t", "ref", tuple(BUILDS), "smoke", {})
+    effects = pd.concat([pd.DataFrame([{"workload": "oltp_point_select", "threads": 16, "build": b, "order": i,
+                                        **_effect(steps_of(rng, ["ref", b]), b)}]) for i, b in enumerate(BUILDS)])
+    monkeypatch.setattr(history, "series_effects", lambda s, runs: effects)
+    found = history.changes(effects, BUILDS)
+    (change,) = [c for c in found["changes"] if c["kept"]]
+    assert (change["after"], change["before"]) == ("b4", "b5")
+    assert change["steps"][0]["lo"] < -10 < change["steps"][0]["hi"]
+    page = history.report(s, {b: tmp_path for b in BUILDS}).read_text()
+    assert "Between b4 and b5" in page and "data:image/png;base64," in page and "no change detectable above" in page
+    assert (tmp_path / "t" / "effects.csv").exists() and (tmp_path / "t" / "figures" / "effects.png").exists()
+
+
+def _effect(steps: pd.DataFrame, build: str) -> dict:
+    d = np.log(steps[steps["arm"] == build]["qps"].to_numpy() / steps[steps["arm"] == "ref"]["qps"].to_numpy())
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    return {"log": d.mean(), "se": se, "pairs": len(d), "pct": np.expm1(d.mean()) * 100,
+            "lo": np.expm1(d.mean() - 2 * se) * 100, "hi": np.expm1(d.mean() + 2 * se) * 100}
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["history", "--reference", "mariadb-10.11", "--builds", "mariadb-10.5"], "at least 2 builds"),
+    (["history", "--reference", "mariadb-10.11", "--builds", "mariadb-10.5", "nope"], "unknown server flavour 'nope'"),
+    (["history", "--reference", "mariadb-10.11", "--order", "/nonexistent/order.txt"], "--order /nonexistent/order.txt"),
+    (["bisect", "--good", "mariadb-10.5", "--bad", "nope", "--builds", "mariadb-10.5", "mariadb-11.8"],
+     "nope is not among the builds"),
+])
+def test_bad_input_is_one_line_and_exit_2_with_nothing_written(argv, said, capsys):
+    assert cli.main([*argv, "--name", "bad"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len([x for x in err.splitlines() if x.startswith("  - ")]) == 1, err
+    assert not (history.SERIES_DIR / "bad").exists()
+
+
+def test_a_build_whose_server_does_not_run_is_refused_before_anything_runs(tmp_path):
+    text = (Path(history.paths.SERVERS_DIR) / "mariadb-10.11.toml").read_text()
+    crashing = tmp_path / "crashing.toml"
+    crashing.write_text(text.replace('name = "mariadb-10.11"', 'name = "crashing"')
+                        .replace('server = "/usr/sbin/mariadbd"', 'server = "/bin/false"'))
+    with pytest.raises(ParamError) as e:
+        history.check("mariadb-10.11", [str(crashing)], "smoke", {}, least=1)
+    assert e.value.problems == ["crashing: its server does not run: `/bin/false --version` names no MariaDB or "
+                                "MySQL version"]
+
+
+def test_a_build_whose_server_refuses_its_settings_is_refused_before_anything_runs():
+    with pytest.raises(ParamError) as e:
+        history.check("mariadb-10.11", ["mariadb-11.8"], "smoke", {"settings": {"innodb_no_such_option": 1}},
+                      least=1)
+    assert any("innodb_no_such_option" in m for m in e.value.problems)
