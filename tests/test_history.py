@@ -49,11 +49,12 @@ def test_the_midpoint_is_put_on_its_side_or_said_to_be_in_between():
 def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, monkeypatch):
     monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
     rng = np.random.default_rng(2)
-    s = history.Series("t", "b1", tuple(BUILDS), "smoke", {})
-    done = history.bisect(s, "b1", "b8", say=lambda m: None,
-                          measure_three=lambda g, m, b: steps_of(rng, [g, m, b]))
+    files = tuple(f"/builds/{b}.toml" for b in BUILDS)  # flavour files: the runs name their arms by stem
+    s = history.Series("t", files[0], files, "smoke", {})
+    done = history.bisect(s, files[0], files[-1], say=lambda m: None,
+                          measure_three=lambda g, m, b: steps_of(rng, [history.short(x) for x in (g, m, b)]))
     assert done["end"].startswith("the change is between build b4 and build b5: "), done["end"]
-    lo, hi = map(float, done["end"].split("[")[1].rstrip("]").split(", "))
+    lo, hi = map(float, done["end"].replace("−", "-").split("[")[1].rstrip("]").split(", "))
     assert lo < STEP * 100 < hi  # its size, with an interval that holds the true −10 %
     assert [(p["mid"], p["side"]) for p in done["path"]] == [("b4", "good"), ("b6", "bad"), ("b5", "bad")]
     assert len(done["measured"]) == 5 < len(BUILDS)  # b1, b4, b5, b6, b8
@@ -64,7 +65,7 @@ def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, 
 def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
     rng = np.random.default_rng(3)
-    s = history.Series("t", "ref", tuple(BUILDS), "smoke", {})
+    s = history.Series("t", "ref", tuple(f"/somewhere/{b}.toml" for b in BUILDS), "smoke", {})  # flavour files
     effects = pd.concat([pd.DataFrame([{"workload": "oltp_point_select", "threads": 16, "build": b, "order": i,
                                         **_effect(steps_of(rng, ["ref", b]), b)}]) for i, b in enumerate(BUILDS)])
     monkeypatch.setattr(history, "series_effects", lambda s, runs: effects)
@@ -72,7 +73,7 @@ def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path,
     (change,) = [c for c in found["changes"] if c["kept"]]
     assert (change["after"], change["before"]) == ("b4", "b5")
     assert change["steps"][0]["lo"] < -10 < change["steps"][0]["hi"]
-    page = history.report(s, {b: tmp_path for b in BUILDS}).read_text()
+    page = history.report(s, {b: tmp_path for b in s.builds}).read_text()
     assert "Between b4 and b5" in page and "data:image/png;base64," in page and "no change detectable above" in page
     assert (tmp_path / "t" / "effects.csv").exists() and (tmp_path / "t" / "figures" / "effects.png").exists()
 

@@ -28,6 +28,7 @@ import html
 import io
 import json
 import math
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -200,8 +201,17 @@ def effects_of(run: results.Run, baseline: str, candidate: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*BY, "log", "se", "pairs", "pct", "lo", "hi"])
 
 
+def _interval(pct: float, lo: float, hi: float) -> str:
+    """An effect and its interval in %, with minus signs.
+
+    >>> _interval(-31.46, -35.4, -27.4)
+    '−31.5 % [−35.4, −27.4]'
+    """
+    return f"{pct:+.1f} % [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+
+
 def effect_words(e: pd.DataFrame) -> str:
-    return "; ".join(f"{r.workload}@{r.threads} {r.pct:+.1f} % [{r.lo:+.1f}, {r.hi:+.1f}] ({r.pairs} pairs)"
+    return "; ".join(f"{r.workload}@{r.threads} {_interval(r.pct, r.lo, r.hi)} ({r.pairs} pairs)"
                      for r in e.itertuples()) or "no pairs"
 
 
@@ -225,7 +235,7 @@ def change_words(found: dict) -> list[str]:
     """The change points in words, kept ones first."""
     out = []
     for c in found["changes"]:
-        sizes = "; ".join(f"{st['cell']} {st['pct']:+.1f} % [{st['lo']:+.1f}, {st['hi']:+.1f}]" for st in c["steps"])
+        sizes = "; ".join(f"{st['cell']} {_interval(st['pct'], st['lo'], st['hi'])}" for st in c["steps"])
         if c["kept"]:
             out.append(f"**Between {c['after']} and {c['before']}**: {sizes} ({c['together']} "
                        f"cell{'s' if c['together'] != 1 else ''} moved together).")
@@ -261,8 +271,8 @@ def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, 
 
     def said(k: str) -> str:
         x = e[k]
-        return f"{mid if k.startswith('mid') else bad} against {k.split(' vs ')[1].replace('good', good).replace('bad', bad)} " \
-               f"{x['pct']:+.1f} % [{x['lo']:+.1f}, {x['hi']:+.1f}]"
+        return f"{mid if k.startswith('mid') else bad} against {good if k.endswith('good') else bad} " \
+               f"{_interval(x['pct'], x['lo'], x['hi'])}"
     if not e["bad vs good"]["moved"]:
         return "no change", f"{said('bad vs good')}: the ends do not differ beyond the interval", e
     mg, mb = e["mid vs good"]["moved"], e["mid vs bad"]["moved"]
@@ -296,7 +306,7 @@ def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
                      "run": steps.attrs.get("run"), "at": (lo, mid, hi)})
         say(f"  {verdict}: {why}")
         _save_bisect(s, path)
-        last = (steps, g, m, b, verdict)
+        last = (steps, short(g), short(m), short(b), verdict)
         if verdict == "good":
             lo = mid
         elif verdict == "bad":
@@ -317,7 +327,7 @@ def _end(path: list[dict], last: Any, lo: str, hi: str) -> str:
     steps, g, m, b, _ = last
     x, y = (m, b) if verdict == "good" else (g, m)
     e = side(steps, x, y, y)[2]["bad vs good"]  # the neighbours' own step, from the last run
-    return f"the change is between build {x} and build {y}: {e['pct']:+.1f} % [{e['lo']:+.1f}, {e['hi']:+.1f}]"
+    return f"the change is between build {x} and build {y}: {_interval(e['pct'], e['lo'], e['hi'])}"
 
 
 def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None]) -> pd.DataFrame:
@@ -362,7 +372,7 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str]):
         if c["kept"]:
             ax.axvline(c["index"] - 0.5, color="0.2", ls="--", lw=1)
             st = c["steps"][0]
-            ax.annotate(f"{st['pct']:+.1f} % [{st['lo']:+.1f}, {st['hi']:+.1f}]", (c["index"] - 0.45, ax.get_ylim()[1]),
+            ax.annotate(_interval(st["pct"], st["lo"], st["hi"]), (c["index"] - 0.45, ax.get_ylim()[1]),
                         va="top", fontsize=9)
     ax.set_xticks(range(len(builds)), list(builds), rotation=30, ha="right")
     ax.set_ylabel("QPS against the reference, %")
@@ -381,7 +391,8 @@ def report(s: Series, runs: Mapping[str, Path], bisected: dict | None = None) ->
     builds = [short(b) for b in s.builds if b in runs]
     s.folder.mkdir(parents=True, exist_ok=True)
     if effects.empty:  # a bisection alone: its path
-        return _page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *_bisected(s, bisected)])
+        return _page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *_bisected(s, bisected),
+                         f"<p>The runs: {html.escape(str(s.folder / 'runs'))}; each step in bisect.json.</p>"])
     effects.to_csv(s.folder / "effects.csv", index=False)
     found = changes(effects, builds) if len(builds) >= 2 else {"changes": [], "quiet": [], "tau2": {}}
     fig = figure(effects, found, builds)
@@ -390,7 +401,7 @@ def report(s: Series, runs: Mapping[str, Path], bisected: dict | None = None) ->
     plots.save(fig, s.folder / "figures", "effects")
     plots.plt.close(fig)
     table = effects.assign(cell=effects["workload"] + "@" + effects["threads"].astype(str),
-                           effect=[f"{p:+.1f} % [{a:+.1f}, {b:+.1f}] ({n})" for p, a, b, n in
+                           effect=[f"{_interval(p, a, b)} ({n})" for p, a, b, n in
                                    zip(effects["pct"], effects["lo"], effects["hi"], effects["pairs"])])
     wide = table.pivot(index="build", columns="cell", values="effect").loc[builds]
     quiet = pd.DataFrame([{"between": f"{q['after']} → {q['before']}",
@@ -398,7 +409,7 @@ def report(s: Series, runs: Mapping[str, Path], bisected: dict | None = None) ->
                           for q in found["quiet"]])
     lines = change_words(found)
     parts = [f"<h1>History: {html.escape(s.name)}</h1>",
-             f"<p>{len(builds)} builds against {html.escape(s.reference)} ({s.profile} profile; QPS, paired rounds; "
+             f"<p>{len(builds)} builds against {html.escape(short(s.reference))} ({s.profile} profile; QPS, paired rounds; "
              "each cell: effect [95 % interval] (pairs)).</p>",
              "<ul>" + "".join(f"<li>{_md(x)}</li>" for x in lines) + "</ul>",
              f"<img alt='{html.escape(fig.dbstudies_alt)}' src='data:image/png;base64,"
@@ -410,11 +421,12 @@ def report(s: Series, runs: Mapping[str, Path], bisected: dict | None = None) ->
              f"<p>Spread between runs beyond their own intervals (τ, log): "
              f"{', '.join(f'{c} {math.sqrt(v):.3f}' for c, v in found['tau2'].items())}.</p>"]
     parts += _bisected(s, bisected)
-    argv = " ".join(["dbstudies history", "--name", s.name, "--reference", s.reference, "--profile", s.profile,
-                     *[x for k, v in s.parameters.items() for x in ("-p", k, f"'{json.dumps(v)}'")], "--builds",
-                     *s.builds])
-    parts += ["<h2>To reproduce</h2><pre>" + html.escape(argv) + "\n" + "\n".join(
-        f"dbstudies pack {html.escape(str(runs[b]))}" for b in builds) + "</pre>"]
+    argv = " ".join(["dbstudies history", "--name", s.name, "--reference", shlex.quote(s.reference), "--profile",
+                     s.profile, *[x for k, v in s.parameters.items()
+                                  for x in ("-p", k, shlex.quote(v if isinstance(v, str) else json.dumps(v)))],
+                     "--builds", *map(shlex.quote, s.builds)])
+    parts += ["<h2>To reproduce</h2><pre style='white-space: pre-wrap'>" + html.escape(argv) + "\n" + "\n".join(
+        f"dbstudies pack {html.escape(str(runs[b]))}" for b in s.builds if b in runs) + "</pre>"]
     return _page(s, parts)
 
 
@@ -423,7 +435,7 @@ def _bisected(s: Series, bisected: dict | None) -> list[str]:
     if not bisected:
         return []
     rows = pd.DataFrame([{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"],
-                          "why": p["why"], "run": p["run"]} for p in bisected["path"]])
+                          "why": p["why"], "run": Path(p["run"]).name if p["run"] else "–"} for p in bisected["path"]])
     return ["<h2>Bisection</h2>", f"<p><b>{html.escape(bisected['end'])}</b> — {len(bisected['measured'])} of "
             f"{len(s.builds)} builds measured.</p>", rows.to_html(classes="dbs-table", index=False) if len(rows) else ""]
 
