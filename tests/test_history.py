@@ -1,4 +1,4 @@
-"""`dbstudies history` and `bisect` (`dbstudies.history`): the series' checks before anything
+"""`dbstudies history` and `bisect` (`dbstudies.history`, `dbstudies.bisection`): the series' checks before anything
 starts, the bisection's decisions and its end on simulated runs at this host's recorded noise,
 the series' effects and report from simulated runs. The live series of this machine is in
 docs/statistics.md ("Which build changed it") and the maintainers' notes."""
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import cli, history
+from dbstudies import bisection, cli, history, paths, series
 from dbstudies.errors import ParamError
 
 AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
@@ -38,21 +38,21 @@ def steps_of(rng, arms: list[str], pairs: int = 40) -> pd.DataFrame:
 
 def test_the_midpoint_is_put_on_its_side_or_said_to_be_in_between():
     rng = np.random.default_rng(1)
-    verdict, why, e = history.side(steps_of(rng, ["b1", "b3", "b8"]), "b1", "b3", "b8")
+    verdict, why, e = bisection.side(steps_of(rng, ["b1", "b3", "b8"]), "b1", "b3", "b8")
     assert verdict == "good" and "b3 is like b1" in why and e["bad vs good"]["hi"] < 0
-    verdict, *_ = history.side(steps_of(rng, ["b1", "b6", "b8"]), "b1", "b6", "b8")
+    verdict, *_ = bisection.side(steps_of(rng, ["b1", "b6", "b8"]), "b1", "b6", "b8")
     assert verdict == "bad"
-    verdict, *_ = history.side(steps_of(rng, ["b1", "b2", "b3"]), "b1", "b2", "b3")
+    verdict, *_ = bisection.side(steps_of(rng, ["b1", "b2", "b3"]), "b1", "b2", "b3")
     assert verdict == "no change"
 
 
 def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, monkeypatch):
-    monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
     rng = np.random.default_rng(2)
     files = tuple(f"/builds/{b}.toml" for b in BUILDS)  # flavour files: the runs name their arms by stem
-    s = history.Series("t", files[0], files, "smoke", {})
-    done = history.bisect(s, files[0], files[-1], say=lambda m: None,
-                          measure_three=lambda g, m, b: steps_of(rng, [history.short(x) for x in (g, m, b)]))
+    s = series.Series("t", files[0], files, "smoke", {})
+    done = bisection.bisect(s, files[0], files[-1], say=lambda m: None,
+                          measure_three=lambda g, m, b: steps_of(rng, [series.short(x) for x in (g, m, b)]))
     assert done["end"].startswith("the change is between build b4 and build b5: "), done["end"]
     lo, hi = map(float, done["end"].replace("−", "-").split("[")[1].rstrip("]").split(", "))
     assert lo < STEP * 100 < hi  # its size, with an interval that holds the true −10 %
@@ -63,9 +63,9 @@ def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, 
 
 
 def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path, monkeypatch):
-    monkeypatch.setattr(history, "SERIES_DIR", tmp_path)
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
     rng = np.random.default_rng(3)
-    s = history.Series("t", "ref", tuple(f"/somewhere/{b}.toml" for b in BUILDS), "smoke", {})  # flavour files
+    s = series.Series("t", "ref", tuple(f"/somewhere/{b}.toml" for b in BUILDS), "smoke", {})  # flavour files
     effects = pd.concat([pd.DataFrame([{"workload": "oltp_point_select", "threads": 16, "build": b, "order": i,
                                         **_effect(steps_of(rng, ["ref", b]), b)}]) for i, b in enumerate(BUILDS)])
     monkeypatch.setattr(history, "series_effects", lambda s, runs: effects)
@@ -96,22 +96,22 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(argv, said, capsy
     assert cli.main([*argv, "--name", "bad"]) == 2
     err = capsys.readouterr().err
     assert said in err and len([x for x in err.splitlines() if x.startswith("  - ")]) == 1, err
-    assert not (history.SERIES_DIR / "bad").exists()
+    assert not (series.SERIES_DIR / "bad").exists()
 
 
 def test_a_build_whose_server_does_not_run_is_refused_before_anything_runs(tmp_path):
-    text = (Path(history.paths.SERVERS_DIR) / "mariadb-10.11.toml").read_text()
+    text = (Path(paths.SERVERS_DIR) / "mariadb-10.11.toml").read_text()
     crashing = tmp_path / "crashing.toml"
     crashing.write_text(text.replace('name = "mariadb-10.11"', 'name = "crashing"')
                         .replace('server = "/usr/sbin/mariadbd"', 'server = "/bin/false"'))
     with pytest.raises(ParamError) as e:
-        history.check("mariadb-10.11", [str(crashing)], "smoke", {}, least=1)
+        series.check("mariadb-10.11", [str(crashing)], "smoke", {}, least=1)
     assert e.value.problems == ["crashing: its server does not run: `/bin/false --version` names no MariaDB or "
                                 "MySQL version"]
 
 
 def test_a_build_whose_server_refuses_its_settings_is_refused_before_anything_runs():
     with pytest.raises(ParamError) as e:
-        history.check("mariadb-10.11", ["mariadb-11.8"], "smoke", {"settings": {"innodb_no_such_option": 1}},
+        series.check("mariadb-10.11", ["mariadb-11.8"], "smoke", {"settings": {"innodb_no_such_option": 1}},
                       least=1)
     assert any("innodb_no_such_option" in m for m in e.value.problems)

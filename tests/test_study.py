@@ -304,9 +304,9 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert int(pool["global_variables"]["max_connections"]) >= 64
     assert meta["sysbench"]["version"] == "1.0.20"
     raw = run.table("steps")  # every sysbench run is a row: warm-ups and busy retries too
-    # two rounds, then the profiled cells (cpu_profile: a round of their own after a restart of
-    # the compared arms' servers; the paused twin is neither profiled nor restarted)
-    assert (raw["phase"] == "warmup").sum() == 3 * 2 + 2 and (raw["phase"] == "measure").sum() == 2 * 3 * 3
+    # two rounds, then the profiled cells (cpu_profile: smoke's 2 rounds of their own, each after a
+    # restart of the compared arms' servers; the paused twin is neither profiled nor restarted)
+    assert (raw["phase"] == "warmup").sum() == 3 * 2 + 2 * 2 and (raw["phase"] == "measure").sum() == 2 * 3 * 3
     # paired: each cell's three arms back to back, no arm in the same place in both rounds
     m = raw[raw["phase"] == "measure"].sort_values("step")
     assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(arms))).all()

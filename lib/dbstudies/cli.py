@@ -227,11 +227,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from . import history
+    from . import bisection, history, series
     from .runner import parameters
-    builds = history.read_order(args.builds, args.order)
-    return history.main(args.name, getattr(args, "reference", None) or "", builds, args.profile,
-                        parameters(args.parameter), getattr(args, "good", None), getattr(args, "bad", None))
+    builds = series.read_order(args.builds, args.order)
+    if args.command == "bisect":
+        return bisection.main(args.name, builds, args.profile, parameters(args.parameter), args.good, args.bad)
+    return history.main(args.name, args.reference, builds, args.profile, parameters(args.parameter))
 
 
 def _sharing(args: argparse.Namespace) -> int:

@@ -213,6 +213,9 @@ def describe(study: Study, p: StudyParams) -> str:
                 f"({', '.join(a.label for a in arms)})"
                 + (", then rounds only for the cells short of the target as the budget allows"
                    if getattr(p, "target", None) else ""))
+    if profile_seconds(study, p):
+        cells = len(p.cpu_profile_cells or []) or min(profiler.MAX_CELLS, len(study.cells(p)))
+        said += f", then {p.profile_rounds()} profiled rounds of at most {cells} cell{'s' if cells != 1 else ''}"
     seconds = estimated_seconds(study, p)
     return f"{said}; about " + (f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
 

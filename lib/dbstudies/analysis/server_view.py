@@ -94,9 +94,18 @@ def table(tables: dict[str, Any], throughput: str, cost: Comparison | None) -> p
             "f": f"{f[(r.workload, r.threads)]:.2f}" if (r.workload, r.threads) in f.index else "–",
             "the server's change alone": signed(alone(s["delta_pct"])),
             "reading": reading(r.delta_pct, str(r.verdict), s["delta_pct"], _range(s), str(s["verdict"])),
-            "server waited for a CPU, µs/txn": (f"{waited[0]:.3g} → {waited[1]:.3g}" if np.isfinite(waited[0])
+            "server waited for a CPU, µs/txn": (f"{_us(waited[0])} → {_us(waited[1])}" if np.isfinite(waited[0])
                                                  else "–")})
     return pd.DataFrame(rows, columns=VIEW_COLUMNS)
+
+
+def _us(x: float) -> str:
+    """µs as a table shows them: whole with separators from 100 on, else 3 figures.
+
+    >>> _us(51_700.4), _us(12.46), _us(0.643)
+    ('51,700', '12.5', '0.643')
+    """
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def _range(s: pd.Series) -> tuple[float, float]:

@@ -1,0 +1,154 @@
+"""A bisection that stops when it can tell (`dbstudies bisect`): between a good and a bad build,
+in their order, measure the midpoint against both ends in one paired run (three arms, the
+series' profile and parameters: `history.Series.job`) and say which side it is on (`side`) —
+or that it is in between, that the run could not tell, or that the ends do not differ — then go
+on into that half until the two are neighbours: "the change is between build X and build Y:
+−x % [a, b]". A noise-aware `git bisect` over builds. Each step's reason is kept in the
+series' `bisect.json` and its report; a run that completed is never measured again.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pandas as pd
+import scipy.stats as sps
+
+from . import results, stats, sweep
+from .errors import ParamError
+from .series import BY, STUDY, Series, check, interval_text, page, save_series, short
+
+SIDES = ("good", "bad", "between", "undecided", "no change")
+
+
+def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, dict]:
+    """Which side of the change `mid` is on, from one paired run of the three (`pairs`: its
+    measured steps, one cell): bad against good must have changed (its 95 % interval excludes
+    0, else "no change"); mid is "good" when mid against good is within its interval and mid
+    against bad is not, "bad" the other way round, "between" when it differs from both, else
+    "undecided". Returns (side, the reason in words, the three effects)."""
+    def eff(base: str, cand: str) -> dict:
+        p = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value="qps", pair="pair")
+        n, d = len(p), p["d"].to_numpy()
+        if n < 2:
+            return {"pct": math.nan, "lo": math.nan, "hi": math.nan, "pairs": n, "moved": False}
+        se, t = d.std(ddof=1) / math.sqrt(n), sps.t.ppf(0.975, n - 1)
+        lo, hi = d.mean() - t * se, d.mean() + t * se
+        return {"pct": math.expm1(d.mean()) * 100, "lo": math.expm1(lo) * 100, "hi": math.expm1(hi) * 100,
+                "pairs": n, "moved": bool(lo > 0 or hi < 0)}
+    e = {"bad vs good": eff(good, bad), "mid vs good": eff(good, mid), "mid vs bad": eff(bad, mid)}
+
+    def said(k: str) -> str:
+        x = e[k]
+        return f"{mid if k.startswith('mid') else bad} against {good if k.endswith('good') else bad} " \
+               f"{interval_text(x['pct'], x['lo'], x['hi'])}"
+    if not e["bad vs good"]["moved"]:
+        return "no change", f"{said('bad vs good')}: the ends do not differ beyond the interval", e
+    mg, mb = e["mid vs good"]["moved"], e["mid vs bad"]["moved"]
+    if not mg and mb:
+        return "good", f"{said('mid vs good')} (no change), {said('mid vs bad')}: {mid} is like {good}", e
+    if mg and not mb:
+        return "bad", f"{said('mid vs bad')} (no change), {said('mid vs good')}: {mid} is like {bad}", e
+    if mg and mb:
+        return "between", f"{said('mid vs good')} and {said('mid vs bad')}: {mid} differs from both", e
+    return "undecided", f"{said('mid vs good')}, {said('mid vs bad')}: neither interval tells", e
+
+
+def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
+           measure_three: Callable[[str, str, str], pd.DataFrame] | None = None) -> dict:
+    """Bisect the builds of `s` from `good` to `bad` (both in its order): each step measures
+    the midpoint against both ends (`measure_three`: its measured steps; default a paired run
+    of the three under the series' folder) and moves by `side`, until the two are neighbours —
+    or a step is "between", "undecided" or finds "no change". Returns the path (each step:
+    the three builds, the side, why, the run) and the end in words; kept in `bisect.json`."""
+    order = list(s.builds)
+    lo, hi = order.index(good), order.index(bad)
+    path, last = [], None
+    run_three = measure_three or (lambda g, m, b: _three(s, g, m, b, say))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        g, m, b = order[lo], order[mid], order[hi]
+        say(f"bisect: {short(m)} between {short(g)} and {short(b)} …")
+        steps = run_three(g, m, b)  # its arms named as `short` names them
+        verdict, why, e = side(steps, short(g), short(m), short(b))
+        path.append({"good": short(g), "mid": short(m), "bad": short(b), "side": verdict, "why": why, "effects": e,
+                     "run": steps.attrs.get("run"), "at": (lo, mid, hi)})
+        say(f"  {verdict}: {why}")
+        _save_bisect(s, path)
+        last = (steps, short(g), short(m), short(b), verdict)
+        if verdict == "good":
+            lo = mid
+        elif verdict == "bad":
+            hi = mid
+        else:
+            break
+    end = _end(path, last, short(order[lo]), short(order[hi]))
+    _save_bisect(s, path, end)
+    return {"path": path, "end": end, "measured": [short(order[i]) for i in sorted({i for p in path for i in p["at"]})]}
+
+
+def _end(path: list[dict], last: Any, lo: str, hi: str) -> str:
+    if not path:
+        return f"{lo} and {hi} are neighbours: nothing to bisect"
+    verdict = path[-1]["side"]
+    if verdict in ("no change", "between", "undecided"):
+        return f"stopped at {path[-1]['mid']}: {verdict} — {path[-1]['why']}"
+    steps, g, m, b, _ = last
+    x, y = (m, b) if verdict == "good" else (g, m)
+    e = side(steps, x, y, y)[2]["bad vs good"]  # the neighbours' own step, from the last run
+    return f"the change is between build {x} and build {y}: {interval_text(e['pct'], e['lo'], e['hi'])}"
+
+
+def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None]) -> pd.DataFrame:
+    runs_dir = s.folder / "runs"
+    job = sweep.Job(STUDY, s.profile, s.parameters_of(good, mid, bad))
+    done = sweep.completed(runs_dir, STUDY)
+    if job.key in done:
+        run = results.Run(done[job.key])
+    else:
+        record = sweep.execute(job, runs_dir, sweep=f"bisect-{s.name}")
+        if record.get("status") != "complete":
+            raise RuntimeError(f"bisect {good}/{mid}/{bad}: its run ended {record.get('status')}")
+        run = results.Run(record["run_dir"])
+    steps = results.measured(run)
+    labels = {a["label"]: short(a.get("flavour") or a["label"]) for a in run.metadata.get("arms", [])}
+    steps = steps.assign(arm=steps["arm"].map(lambda a: labels.get(a, a)))
+    steps.attrs["run"] = str(run.path)
+    return steps
+
+
+def _save_bisect(s: Series, path: list[dict], end: str | None = None) -> None:
+    s.folder.mkdir(parents=True, exist_ok=True)
+    (s.folder / "bisect.json").write_text(json.dumps({"path": path, "end": end}, indent=1, default=str) + "\n")
+
+
+def report_parts(s: Series, bisected: dict | None) -> list[str]:
+    """A bisection's end and path as report parts ([] without one)."""
+    if not bisected:
+        return []
+    rows = pd.DataFrame([{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"],
+                          "why": p["why"], "run": Path(p["run"]).name if p["run"] else "–"} for p in bisected["path"]])
+    return ["<h2>Bisection</h2>", f"<p><b>{html.escape(bisected['end'])}</b> — {len(bisected['measured'])} of "
+            f"{len(s.builds)} builds measured.</p>", rows.to_html(classes="dbs-table", index=False) if len(rows) else ""]
+
+
+def main(name: str, builds: Sequence[str], profile: str, parameters: Mapping[str, Any], good: str, bad: str) -> int:
+    """`dbstudies bisect`: check both ends and the builds between, bisect, write the report."""
+    missing = [x for x in (good, bad) if x not in builds]
+    if missing:
+        raise ParamError([f"bisect: {x} is not among the builds in order" for x in missing])
+    inner = list(builds)[list(builds).index(good):list(builds).index(bad) + 1]
+    if len(inner) < 2:
+        raise ParamError([f"bisect: {good} must come before {bad} in the order"])
+    check(good, inner[1:], profile, parameters, least=1, what="a bisection")
+    s = Series(name, good, tuple(inner), profile, dict(parameters))
+    save_series(s, {})
+    done = bisect(s, good, bad, say=lambda m: print(m, flush=True))
+    print(done["end"])
+    out = page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *report_parts(s, done),
+                   f"<p>The runs: {html.escape(str(s.folder / 'runs'))}; each step in bisect.json.</p>"])
+    print(f"{len(done['measured'])} of {len(inner)} builds measured; report: {out}")
+    return 0

@@ -1,0 +1,153 @@
+"""A series of server builds, ordered, and one reference build: what `dbstudies history` and
+`dbstudies bisect` share — the builds checked before anything starts (`check`), the run that
+measures some of them (`Series.parameters_of`: an ordinary paired run of the versions study at the
+history profile's precision, a sweep job whose key finds it again), the series' record
+(`series.json`) and its report page.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from . import checks, css, paths
+from .errors import ParamError
+from .servers import load_flavour
+from .study import load
+
+STUDY = "versions"
+SERIES_DIR = paths.DATA_DIR / "series"
+BY = ["workload", "threads"]
+# what the history's profiles change in the versions study's own (its cells, steps, target; the
+# servers restarted every 10 rounds, not every round: each pair is measured back to back, so
+# drift cancels without a restart, and a round takes 2 steps, not 2 starts and warm-ups):
+# quick reaches QPS ±3 % per build, which finds a 5 % step between two builds in ≥ 80 % of
+# series at this host's noise (tests/test_changepoints.py): ≈ 55 pairs of ≈ 10 s, so a budget
+# of 12 min a build (a cell the time left cannot take to its target gets no more rounds at all)
+PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": {"workloads": ["oltp_point_select"], "threads": [4], "repeats": 3, "duration": 1, "warmup": 0},
+    "quick": {"workloads": ["oltp_point_select"], "threads": [16], "repeats": 6, "duration": 3,
+              "target": {"qps": 0.03}, "budget": 12, "restart_every": 10},
+    "full": {"workloads": ["oltp_point_select", "oltp_read_only"], "threads": [16, 64], "repeats": 8,
+             "duration": 10, "target": {"qps": 0.015}, "budget": 40, "restart_every": 10},
+}
+
+
+@dataclass(frozen=True)
+class Series:
+    """A series as `series.json` keeps it."""
+    name: str
+    reference: str
+    builds: tuple[str, ...]
+    profile: str
+    parameters: Mapping[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        return SERIES_DIR / self.name
+
+    def parameters_of(self, *flavours: str) -> dict[str, Any]:
+        """The versions-study parameters of the run that measures `flavours` (the first the
+        baseline) at the series' profile and parameters — a `sweep.Job`'s, whose key finds
+        the run again."""
+        return {**PROFILES[self.profile], **self.parameters, "flavour": flavours[0], "flavours": list(flavours)}
+
+
+def short(build: str) -> str:
+    """A build as a report names it: a flavour file by its stem.
+
+    >>> short("/tmp/series/b5.toml"), short("mariadb-11.8")
+    ('b5', 'mariadb-11.8')
+    """
+    return Path(build).stem if str(build).endswith(".toml") else str(build)
+
+
+def read_order(builds: Sequence[str] | None, order: Path | None) -> list[str]:
+    """The builds in order: as given, or one a line from `order` (blank lines and # comments
+    skipped)."""
+    if order is not None:
+        try:
+            lines = Path(order).read_text().splitlines()
+        except OSError as e:
+            raise ParamError([f"--order {order}: {e.strerror or e}"]) from None
+        return [x.split("#")[0].strip() for x in lines if x.split("#")[0].strip()]
+    return list(builds or [])
+
+
+def check(reference: str, builds: Sequence[str], profile: str, parameters: Mapping[str, Any],
+          *, least: int = 2, what: str = "a series") -> None:
+    """Every problem of a series before anything starts, one line each (ParamError): fewer
+    than `least` builds, a build named twice or the reference among them, a build that is no
+    flavour, whose server does not run (`--version`) or refuses its settings
+    (`servers.bad_values` through the study's own checks), parameters the study refuses."""
+    problems = []
+    if profile not in PROFILES:
+        problems.append(f"profile: {profile!r} is none of {', '.join(PROFILES)}")
+    if len(builds) < least:
+        problems.append(f"{what} needs at least {least} builds (got {len(builds)}: {', '.join(builds) or 'none'})")
+    twice = sorted({b for b in builds if list(builds).count(b) > 1})
+    if twice:
+        problems.append(f"builds named more than once: {', '.join(twice)}")
+    if reference in builds:
+        problems.append(f"the reference {reference} is also a build of the series: name it once, as the reference")
+    for name in dict.fromkeys([reference, *builds]):
+        try:
+            f = load_flavour(name)
+        except Exception as e:  # noqa: BLE001 — a ConfigError, said in one line
+            problems.append(f"{name}: {e}")
+            continue
+        if f.source in ("system", "dir") and f.host_binary.exists() and f.detected is None:
+            problems.append(f"{short(name)}: its server does not run: `{f.server} --version` names no "
+                            "MariaDB or MySQL version")
+    if problems:
+        raise ParamError(problems)
+    study, seen = load(STUDY), set()
+    for build in builds:
+        asked = Series("", reference, tuple(builds), profile, parameters).parameters_of(reference, build)
+        try:
+            checks.resolve(study, profile if profile in study.PROFILES else "quick", **asked)
+        except ParamError as e:
+            problems += [m for m in e.problems if m not in seen and not seen.add(m)]
+    if problems:
+        raise ParamError(problems)
+
+
+def load_series(name: str) -> Series:
+    doc = json.loads((SERIES_DIR / name / "series.json").read_text())
+    return Series(doc["name"], doc["reference"], tuple(doc["builds"]), doc["profile"], doc["parameters"])
+
+
+def save_series(s: Series, runs: Mapping[str, str], extra: Mapping[str, Any] | None = None) -> None:
+    s.folder.mkdir(parents=True, exist_ok=True)
+    path = s.folder / "series.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    doc = {**old, "name": s.name, "reference": s.reference, "builds": list(s.builds), "profile": s.profile,
+           "parameters": dict(s.parameters), "runs": {**old.get("runs", {}), **runs}, **(extra or {})}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def interval_text(pct: float, lo: float, hi: float) -> str:
+    """An effect and its interval in %, with minus signs.
+
+    >>> interval_text(-31.46, -35.4, -27.4)
+    '−31.5 % [−35.4, −27.4]'
+    """
+    return f"{pct:+.1f} % [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+
+
+def page(s: Series, parts: list[str]) -> Path:
+    """Write `parts` (HTML) as the series' report.html."""
+    out = s.folder / "report.html"
+    out.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>History {html.escape(s.name)}</title>"
+                   f"{css.STYLE}</head><body class='dbs-header'>" + "\n".join(parts) + "</body></html>\n")
+    return out
+
+
+def md(text: str) -> str:
+    """**bold** as <b>, the rest escaped."""
+    bits = html.escape(text).split("**")
+    return "".join(f"<b>{b}</b>" if i % 2 else b for i, b in enumerate(bits))
