@@ -361,7 +361,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert '<a href="server/pool-of-threads/my.cnf">pool-of-threads</a>' in html  # each arm's my.cnf
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
-    assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
+    assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 2 min; run directory {run_dir}\n")
     assert "\nConclusion\n- **QPS** (3 cells): " in p.stdout  # at a glance first, then the words, then the conclusion
     glance, words = p.stdout.index("\n- **QPS** (3 cells): "), p.stdout.index("\n**Throughput (QPS)** against one-thread-per-connection: pool-of-threads ")
     concluded = p.stdout.index("\n- **oltp_point_select**: the highest median QPS of the thread counts measured")
