@@ -13,6 +13,7 @@ import pytest
 
 from dbstudies import bisection, cli, history, paths, series
 from dbstudies.errors import ParamError
+from dbstudies.plots import axes
 
 AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
 BUILDS = [f"b{i}" for i in range(1, 9)]
@@ -73,7 +74,9 @@ def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path,
     (change,) = [c for c in found["changes"] if c["kept"]]
     assert (change["after"], change["before"]) == ("b4", "b5")
     assert change["steps"][0]["lo"] < -10 < change["steps"][0]["hi"]
+    colours = dict(axes._COLOURS)  # the configurations' colours, one per label for a whole process
     page = history.report(s, {b: tmp_path for b in s.builds}).read_text()
+    assert axes._COLOURS == colours  # the series' figure takes none (later figures keep theirs)
     assert "Between b4 and b5" in page and "data:image/png;base64," in page and "no change detectable above" in page
     assert (tmp_path / "t" / "effects.csv").exists() and (tmp_path / "t" / "figures" / "effects.png").exists()
 

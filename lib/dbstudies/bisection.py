@@ -1,6 +1,6 @@
 """A bisection that stops when it can tell (`dbstudies bisect`): between a good and a bad build,
 in their order, measure the midpoint against both ends in one paired run (three arms, the
-series' profile and parameters: `history.Series.job`) and say which side it is on (`side`) —
+series' profile and parameters: `series.Series.parameters_of`) and say which side it is on (`side`) —
 or that it is in between, that the run could not tell, or that the ends do not differ — then go
 on into that half until the two are neighbours: "the change is between build X and build Y:
 −x % [a, b]". A noise-aware `git bisect` over builds. Each step's reason is kept in the
@@ -26,7 +26,7 @@ SIDES = ("good", "bad", "between", "undecided", "no change")
 
 def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, dict]:
     """Which side of the change `mid` is on, from one paired run of the three (`pairs`: its
-    measured steps, one cell): bad against good must have changed (its 95 % interval excludes
+    measured steps; with several cells, their pairs taken together): bad against good must have changed (its 95 % interval excludes
     0, else "no change"); mid is "good" when mid against good is within its interval and mid
     against bad is not, "bad" the other way round, "between" when it differs from both, else
     "undecided". Returns (side, the reason in words, the three effects)."""

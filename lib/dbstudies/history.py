@@ -126,7 +126,12 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str]):
     from . import plots
     fig, ax = plots.plt.subplots(figsize=(min(plots.MAX_W, 1.1 * len(builds) + 3), 4.2))
     cells = effects[BY].drop_duplicates().itertuples(index=False)
-    colours = plots.palette([f"{w}@{t}" for w, t in effects[BY].drop_duplicates().itertuples(index=False)])
+    # the cells' own colours: the report-wide palette is the configurations' (a label seen here
+    # would shift every later figure's colours in this process)
+    import seaborn as sns
+    deep = sns.color_palette("deep")
+    colours = {f"{w}@{t}": deep[i % len(deep)]
+               for i, (w, t) in enumerate(effects[BY].drop_duplicates().itertuples(index=False))}
     for k, (w, t) in enumerate(cells):
         e = effects[(effects["workload"] == w) & (effects["threads"] == t)].sort_values("order")
         x = e["order"] + (k - 0.5) * 0.08
