@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
-import scipy.stats as sps
 
 from . import results, stats, sweep
 from .errors import ParamError
-from .series import BY, STUDY, Series, check, interval_text, page, save_series, short
-
-SIDES = ("good", "bad", "between", "undecided", "no change")
+from .series import BY, STUDY, Series, check, interval_text, page, paired_effect, save_series, short
 
 
 def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, dict]:
@@ -31,14 +27,9 @@ def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, 
     against bad is not, "bad" the other way round, "between" when it differs from both, else
     "undecided". Returns (side, the reason in words, the three effects)."""
     def eff(base: str, cand: str) -> dict:
-        p = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value="qps", pair="pair")
-        n, d = len(p), p["d"].to_numpy()
-        if n < 2:
-            return {"pct": math.nan, "lo": math.nan, "hi": math.nan, "pairs": n, "moved": False}
-        se, t = d.std(ddof=1) / math.sqrt(n), sps.t.ppf(0.975, n - 1)
-        lo, hi = d.mean() - t * se, d.mean() + t * se
-        return {"pct": math.expm1(d.mean()) * 100, "lo": math.expm1(lo) * 100, "hi": math.expm1(hi) * 100,
-                "pairs": n, "moved": bool(lo > 0 or hi < 0)}
+        d = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value="qps", pair="pair")["d"]
+        x = paired_effect(d)
+        return {**x, "moved": bool(x["lo"] > 0 or x["hi"] < 0)}  # NaN below two pairs: never moved
     e = {"bad vs good": eff(good, bad), "mid vs good": eff(good, mid), "mid vs bad": eff(bad, mid)}
 
     def said(k: str) -> str:

@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
-import scipy.stats as sps
 
 from . import results, stats, sweep
-from .series import BY, STUDY, Series, check, interval_text, md, page, save_series, short
+from .series import BY, STUDY, Series, check, interval_text, md, page, paired_effect, save_series, short
 from .stats import changepoints
 
 
@@ -70,14 +69,7 @@ def effects_of(run: results.Run, baseline: str, candidate: str) -> pd.DataFrame:
     labels = {a["flavour"]: a["label"] for a in run.metadata.get("arms", []) if a.get("flavour")}
     pairs = stats.pair_up(steps, by=BY, factor="arm", baseline=labels.get(baseline, baseline),
                           candidate=labels.get(candidate, candidate), value="qps", pair="pair")
-    rows = []
-    for cell, g in pairs.groupby(BY):
-        n, d = len(g), g["d"].to_numpy()
-        se = d.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
-        t = sps.t.ppf(0.975, n - 1) if n > 1 else math.nan
-        rows.append({"workload": cell[0], "threads": int(cell[1]), "log": d.mean(), "se": se, "pairs": n,
-                     "pct": math.expm1(d.mean()) * 100, "lo": math.expm1(d.mean() - t * se) * 100,
-                     "hi": math.expm1(d.mean() + t * se) * 100})
+    rows = [{"workload": cell[0], "threads": int(cell[1]), **paired_effect(g["d"])} for cell, g in pairs.groupby(BY)]
     return pd.DataFrame(rows, columns=[*BY, "log", "se", "pairs", "pct", "lo", "hi"])
 
 

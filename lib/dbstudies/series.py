@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import numpy as np
+import scipy.stats as sps
 
 from . import checks, css, paths
 from .errors import ParamError
@@ -114,20 +118,31 @@ def check(reference: str, builds: Sequence[str], profile: str, parameters: Mappi
         raise ParamError(problems)
 
 
-def load_series(name: str) -> Series:
-    doc = json.loads((SERIES_DIR / name / "series.json").read_text())
-    return Series(doc["name"], doc["reference"], tuple(doc["builds"]), doc["profile"], doc["parameters"])
-
-
-def save_series(s: Series, runs: Mapping[str, str], extra: Mapping[str, Any] | None = None) -> None:
+def save_series(s: Series, runs: Mapping[str, str]) -> None:
     s.folder.mkdir(parents=True, exist_ok=True)
     path = s.folder / "series.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     doc = {**old, "name": s.name, "reference": s.reference, "builds": list(s.builds), "profile": s.profile,
-           "parameters": dict(s.parameters), "runs": {**old.get("runs", {}), **runs}, **(extra or {})}
+           "parameters": dict(s.parameters), "runs": {**old.get("runs", {}), **runs}}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def paired_effect(d: Sequence[float]) -> dict[str, float]:
+    """Paired log ratios `d` as one effect: their mean (`log`), its standard error, the pairs,
+    and in % the effect with its 95 % t interval (NaN below two pairs).
+
+    >>> {k: round(v, 1) for k, v in paired_effect([-0.1, -0.12, -0.08]).items() if k != "se"}
+    {'log': -0.1, 'pairs': 3, 'pct': -9.5, 'lo': -13.9, 'hi': -4.9}
+    """
+    d = np.asarray(d, float)
+    n = len(d)
+    mean = float(d.mean()) if n else math.nan
+    se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    t = float(sps.t.ppf(0.975, n - 1)) if n > 1 else math.nan
+    return {"log": mean, "se": se, "pairs": n, "pct": math.expm1(mean) * 100,
+            "lo": math.expm1(mean - t * se) * 100, "hi": math.expm1(mean + t * se) * 100}
 
 
 def interval_text(pct: float, lo: float, hi: float) -> str:
