@@ -13,7 +13,7 @@ from dbstudies.stats import changepoints
 
 AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
 BUILDS = [f"b{i}" for i in range(1, 9)]
-QUICK_PAIRS = 55  # what the history's quick target (QPS to ±3 %) takes at this noise: (2.0 × 0.104 / 0.03)²
+QUICK_PAIRS = 55  # the history's quick target, an MDE of 4 % (2.8 SE), at this noise: (2.8 × 0.104 / 0.04)² ≈ 53
 
 
 def series(rng, step_pct: float = 0.0, at: int = 4, pairs: int = QUICK_PAIRS, cells: int = 1):

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import trees
 
-from dbstudies import bisection, cli, history, paths, series
+from dbstudies import bisection, cli, history, paths, series, sweep
 from dbstudies.errors import ParamError
 from dbstudies.plots import axes
 
@@ -81,6 +82,36 @@ def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path,
     assert (tmp_path / "t" / "effects.csv").exists() and (tmp_path / "t" / "figures" / "effects.png").exists()
 
 
+def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes_on_from_there(tmp_path, monkeypatch):
+    """The builds not yet measured are one sweep on the scheduler (its runs checked in
+    tests/test_sweep.py on a real cluster): a run that came back is the series', one whose
+    host died is named with where it stayed, and the next `history` asks only for the rest."""
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
+    s = series.Series("t", "ref", ("b1", "b2", "b3"), "smoke", {})
+    keys = {b: sweep.Job(series.STUDY, "smoke", s.parameters_of("ref", b)).key for b in s.builds}
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "metadata.json").write_text("{}")
+    asked = []
+
+    def run_on(self, scheduler):
+        asked.append((scheduler, [j.key for j in self.jobs]))
+        self.records += [{"key": keys["b1"], "status": "complete", "run_dir": str(tmp_path / "r1")},
+                         {"key": keys["b2"], "status": "abandoned", "run_dir": None, "kept_at": "host2:/runs/x",
+                          "error": "KilledWorker"}]
+    monkeypatch.setattr(sweep.Sweep, "run_on", run_on)
+    monkeypatch.setattr(history, "effects_of", lambda run, base, cand: pd.DataFrame())
+    with pytest.raises(RuntimeError) as e:
+        history.measure(s, say=lambda m: None, scheduler="tcp://h:8786")
+    assert asked == [("tcp://h:8786", [keys["b1"], keys["b2"], keys["b3"]])]
+    assert str(e.value) == ("b2: its run ended abandoned: KilledWorker (host2:/runs/x); "
+                            "b3: its run ended not run (no run directory)")
+    assert json.loads((tmp_path / "t" / "series.json").read_text())["runs"] == {"b1": str(tmp_path / "r1")}
+    monkeypatch.setattr(sweep, "completed", lambda runs_dir, study: {keys["b1"]: tmp_path / "r1"})
+    with pytest.raises(RuntimeError):
+        history.measure(s, say=lambda m: None, scheduler="tcp://h:8786")
+    assert asked[1] == ("tcp://h:8786", [keys["b2"], keys["b3"]])  # b1 is not measured again
+
+
 def _effect(steps: pd.DataFrame, build: str) -> dict:
     d = np.log(steps[steps["arm"] == build]["qps"].to_numpy() / steps[steps["arm"] == "ref"]["qps"].to_numpy())
     se = d.std(ddof=1) / np.sqrt(len(d))
@@ -94,6 +125,8 @@ def _effect(steps: pd.DataFrame, build: str) -> dict:
     (["history", "--reference", "mariadb-10.11", "--order", "/nonexistent/order.txt"], "--order /nonexistent/order.txt"),
     (["bisect", "--good", "mariadb-10.5", "--bad", "nope", "--builds", "mariadb-10.5", "mariadb-11.8"],
      "nope is not among the builds"),
+    (["history", "--reference", "mariadb-10.11", "--order", "version", "--builds", "a", "b"], "give it with --from-dir"),
+    (["history", "--reference", "mariadb-10.11", "--from-dir", "/nonexistent/builds"], "no such folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2_with_nothing_written(argv, said, capsys):
     assert cli.main([*argv, "--name", "bad"]) == 2
@@ -118,3 +151,48 @@ def test_a_build_whose_server_refuses_its_settings_is_refused_before_anything_ru
         series.check("mariadb-10.11", ["mariadb-11.8"], "smoke", {"settings": {"innodb_no_such_option": 1}},
                       least=1)
     assert any("innodb_no_such_option" in m for m in e.value.problems)
+
+
+@pytest.mark.server
+def test_a_folder_of_builds_is_the_series_in_its_order_and_a_bad_one_writes_nothing(tmp_path, monkeypatch):
+    """Subfolders of build prefixes (the host's MariaDB as a release tarball and as a build
+    tree) become flavours under the series' folder, ordered by version then name, or by an
+    order file; the reference may be one of them. A subfolder that is no server, or an order
+    naming a missing one: one line each, exit 2, nothing written."""
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path / "series")
+    prefix = trees.mariadb_prefix(tmp_path / "prefix")
+    top = tmp_path / "builds"
+    trees.mariadb_tarball(prefix, top / "r10")
+    trees.mariadb_build_tree(prefix, top / "r2")
+    (top / "r1").symlink_to(top / "r10")
+    (top / "notes").mkdir()  # no server in it
+    assert cli.main(["history", "--name", "dir", "--reference", "r1", "--from-dir", str(top)]) == 2
+    assert not (tmp_path / "series").exists()
+    order = tmp_path / "order.txt"
+    order.write_text("r10\nr2\nr3\n")
+    with pytest.raises(ParamError) as e:
+        series.detect_folder(top, order)
+    assert e.value.problems == [f"--order {order} names r3, which is no subfolder of {top}"]
+
+    seen = {}
+
+    def stop(s, **kw):
+        seen["series"] = s
+        raise RuntimeError("measured nothing")
+    monkeypatch.setattr(history, "measure", stop)
+    (top / "notes").rmdir()
+    with pytest.raises(RuntimeError, match="measured nothing"):
+        history.main("dir", "r1", "smoke", {}, folder=top)
+    s = seen["series"]
+    assert [series.short(b) for b in s.builds] == ["r2", "r10"] and series.short(s.reference) == "r1"
+    written = sorted(p.name for p in (tmp_path / "series" / "dir" / "builds").iterdir())
+    assert written == ["r1.toml", "r10.toml", "r2.toml"]
+    assert series.load_flavour(str(s.builds[0])).layout == "build tree"
+    order.write_text("r10  # the tarball first\nr2\n")
+    with pytest.raises(RuntimeError, match="measured nothing"):
+        history.main("dir", "r1", "smoke", {}, folder=top, order=order)
+    assert [series.short(b) for b in seen["series"].builds] == ["r10", "r2"]
+    monkeypatch.setattr(bisection, "bisect", lambda s, good, bad, say=print: seen.update(ends=(good, bad)) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # the ends named as the report names them: their subfolders
+        bisection.main("dir", "smoke", {}, "r1", "r10", folder=top)
+    assert [series.short(b) for b in seen["ends"]] == ["r1", "r10"] and seen["ends"][0].endswith("builds/r1.toml")

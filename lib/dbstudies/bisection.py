@@ -17,7 +17,18 @@ import pandas as pd
 
 from . import results, stats, sweep
 from .errors import ParamError
-from .series import BY, STUDY, Series, check, interval_text, page, paired_effect, save_series, short
+from .series import (
+    BY,
+    STUDY,
+    Series,
+    builds_of,
+    check,
+    interval_text,
+    page,
+    paired_effect,
+    save_series,
+    short,
+)
 
 
 def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, dict]:
@@ -126,15 +137,20 @@ def report_parts(s: Series, bisected: dict | None) -> list[str]:
             f"{len(s.builds)} builds measured.</p>", rows.to_html(classes="dbs-table", index=False) if len(rows) else ""]
 
 
-def main(name: str, builds: Sequence[str], profile: str, parameters: Mapping[str, Any], good: str, bad: str) -> int:
-    """`dbstudies bisect`: check both ends and the builds between, bisect, write the report."""
-    missing = [x for x in (good, bad) if x not in builds]
-    if missing:
-        raise ParamError([f"bisect: {x} is not among the builds in order" for x in missing])
-    inner = list(builds)[list(builds).index(good):list(builds).index(bad) + 1]
-    if len(inner) < 2:
-        raise ParamError([f"bisect: {good} must come before {bad} in the order"])
-    check(good, inner[1:], profile, parameters, least=1, what="a bisection")
+def main(name: str, profile: str, parameters: Mapping[str, Any], good: str, bad: str, *,
+         builds: Sequence[str] | None = None, order: str | Path | None = None, folder: Path | None = None) -> int:
+    """`dbstudies bisect`: the builds in order (`series.builds_of`; the ends named as given or
+    as the report names them), both ends and the builds between checked, bisect, write the report."""
+    with builds_of(name, folder, order, builds) as builds:
+        named = {**{short(b): b for b in builds}, **{b: b for b in builds}}
+        missing = [x for x in (good, bad) if x not in named]
+        if missing:
+            raise ParamError([f"bisect: {x} is not among the builds in order" for x in missing])
+        good, bad = named[good], named[bad]
+        inner = list(builds)[list(builds).index(good):list(builds).index(bad) + 1]
+        if len(inner) < 2:
+            raise ParamError([f"bisect: {short(good)} must come before {short(bad)} in the order"])
+        check(good, inner[1:], profile, parameters, least=1, what="a bisection")
     s = Series(name, good, tuple(inner), profile, dict(parameters))
     save_series(s, {})
     done = bisect(s, good, bad, say=lambda m: print(m, flush=True))

@@ -56,9 +56,14 @@ def _series_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     return [_arg("--name", default="series", help="the series' folder under data/series (default: series)"),
             _arg("--builds", nargs="+", default=None, metavar="BUILD",
                  help="the builds in order (flavours: names or .toml files; `servers add` makes a build directory one)"),
-            _arg("--order", type=Path, default=None, help="a file naming the builds in order, one a line (instead of --builds)"),
+            _arg("--from-dir", type=Path, default=None, metavar="DIR",
+                 help="a folder of build prefixes (release tarballs, install prefixes, build trees), one a subfolder: "
+                      "each made a flavour under data/series/NAME/builds/ (instead of --builds)"),
+            _arg("--order", default=None, metavar="FILE|version|name",
+                 help="a file naming the builds (or --from-dir's subfolders) in order, one a line; with --from-dir "
+                      "also `version` (the version each binary prints, then name; the default) or `name`"),
             _arg("--profile", default="quick", choices=("smoke", "quick", "full"),
-                 help="smoke (seconds), quick (QPS to ±3 %% per build, ≈ 10 min each), full"),
+                 help="smoke (seconds), quick (QPS MDE 4 %% per build, 7–13 min each), full (two cells at 3 %%, ≤ 1 h each)"),
             _parameter("a versions-study parameter for every run of the series, e.g. -p threads '[64]'")]
 
 
@@ -138,7 +143,10 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
                 "a precision target), find the change points and write the series' report "
                 "(data/series/NAME/report.html); builds measured once are not measured again", [
         *_series_args(),
-        _arg("--reference", required=True, help="the build every build is measured against (a flavour)")]),
+        _arg("--reference", required=True, help="the build every build is measured against (a flavour, or with --from-dir one of its subfolders)"),
+        _arg("--scheduler", default=None, metavar="ADDRESS",
+             help="measure the builds as one Dask sweep on the benchmark hosts of this scheduler (`dbstudies worker`; "
+                  "the builds' flavour files and directories at the same paths there)")]),
     "bisect": ("find where between a good and a bad build the numbers changed: measure the midpoint "
                "against both ends until the precision says which side it is on, then go on in that half", [
         *_series_args(),
@@ -227,12 +235,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from . import bisection, history, series
+    from . import bisection, history
     from .runner import parameters
-    builds = series.read_order(args.builds, args.order)
+    given = {"builds": args.builds, "order": args.order, "folder": args.from_dir}
     if args.command == "bisect":
-        return bisection.main(args.name, builds, args.profile, parameters(args.parameter), args.good, args.bad)
-    return history.main(args.name, args.reference, builds, args.profile, parameters(args.parameter))
+        return bisection.main(args.name, args.profile, parameters(args.parameter), args.good, args.bad, **given)
+    return history.main(args.name, args.reference, args.profile, parameters(args.parameter), **given,
+                        scheduler=args.scheduler)
 
 
 def _sharing(args: argparse.Namespace) -> int:

@@ -29,35 +29,66 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from . import results, stats, sweep
-from .series import BY, STUDY, Series, check, interval_text, md, page, paired_effect, save_series, short
+from .series import (
+    BY,
+    STUDY,
+    Series,
+    builds_of,
+    check,
+    interval_text,
+    md,
+    page,
+    paired_effect,
+    save_series,
+    short,
+)
 from .stats import changepoints
 
 
 def measure(s: Series, say: Callable[[str], None] = print,
-            run_job: Callable[[sweep.Job, Path], dict] | None = None) -> dict[str, Path]:
+            run_job: Callable[[sweep.Job, Path], dict] | None = None, scheduler: str | None = None) -> dict[str, Path]:
     """Measure every build of `s` not yet measured (a completed run of its job under the
-    series' runs folder), one after another; the series' record is written after each. Returns
-    build → run directory."""
+    series' runs folder): here one after another, or with `scheduler` as one Dask sweep over
+    its benchmark hosts (`sweep.Sweep.run_on`: each build's run on one host, back here
+    packed); the series' record is written after each. Returns build → run directory."""
     runs_dir = s.folder / "runs"
+    jobs = {b: sweep.Job(STUDY, s.profile, s.parameters_of(s.reference, b)) for b in s.builds}
     done = sweep.completed(runs_dir, STUDY)
+    out = {b: done[j.key] for b, j in jobs.items() if j.key in done}
+    for i, b in enumerate(s.builds, 1):
+        if b in out:
+            say(f"build {i} of {len(s.builds)}: {b} — measured already ({out[b].name})")
+    todo = [b for b in s.builds if b not in out]
+    if scheduler and todo:
+        swept = sweep.Sweep(STUDY, [jobs[b] for b in todo], runs_dir, s.folder / "sweeps", say=say)
+        swept.run_on(scheduler)
+        records = {r["key"]: r for r in swept.records}
+        run_job = lambda job, where: records.get(job.key, {"status": "not run"})  # noqa: E731
     execute = run_job or (lambda job, where: sweep.execute(job, where, sweep=f"history-{s.name}"))
-    out = {}
-    for i, build in enumerate(s.builds, 1):
-        job = sweep.Job(STUDY, s.profile, s.parameters_of(s.reference, build))
-        if job.key in done:
-            say(f"build {i} of {len(s.builds)}: {build} — measured already ({done[job.key].name})")
-            out[build] = done[job.key]
-            continue
-        say(f"build {i} of {len(s.builds)}: {build} against {s.reference} …")
-        record = execute(job, runs_dir)
+    failed = []
+    for b in todo:
+        if not scheduler:
+            say(f"build {s.builds.index(b) + 1} of {len(s.builds)}: {b} against {s.reference} …")
+        record = execute(jobs[b], runs_dir)
+        if record.get("interrupted"):  # Ctrl-C: the run ended as it could; no further build starts
+            if record.get("status") == "complete":
+                out[b] = Path(record["run_dir"])
+            save_series(s, {k: str(p) for k, p in out.items()})
+            raise KeyboardInterrupt
         if record.get("status") != "complete":
-            save_series(s, {b: str(p) for b, p in out.items()})
-            raise RuntimeError(f"{build}: its run ended {record.get('status')}: {record.get('error') or ''} "
-                               f"({record.get('run_dir') or 'no run directory'})")
-        out[build] = Path(record["run_dir"])
-        save_series(s, {b: str(p) for b, p in out.items()})
-        say(f"  {build}: {effect_words(effects_of(results.Run(out[build]), s.reference, build))}")
-    return out
+            error = record.get("error")
+            failed.append(f"{b}: its run ended {record.get('status')}{': ' + error if error else ''} "
+                          f"({record.get('run_dir') or record.get('kept_at') or 'no run directory'})")
+            if not scheduler:
+                break
+            continue
+        out[b] = Path(record["run_dir"])
+        save_series(s, {k: str(p) for k, p in out.items()})
+        say(f"  {b}: {effect_words(effects_of(results.Run(out[b]), s.reference, b))}")
+    save_series(s, {k: str(p) for k, p in out.items()})
+    if failed:
+        raise RuntimeError("; ".join(failed))
+    return {b: out[b] for b in s.builds if b in out}
 
 
 # ---------------------------------------------------------------- effects
@@ -188,12 +219,18 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
     return page(s, parts)
 
 
-def main(name: str, reference: str, builds: Sequence[str], profile: str, parameters: Mapping[str, Any]) -> int:
-    """`dbstudies history`: check everything, then measure, find the change points, write the report."""
-    check(reference, builds, profile, parameters)
+def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any], *,
+         builds: Sequence[str] | None = None, order: str | Path | None = None, folder: Path | None = None,
+         scheduler: str | None = None) -> int:
+    """`dbstudies history`: the builds in order (`series.builds_of`; a folder's subfolder may be
+    the reference), everything checked, then measure, find the change points, write the report."""
+    with builds_of(name, folder, order, builds, also=[reference]) as given:
+        reference = next((b for b in given if folder is not None and short(b) == reference), reference)
+        builds = [b for b in given if b != reference]
+        check(reference, builds, profile, parameters)
     s = Series(name, reference, tuple(builds), profile, dict(parameters))
     save_series(s, {})
-    runs = measure(s, say=lambda m: print(m, flush=True))
+    runs = measure(s, say=lambda m: print(m, flush=True), scheduler=scheduler)
     found = changes(series_effects(s, runs), [short(b) for b in s.builds])
     for line in change_words(found):
         print(line.replace("**", ""))

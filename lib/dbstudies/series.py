@@ -6,19 +6,22 @@ history profile's precision, a sweep job whose key finds it again), the series' 
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
+import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import scipy.stats as sps
 
 from . import checks, css, paths
-from .errors import ParamError
-from .servers import load_flavour
+from .errors import ConfigError, ParamError
+from .servers import Flavour, dir_flavour, dir_flavour_text, load_flavour
 from .study import load
 
 STUDY = "versions"
@@ -26,16 +29,17 @@ SERIES_DIR = paths.DATA_DIR / "series"
 BY = ["workload", "threads"]
 # what the history's profiles change in the versions study's own (its cells, steps, target; the
 # servers restarted every 10 rounds, not every round: each pair is measured back to back, so
-# drift cancels without a restart, and a round takes 2 steps, not 2 starts and warm-ups):
-# quick reaches QPS ±3 % per build, which finds a 5 % step between two builds in ≥ 80 % of
-# series at this host's noise (tests/test_changepoints.py): ≈ 55 pairs of ≈ 10 s, so a budget
-# of 12 min a build (a cell the time left cannot take to its target gets no more rounds at all)
+# drift cancels without a restart, and a round takes 2 steps, not 2 starts and warm-ups). A
+# target is an MDE (80 % power): quick's 4 % is a standard error of 1.4 % per build (±2.8 %),
+# which finds a 5 % step between two builds in ≥ 80 % of series (tests/test_changepoints.py);
+# at this host's paired spread of 0.10–0.15 that is 53–105 pairs of ≈ 7.5 s, 7–13 min a build
+# (a cell the budget left cannot take to its target gets no more rounds: budgets hold the worst)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {"workloads": ["oltp_point_select"], "threads": [4], "repeats": 3, "duration": 1, "warmup": 0},
     "quick": {"workloads": ["oltp_point_select"], "threads": [16], "repeats": 6, "duration": 3,
-              "target": {"qps": 0.03}, "budget": 12, "restart_every": 10},
-    "full": {"workloads": ["oltp_point_select", "oltp_read_only"], "threads": [16, 64], "repeats": 8,
-             "duration": 10, "target": {"qps": 0.015}, "budget": 40, "restart_every": 10},
+              "target": {"qps": 0.04}, "budget": 15, "restart_every": 10},
+    "full": {"workloads": ["oltp_point_select", "oltp_read_only"], "threads": [16], "repeats": 8,
+             "duration": 3, "target": {"qps": 0.03}, "budget": 60, "restart_every": 10},
 }
 
 
@@ -68,9 +72,11 @@ def short(build: str) -> str:
     return Path(build).stem if str(build).endswith(".toml") else str(build)
 
 
-def read_order(builds: Sequence[str] | None, order: Path | None) -> list[str]:
-    """The builds in order: as given, or one a line from `order` (blank lines and # comments
-    skipped)."""
+def read_order(builds: Sequence[str] | None, order: str | Path | None) -> list[str]:
+    """The builds in order: as given, or one a line from the file `order` (blank lines and
+    # comments skipped)."""
+    if str(order) in ORDERS:
+        raise ParamError([f"--order {order} sorts the builds of a folder: give it with --from-dir"])
     if order is not None:
         try:
             lines = Path(order).read_text().splitlines()
@@ -78,6 +84,84 @@ def read_order(builds: Sequence[str] | None, order: Path | None) -> list[str]:
             raise ParamError([f"--order {order}: {e.strerror or e}"]) from None
         return [x.split("#")[0].strip() for x in lines if x.split("#")[0].strip()]
     return list(builds or [])
+
+
+# how a folder of builds is ordered without an order file: by the version each binary prints
+# (then by name), or by name alone, digits as numbers (b2 before b10)
+ORDERS = ("version", "name")
+
+
+def _natural(name: str) -> list:
+    """A name's sort key, its digits as a number.
+
+    >>> sorted(["b10", "b2", "a"], key=_natural)
+    ['a', 'b2', 'b10']
+    """
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def detect_folder(folder: Path, order: str | Path, also: Sequence[str] = ()) -> dict[str, Flavour]:
+    """A folder of build prefixes (each subfolder a server directory: release tarball,
+    install prefix or build tree) as flavours named by their subfolders, in `order`: "version",
+    "name", or a file naming the subfolders one a line (then only those, and the subfolders
+    `also` names, are builds). Everything is detected in memory; every problem is one line
+    (ParamError): no such folder, an order file naming a missing subfolder, a subfolder that
+    is no runnable server or whose name cannot be a flavour's."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ParamError([f"--from-dir {folder}: no such folder"])
+    subs = sorted((d.name for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")), key=_natural)
+    problems: list[str] = []
+    if str(order) in ORDERS:
+        names = subs
+    else:
+        names = read_order(None, order)
+        problems += [f"--order {order} names {n}, which is no subfolder of {folder}" for n in names if n not in subs]
+        names = [n for n in dict.fromkeys([*names, *(a for a in also if a in subs)]) if n in subs]
+    found = {}
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n):
+            problems.append(f"{folder / n}: a build's name (its subfolder's) takes letters, digits, '.', '_' and '-' only")
+            continue
+        try:
+            found[n] = dir_flavour(n, folder / n)
+        except ConfigError as e:
+            problems.append(f"{folder / n}: {e}")
+    if not names:
+        problems.append(f"--from-dir {folder}: no subfolders to measure")
+    if problems:
+        raise ParamError(problems)
+    if str(order) == "version":
+        return dict(sorted(found.items(), key=lambda kv: (kv[1].detected.version, _natural(kv[0]))))
+    return found
+
+
+@contextlib.contextmanager
+def builds_of(name: str, folder: Path | None, order: str | Path | None, builds: Sequence[str] | None,
+              also: Sequence[str] = ()) -> Iterator[list[str]]:
+    """The series' builds in order: as given, from an order file, or a folder's subfolders
+    (`detect_folder`) written as flavour files under data/series/NAME/builds/. When the block
+    raises (a check that fails), the files and folders it wrote are removed: nothing
+    half-written."""
+    if folder is None:
+        yield read_order(builds, order)
+        return
+    found = detect_folder(folder, order or "version", also)
+    where = SERIES_DIR / name / "builds"
+    made = [d for d in (where.parent, where) if not d.exists()]
+    where.mkdir(parents=True, exist_ok=True)
+    files = {n: where / f"{n}.toml" for n in found}
+    new = [f for f in files.values() if not f.exists()]
+    for n, f in found.items():
+        files[n].write_text(dir_flavour_text(f, f"dbstudies history --from-dir {folder}"))
+    try:
+        yield [str(p) for p in files.values()]
+    except BaseException:
+        for f in new:
+            f.unlink(missing_ok=True)
+        for d in reversed(made):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
 
 
 def check(reference: str, builds: Sequence[str], profile: str, parameters: Mapping[str, Any],

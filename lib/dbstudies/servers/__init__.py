@@ -18,7 +18,7 @@ Everything a study needs is importable from here (`servers.Server`, `servers.Int
 from __future__ import annotations
 
 from ..errors import ServerError
-from .catalogue import list_flavours, load_flavour
+from .catalogue import dir_flavour, dir_flavour_text, list_flavours, load_flavour
 from .cnf import ALIGN, ALIGNED, BASE_INTENT, Intent, base_intent, norm_key, read_cnf, render_cnf, size_bytes
 from .dialect import SHOWN_AS, Dialect, Unavailable
 from .factory import add_dir, check_installed, instance
@@ -47,6 +47,6 @@ from .instance import (
 
 __all__ = ["ALIGN", "ALIGNED", "SHOWN_AS", "Dialect", "add_dir", "base_intent", "size_bytes", "BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",
-           "binary_record", "check_installed", "check_port", "configured", "disk_use", "free_port", "instance", "known_options", "list_flavours",
+           "binary_record", "check_installed", "check_port", "configured", "dir_flavour", "dir_flavour_text", "disk_use", "free_port", "instance", "known_options", "list_flavours",
            "load_flavour", "norm_key", "package_version", "parse_cpus", "read_cnf",
            "render_cnf", "same_value", "unknown_settings"]

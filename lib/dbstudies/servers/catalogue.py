@@ -147,3 +147,21 @@ def default_fragments(dialect: Dialect) -> tuple[str, ...]:
     if dialect.mysql:
         return ("base.cnf", "mysql-9.cnf") if dialect.at_least(8, 0) else ("base.cnf",)
     return ("base.cnf", "mariadb-11.cnf") if dialect.at_least(11, 0) else ("base.cnf",)
+
+
+def dir_flavour_text(flavour: Flavour, by: str) -> str:
+    """A directory flavour's file (written by `by`): where its server is, in what runtime,
+    its description and cnf fragments; the rest is detected at every use."""
+    lines = [f"# {flavour.description}", f"# Written by `{by}`; family, version, thread pool "
+             "and paths are detected from the binary at every use.",
+             f'name = "{flavour.name}"', 'source = "dir"', f"path = {_quote(flavour.path)}"]
+    if flavour.runtime:
+        lines.append(f'runtime = "{flavour.runtime}"')
+    lines += [f"description = {_quote(flavour.description)}",
+              "cnf = [" + ", ".join(f'"{c}"' for c in flavour.cnf) + "]"]
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    """A TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Protocol
 
 from .. import paths
 from ..errors import ConfigError
-from .catalogue import dir_flavour, list_flavours
+from .catalogue import dir_flavour, dir_flavour_text, list_flavours
 from .cnf import Intent
 from .flavour import Flavour
 from .instance import Server
@@ -69,19 +69,7 @@ def add_dir(name: str, folder: Path, runtime: str = "", *, servers_dir: Path = p
     if name in taken:
         raise ConfigError(f"flavour {name!r} exists already ({', '.join(sorted(taken))}); choose another name")
     flavour = dir_flavour(name, Path(folder), runtime, say=say, servers_dir=servers_dir)
-    lines = [f"# {flavour.description}", "# Written by `dbstudies servers add`; family, version, thread pool "
-             "and paths are detected from the binary at every use.",
-             f'name = "{name}"', 'source = "dir"', f"path = {_quote(flavour.path)}"]
-    if runtime:
-        lines.append(f'runtime = "{runtime}"')
-    lines += [f"description = {_quote(flavour.description)}",
-              "cnf = [" + ", ".join(f'"{c}"' for c in flavour.cnf) + "]"]
     out = Path(servers_dir) / f"{name}.toml"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    out.write_text(dir_flavour_text(flavour, "dbstudies servers add"))
     return out, flavour
-
-
-def _quote(text: str) -> str:
-    """A TOML basic string."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
