@@ -5,6 +5,7 @@ docs/statistics.md ("Which build changed it") and the maintainers' notes."""
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 import trees
 
-from dbstudies import bisection, cli, history, paths, series, sweep
+from dbstudies import archive, bisection, cli, history, paths, series, sweep
 from dbstudies.errors import ParamError
 from dbstudies.plots import axes
 
@@ -80,6 +81,14 @@ def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path,
     assert axes._COLOURS == colours  # the series' figure takes none (later figures keep theirs)
     assert "Between b4 and b5" in page and "data:image/png;base64," in page and "no change detectable above" in page
     assert (tmp_path / "t" / "effects.csv").exists() and (tmp_path / "t" / "figures" / "effects.png").exists()
+    assert "Bisection" not in page and f"dbstudies pack {tmp_path / 't'}" in page
+    # a bisection in the same folder: its end, path and command in the same report
+    series.save_bisect(s, {"builds": BUILDS, "measured": ["b1", "b4", "b5", "b6", "b8"], "argv": "dbstudies bisect --name t",
+                           "path": [{"good": "b4", "mid": "b5", "bad": "b6", "side": "bad", "why": "b5 is like b6",
+                                     "run": "/x/r"}], "end": "the change is between build b4 and build b5"}, fresh=True)
+    page = history.report(s, {b: tmp_path for b in s.builds}).read_text()
+    assert "<b>the change is between build b4 and build b5</b> — 5 of 8 builds measured" in page
+    assert "<td>b5 is like b6</td>" in page and "dbstudies bisect --name t" in page
 
 
 def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes_on_from_there(tmp_path, monkeypatch):
@@ -196,3 +205,43 @@ def test_a_folder_of_builds_is_the_series_in_its_order_and_a_bad_one_writes_noth
     with pytest.raises(ZeroDivisionError):  # the ends named as the report names them: their subfolders
         bisection.main("dir", "smoke", {}, "r1", "r10", folder=top)
     assert [series.short(b) for b in seen["ends"]] == ["r1", "r10"] and seen["ends"][0].endswith("builds/r1.toml")
+
+
+def test_a_series_packs_as_one_file_with_its_runs_and_without_datadirs(tmp_path, monkeypatch):
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path / "series")
+    s = series.Series("p", "ref", ("b1", "b2"), "smoke", {})
+    series.save_series(s, {"b1": str(s.folder / "runs" / "versions" / "r1")}, argv="dbstudies history --name p")
+    run = s.folder / "runs" / "versions" / "r1"
+    (run / "server" / "b1" / "datadir").mkdir(parents=True)
+    (run / "server" / "b1" / "datadir" / "ibdata1").write_bytes(b"x" * 100)
+    (run / "metadata.json").write_text(json.dumps({"status": "running", "study": "versions"}))
+    (s.folder / "report.html").write_text("<html></html>")
+    with pytest.raises(archive.ArchiveError, match="r1 is still running"):
+        archive.pack_folder(s.folder, "series", tmp_path / "out")
+    (run / "metadata.json").write_text(json.dumps({"status": "complete", "study": "versions"}))
+    assert cli.main(["pack", str(s.folder), "--out", str(tmp_path)]) == 0
+    packed = tmp_path / "series-p.series.tar.gz"
+    with tarfile.open(packed) as tar:
+        names = set(tar.getnames())
+        manifest = json.loads(tar.extractfile("MANIFEST.json").read())
+    assert {"p/series.json", "p/report.html", "p/runs/versions/r1/metadata.json"} <= names
+    assert not any("datadir" in n for n in names) and manifest["kind"] == "series"
+    assert set(manifest["files"]) == {n.removeprefix("p/") for n in names if n != "MANIFEST.json"}
+
+
+def test_a_bisection_in_a_historys_folder_leaves_its_record_and_joins_its_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
+    monkeypatch.setattr(series, "check", lambda *a, **k: None)
+    monkeypatch.setattr(bisection, "check", lambda *a, **k: None)
+    h = series.Series("h", "ref", tuple(BUILDS), "smoke", {})
+    series.save_series(h, {}, argv="dbstudies history --name h")
+    rng = np.random.default_rng(2)
+    monkeypatch.setattr(bisection, "_three", lambda s, g, m, b, say: steps_of(rng, [g, m, b]))
+    assert bisection.main("h", "smoke", {}, "b1", "b8", builds=BUILDS) == 0
+    kept = json.loads((tmp_path / "h" / series.SERIES_FILE).read_text())
+    assert kept["reference"] == "ref" and kept["argv"] == "dbstudies history --name h"  # the history's, untouched
+    record = json.loads((tmp_path / "h" / series.BISECT_FILE).read_text())
+    assert record["end"].startswith("the change is between build b4 and build b5") and len(record["measured"]) == 5
+    assert record["argv"].startswith("dbstudies bisect --name h --good b1 --bad b8 --profile smoke --builds b1 b2")
+    page = (tmp_path / "h" / "report.html").read_text()
+    assert "<h1>Bisection: h</h1>" in page and "5 of 8 builds measured" in page

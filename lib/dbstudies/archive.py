@@ -39,14 +39,50 @@ def is_archive(path: str | os.PathLike) -> bool:
     return p.is_file() and (p.name.endswith(SUFFIX) or p.name.endswith(".tar.gz"))
 
 
-def packed_files(run: Run) -> list[Path]:
-    """The files of a run that its archive holds (relative to the run), sorted: everything
-    but the servers' datadirs and scratch folders."""
+def packed_files(run: Run | Path) -> list[Path]:
+    """The files of a run (or a folder of runs) that its archive holds (relative to it),
+    sorted: everything but the servers' datadirs and scratch folders."""
+    top = run.path if isinstance(run, Run) else Path(run)
     out = []
-    for f in sorted(run.path.rglob("*")):
-        rel = f.relative_to(run.path)
+    for f in sorted(top.rglob("*")):
+        rel = f.relative_to(top)
         if f.is_file() and not f.is_symlink() and not any(part in LEFT_OUT for part in rel.parts):
             out.append(rel)
+    return out
+
+
+def pack_folder(top: Path, kind: str, out: Path | None = None) -> Path:
+    """A folder of runs and what was made of them (a series: `dbstudies pack data/series/NAME`)
+    as one archive (default data/packs/<kind>-<folder>.<kind>.tar.gz): the folder under its name
+    and MANIFEST.json (kind, folder, every file's size and SHA-256; no datadir). A run in it
+    still running cannot be packed; nothing is left behind when it cannot be written. Extracted
+    (`tar xzf`), every run in it is a run directory again."""
+    top = Path(top).resolve()
+    running = [m.parent.name for m in top.rglob("metadata.json")
+               if not any(part in LEFT_OUT for part in m.relative_to(top).parts) and Run(m.parent).status == "running"]
+    if running:
+        raise ArchiveError(f"{top.name}: run {running[0]} is still running: pack it when it has ended")
+    name = f"{kind}-{top.name}.{kind}.tar.gz"
+    out = Path(out) / name if out and Path(out).is_dir() else Path(out) if out else PACKS / name
+    files = packed_files(top)
+    manifest = {"kind": kind, "folder": top.name,
+                "files": {str(f): {"bytes": (top / f).stat().st_size, "sha256": paths.sha256(top / f)} for f in files}}
+    part = out.with_name(out.name + ".part")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(part, mode="w:gz") as tar:
+            data = json.dumps(manifest, indent=1).encode()
+            info = tarfile.TarInfo(MANIFEST)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+            for rel in files:
+                tar.add(top / rel, arcname=f"{top.name}/{rel}", recursive=False)
+        part.replace(out)
+    except OSError as e:
+        raise ArchiveError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
     return out
 
 

@@ -4,18 +4,17 @@ series' profile and parameters: `series.Series.parameters_of`) and say which sid
 or that it is in between, that the run could not tell, or that the ends do not differ — then go
 on into that half until the two are neighbours: "the change is between build X and build Y:
 −x % [a, b]". A noise-aware `git bisect` over builds. Each step's reason is kept in the
-series' `bisect.json` and its report; a run that completed is never measured again.
+series' `bisect.json` (`series.save_bisect`) and the series' report (`history.rewrite`: with the
+history's effects where the folder holds one); a run that completed is never measured again.
 """
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import results, stats, sweep
+from . import history, results, stats, sweep
 from .errors import ParamError
 from .series import (
     BY,
@@ -23,9 +22,11 @@ from .series import (
     Series,
     builds_of,
     check,
+    command,
     interval_text,
-    page,
+    is_series,
     paired_effect,
+    save_bisect,
     save_series,
     short,
 )
@@ -79,7 +80,7 @@ def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
         path.append({"good": short(g), "mid": short(m), "bad": short(b), "side": verdict, "why": why, "effects": e,
                      "run": steps.attrs.get("run"), "at": (lo, mid, hi)})
         say(f"  {verdict}: {why}")
-        _save_bisect(s, path)
+        save_bisect(s, {"path": path, "end": None})
         last = (steps, short(g), short(m), short(b), verdict)
         if verdict == "good":
             lo = mid
@@ -88,8 +89,9 @@ def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
         else:
             break
     end = _end(path, last, short(order[lo]), short(order[hi]))
-    _save_bisect(s, path, end)
-    return {"path": path, "end": end, "measured": [short(order[i]) for i in sorted({i for p in path for i in p["at"]})]}
+    done = {"path": path, "end": end, "measured": [short(order[i]) for i in sorted({i for p in path for i in p["at"]})]}
+    save_bisect(s, done)
+    return done
 
 
 def _end(path: list[dict], last: Any, lo: str, hi: str) -> str:
@@ -122,21 +124,6 @@ def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None])
     return steps
 
 
-def _save_bisect(s: Series, path: list[dict], end: str | None = None) -> None:
-    s.folder.mkdir(parents=True, exist_ok=True)
-    (s.folder / "bisect.json").write_text(json.dumps({"path": path, "end": end}, indent=1, default=str) + "\n")
-
-
-def report_parts(s: Series, bisected: dict | None) -> list[str]:
-    """A bisection's end and path as report parts ([] without one)."""
-    if not bisected:
-        return []
-    rows = pd.DataFrame([{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"],
-                          "why": p["why"], "run": Path(p["run"]).name if p["run"] else "–"} for p in bisected["path"]])
-    return ["<h2>Bisection</h2>", f"<p><b>{html.escape(bisected['end'])}</b> — {len(bisected['measured'])} of "
-            f"{len(s.builds)} builds measured.</p>", rows.to_html(classes="dbs-table", index=False) if len(rows) else ""]
-
-
 def main(name: str, profile: str, parameters: Mapping[str, Any], good: str, bad: str, *,
          builds: Sequence[str] | None = None, order: str | Path | None = None, folder: Path | None = None) -> int:
     """`dbstudies bisect`: the builds in order (`series.builds_of`; the ends named as given or
@@ -152,10 +139,12 @@ def main(name: str, profile: str, parameters: Mapping[str, Any], good: str, bad:
             raise ParamError([f"bisect: {short(good)} must come before {short(bad)} in the order"])
         check(good, inner[1:], profile, parameters, least=1, what="a bisection")
     s = Series(name, good, tuple(inner), profile, dict(parameters))
-    save_series(s, {})
+    if not is_series(s.folder):  # a history's folder keeps its own record; the bisection has bisect.json
+        save_series(s, {})
+    save_bisect(s, {"path": [], "end": None, "measured": [], "builds": [short(b) for b in inner],
+                    "argv": command("bisect", s, good=short(good), bad=short(bad), folder=folder, order=order)},
+                fresh=True)
     done = bisect(s, good, bad, say=lambda m: print(m, flush=True))
     print(done["end"])
-    out = page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *report_parts(s, done),
-                   f"<p>The runs: {html.escape(str(s.folder / 'runs'))}; each step in bisect.json.</p>"])
-    print(f"{len(done['measured'])} of {len(inner)} builds measured; report: {out}")
+    print(f"{len(done['measured'])} of {len(inner)} builds measured; report: {history.rewrite(s.folder)}")
     return 0

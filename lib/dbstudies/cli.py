@@ -125,10 +125,10 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
              help="the comparison whose values are compared (the effects: every one)"),
         _arg("--csv", type=Path, default=None, help="also write the whole table here")]),
     "pack": ("write a run as one file to share (tables, metadata, notebook, report, its workload scripts, "
-             "each server's my.cnf; no datadir)", [
-        _arg("run_dir", type=Path),
+             "each server's my.cnf; no datadir) — or a series' folder (data/series/NAME) with all its runs", [
+        _arg("run_dir", type=Path, help="a run directory, a packed run, or a series' folder"),
         _arg("--out", type=Path, default=None,
-             help="the archive (default: data/packs/<study>-<run-id>.run.tar.gz)")]),
+             help="the archive (default: data/packs/<study>-<run-id>.run.tar.gz, series-NAME.series.tar.gz)")]),
     "replicate": ("measure a run again here — its study, parameters, workload scripts and server flavours "
                   "— and say per cell whether its answer held", [
         _arg("run_dir", type=Path, help="a run directory or a packed run (`dbstudies pack`)"),

@@ -22,7 +22,6 @@ import html
 import io
 import json
 import math
-import shlex
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -31,14 +30,19 @@ import pandas as pd
 from . import results, stats, sweep
 from .series import (
     BY,
+    SERIES_FILE,
     STUDY,
     Series,
+    bisect_parts,
     builds_of,
     check,
+    command,
     interval_text,
+    is_series,
     md,
     page,
     paired_effect,
+    read_series,
     save_series,
     short,
 )
@@ -210,13 +214,20 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
              "false-alarm rate held at 5 %).</p>" + (quiet.to_html(classes="dbs-table", index=False) if len(quiet) else ""),
              f"<p>Spread between runs beyond their own intervals (τ, log): "
              f"{', '.join(f'{c} {math.sqrt(v):.3f}' for c, v in found['tau2'].items())}.</p>"]
-    argv = " ".join(["dbstudies history", "--name", s.name, "--reference", shlex.quote(s.reference), "--profile",
-                     s.profile, *[x for k, v in s.parameters.items()
-                                  for x in ("-p", k, shlex.quote(v if isinstance(v, str) else json.dumps(v)))],
-                     "--builds", *map(shlex.quote, s.builds)])
-    parts += ["<h2>To reproduce</h2><pre style='white-space: pre-wrap'>" + html.escape(argv) + "\n" + "\n".join(
-        f"dbstudies pack {html.escape(str(runs[b]))}" for b in s.builds if b in runs) + "</pre>"]
+    argv = (json.loads((s.folder / SERIES_FILE).read_text()).get("argv") if is_series(s.folder) else None) \
+        or command("history", s, reference=s.reference)
+    parts += bisect_parts(s.folder)
+    parts += ["<h2>To reproduce</h2><p>Measure it again (a run that completed is not measured again), or share "
+              "it as one file — every run, the builds' flavour files, this report:</p><pre style='white-space: "
+              f"pre-wrap'>{html.escape(argv)}\ndbstudies pack {html.escape(str(s.folder))}</pre>"]
     return page(s, parts)
+
+
+def rewrite(folder: Path) -> Path:
+    """The report of the series kept in `folder` written again: its history's effects and
+    change points where it has measured runs, and its bisection where it has one."""
+    s, runs = read_series(folder)
+    return report(s, runs) if runs else page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *bisect_parts(folder)])
 
 
 def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any], *,
@@ -229,7 +240,8 @@ def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any],
         builds = [b for b in given if b != reference]
         check(reference, builds, profile, parameters)
     s = Series(name, reference, tuple(builds), profile, dict(parameters))
-    save_series(s, {})
+    save_series(s, {}, argv=command("history", s, reference=short(reference) if folder else reference,
+                                    folder=folder, order=order))
     runs = measure(s, say=lambda m: print(m, flush=True), scheduler=scheduler)
     found = changes(series_effects(s, runs), [short(b) for b in s.builds])
     for line in change_words(found):

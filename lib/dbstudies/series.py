@@ -11,6 +11,7 @@ import html
 import json
 import math
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ from .study import load
 
 STUDY = "versions"
 SERIES_DIR = paths.DATA_DIR / "series"
+SERIES_FILE = "series.json"   # in a series' folder: its builds, reference, parameters and runs
+BISECT_FILE = "bisect.json"   # … and a bisection's builds, path, end and command
 BY = ["workload", "threads"]
 # what the history's profiles change in the versions study's own (its cells, steps, target; the
 # servers restarted every 10 rounds, not every round: each pair is measured back to back, so
@@ -202,15 +205,73 @@ def check(reference: str, builds: Sequence[str], profile: str, parameters: Mappi
         raise ParamError(problems)
 
 
-def save_series(s: Series, runs: Mapping[str, str]) -> None:
+def is_series(path: Path) -> bool:
+    """Whether `path` is a series' folder (it holds series.json)."""
+    return (Path(path) / SERIES_FILE).is_file()
+
+
+def save_series(s: Series, runs: Mapping[str, str], argv: str | None = None) -> None:
+    """Keep the series' record: its builds, reference, parameters, the runs so far (merged
+    into those recorded) and the command that measures it (`command`)."""
     s.folder.mkdir(parents=True, exist_ok=True)
-    path = s.folder / "series.json"
+    path = s.folder / SERIES_FILE
     old = json.loads(path.read_text()) if path.exists() else {}
     doc = {**old, "name": s.name, "reference": s.reference, "builds": list(s.builds), "profile": s.profile,
            "parameters": dict(s.parameters), "runs": {**old.get("runs", {}), **runs}}
+    if argv:
+        doc["argv"] = argv
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def read_series(folder: Path) -> tuple[Series, dict[str, Path]]:
+    """A series' record (`save_series`) again: the series and its runs so far, build → run."""
+    doc = json.loads((Path(folder) / SERIES_FILE).read_text())
+    s = Series(doc["name"], doc["reference"], tuple(doc["builds"]), doc["profile"], doc.get("parameters") or {})
+    return s, {b: Path(r) for b, r in (doc.get("runs") or {}).items()}
+
+
+def save_bisect(s: Series, record: Mapping[str, Any], *, fresh: bool = False) -> None:
+    """Keep a bisection's record in the series' folder: its builds, path, end, the builds it
+    measured, its command — merged into what is there, unless `fresh` (a new bisection)."""
+    s.folder.mkdir(parents=True, exist_ok=True)
+    path = s.folder / BISECT_FILE
+    old = {} if fresh or not path.exists() else json.loads(path.read_text())
+    path.write_text(json.dumps({**old, **record}, indent=1, default=str) + "\n")
+
+
+def bisect_parts(folder: Path) -> list[str]:
+    """The bisection kept in `folder` (none: []) as report parts: its end, how many builds it
+    measured, every step with why it went that way, and its command."""
+    path = Path(folder) / BISECT_FILE
+    if not path.exists():
+        return []
+    b = json.loads(path.read_text())
+    rows = [{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"], "why": p["why"],
+             "run": Path(p["run"]).name if p.get("run") else "–"} for p in b.get("path", [])]
+    table = "".join(f"<tr>{''.join(f'<td>{html.escape(str(v))}</td>' for v in r.values())}</tr>" for r in rows)
+    end = b.get("end") or f"not finished: {len(rows)} step{'s' if len(rows) != 1 else ''} so far"
+    return ["<h2>Bisection</h2>",
+            f"<p><b>{html.escape(end)}</b> — {len(b.get('measured') or [])} of {len(b.get('builds') or [])} builds "
+            "measured.</p>",
+            ("<table class='dbs-table'><tr>" + "".join(f"<th>{k}</th>" for k in rows[0]) + f"</tr>{table}</table>")
+            if rows else "",
+            "<pre style='white-space: pre-wrap'>" + html.escape(b.get("argv") or "") + "</pre>" if b.get("argv") else ""]
+
+
+def command(kind: str, s: Series, *, folder: Path | None = None, order: str | Path | None = None, **flags: str) -> str:
+    """The command line that measures `s` again (`kind`: history or bisect; `flags`:
+    --reference, --good, --bad …), its builds as given: a folder and its order, or in order."""
+    quote = shlex.quote
+    argv = [f"dbstudies {kind}", "--name", quote(s.name), *[x for k, v in flags.items() for x in (f"--{k}", quote(v))],
+            "--profile", s.profile,
+            *[x for k, v in s.parameters.items() for x in ("-p", k, quote(v if isinstance(v, str) else json.dumps(v)))]]
+    if folder is not None:
+        argv += ["--from-dir", quote(str(folder))] + (["--order", quote(str(order))] if order else [])
+    else:
+        argv += ["--builds", *map(quote, s.builds)]
+    return " ".join(argv)
 
 
 def paired_effect(d: Sequence[float]) -> dict[str, float]:

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from . import archive, checks, runner, servers
+from . import archive, checks, runner, series, servers
 from .analysis import replication
 from .results import Run
 from .study import load, reference
@@ -28,7 +28,14 @@ def _say(line: str) -> None:
 
 
 def pack(path: Path, out: Path | None = None) -> int:
-    """`dbstudies pack`: write the run (a directory, or an archive: packed again) as one file."""
+    """`dbstudies pack`: write the run (a directory, or an archive: packed again) — or a
+    series' folder (`dbstudies history`), all its runs with it — as one file."""
+    if series.is_series(path):
+        written = archive.pack_folder(path, "series", out)
+        print(written)
+        _say(f"{written.stat().st_size / 2**20:.1f} MiB; share it: `tar xzf {written.name}` gives the series' "
+             "folder — its report.html, and every run in it a run directory again")
+        return 0
     run = archive.open_run(path)
     written = archive.pack(run, out)
     print(written)
