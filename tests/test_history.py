@@ -136,6 +136,7 @@ def _effect(steps: pd.DataFrame, build: str) -> dict:
      "nope is not among the builds"),
     (["history", "--reference", "mariadb-10.11", "--order", "version", "--builds", "a", "b"], "give it with --from-dir"),
     (["history", "--reference", "mariadb-10.11", "--from-dir", "/nonexistent/builds"], "no such folder"),
+    (["history", "--reference", "mariadb-10.11", "--from-dir", "/tmp", "--builds", "a", "b"], "name the builds one way"),
 ])
 def test_bad_input_is_one_line_and_exit_2_with_nothing_written(argv, said, capsys):
     assert cli.main([*argv, "--name", "bad"]) == 2

@@ -146,6 +146,9 @@ def builds_of(name: str, folder: Path | None, order: str | Path | None, builds: 
     (`detect_folder`) written as flavour files under data/series/NAME/builds/. When the block
     raises (a check that fails), the files and folders it wrote are removed: nothing
     half-written."""
+    if builds and (folder is not None or (order is not None and str(order) not in ORDERS)):
+        raise ParamError([f"--builds and {'--from-dir' if folder is not None else '--order'}: "
+                          "name the builds one way"])
     if folder is None:
         yield read_order(builds, order)
         return
@@ -186,8 +189,8 @@ def check(reference: str, builds: Sequence[str], profile: str, parameters: Mappi
     for name in dict.fromkeys([reference, *builds]):
         try:
             f = load_flavour(name)
-        except Exception as e:  # noqa: BLE001 — a ConfigError, said in one line
-            problems.append(f"{name}: {e}")
+        except Exception as e:  # noqa: BLE001 — a ConfigError, said in one line (naming its file once)
+            problems.append(str(e) if str(e).startswith(str(name)) else f"{name}: {e}")
             continue
         if f.source in ("system", "dir") and f.host_binary.exists() and f.detected is None:
             problems.append(f"{short(name)}: its server does not run: `{f.server} --version` names no "
