@@ -238,7 +238,7 @@ def test_a_bisection_in_a_historys_folder_leaves_its_record_and_joins_its_report
     series.save_series(h, {}, argv="dbstudies history --name h")
     rng = np.random.default_rng(2)
     monkeypatch.setattr(bisection, "_three", lambda s, g, m, b, say: steps_of(rng, [g, m, b]))
-    assert bisection.main("h", "smoke", {}, "b1", "b8", builds=BUILDS) == 0
+    assert cli.main(["bisect", "--name", "h", "--profile", "smoke", "--good", "b1", "--bad", "b8", "--builds", *BUILDS]) == 0
     kept = json.loads((tmp_path / "h" / series.SERIES_FILE).read_text())
     assert kept["reference"] == "ref" and kept["argv"] == "dbstudies history --name h"  # the history's, untouched
     record = json.loads((tmp_path / "h" / series.BISECT_FILE).read_text())

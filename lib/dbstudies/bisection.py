@@ -4,8 +4,9 @@ series' profile and parameters: `series.Series.parameters_of`) and say which sid
 or that it is in between, that the run could not tell, or that the ends do not differ — then go
 on into that half until the two are neighbours: "the change is between build X and build Y:
 −x % [a, b]". A noise-aware `git bisect` over builds. Each step's reason is kept in the
-series' `bisect.json` (`series.save_bisect`) and the series' report (`history.rewrite`: with the
-history's effects where the folder holds one); a run that completed is never measured again.
+series' `bisect.json` (`series.save_bisect`), which the series' report shows (`history.rewrite`, after
+`dbstudies bisect`: with the history's effects where the folder holds one); a run that completed
+is never measured again.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import history, results, stats, sweep
+from . import results, stats, sweep
 from .errors import ParamError
 from .series import (
     BY,
@@ -127,7 +128,8 @@ def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None])
 def main(name: str, profile: str, parameters: Mapping[str, Any], good: str, bad: str, *,
          builds: Sequence[str] | None = None, order: str | Path | None = None, folder: Path | None = None) -> int:
     """`dbstudies bisect`: the builds in order (`series.builds_of`; the ends named as given or
-    as the report names them), both ends and the builds between checked, bisect, write the report."""
+    as the report names them), both ends and the builds between checked, bisect (the command line
+then writes the report: `history.rewrite`)."""
     with builds_of(name, folder, order, builds) as builds:
         named = {**{short(b): b for b in builds}, **{b: b for b in builds}}
         missing = [x for x in (good, bad) if x not in named]
@@ -146,5 +148,5 @@ def main(name: str, profile: str, parameters: Mapping[str, Any], good: str, bad:
                 fresh=True)
     done = bisect(s, good, bad, say=lambda m: print(m, flush=True))
     print(done["end"])
-    print(f"{len(done['measured'])} of {len(inner)} builds measured; report: {history.rewrite(s.folder)}")
+    print(f"{len(done['measured'])} of {len(inner)} builds measured")
     return 0

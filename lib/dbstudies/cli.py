@@ -235,11 +235,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from . import bisection, history
+    from . import bisection, history, series
     from .runner import parameters
     given = {"builds": args.builds, "order": args.order, "folder": args.from_dir}
-    if args.command == "bisect":
-        return bisection.main(args.name, args.profile, parameters(args.parameter), args.good, args.bad, **given)
+    if args.command == "bisect":  # its report is the series' (with the history's effects when it has them)
+        code = bisection.main(args.name, args.profile, parameters(args.parameter), args.good, args.bad, **given)
+        print(f"report: {history.rewrite(series.SERIES_DIR / args.name)}")
+        return code
     return history.main(args.name, args.reference, args.profile, parameters(args.parameter), **given,
                         scheduler=args.scheduler)
 
