@@ -87,7 +87,7 @@ def test_the_series_finds_its_step_and_writes_a_report_with_its_figure(tmp_path,
                            "path": [{"good": "b4", "mid": "b5", "bad": "b6", "side": "bad", "why": "b5 is like b6",
                                      "run": "/x/r"}], "end": "the change is between build b4 and build b5"}, fresh=True)
     page = history.report(s, {b: tmp_path for b in s.builds}).read_text()
-    assert "<b>the change is between build b4 and build b5</b> — 5 of 8 builds measured" in page
+    assert page.count("<b>Bisection: the change is between build b4 and build b5</b> — 5 of 8 builds measured") == 2
     assert "<td>b5 is like b6</td>" in page and "dbstudies bisect --name t" in page
 
 

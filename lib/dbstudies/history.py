@@ -34,6 +34,7 @@ from .series import (
     STUDY,
     Series,
     bisect_parts,
+    bisect_words,
     builds_of,
     check,
     command,
@@ -201,7 +202,7 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
     quiet = pd.DataFrame([{"between": f"{q['after']} → {q['before']}",
                            **{c: f"no change detectable above {v:.1f} %" for c, v in q["mde_pct"].items()}}
                           for q in found["quiet"]])
-    lines = change_words(found)
+    lines = change_words(found) + [x for x in [bisect_words(s.folder)] if x]
     parts = [f"<h1>History: {html.escape(s.name)}</h1>",
              f"<p>{len(builds)} builds against {html.escape(short(s.reference))} ({s.profile} profile; QPS, paired rounds; "
              "each cell: effect [95 % interval] (pairs)).</p>",

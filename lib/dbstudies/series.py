@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import scipy.stats as sps
 
 from . import checks, css, paths
@@ -253,14 +254,20 @@ def bisect_parts(folder: Path) -> list[str]:
     b = json.loads(path.read_text())
     rows = [{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"], "why": p["why"],
              "run": Path(p["run"]).name if p.get("run") else "–"} for p in b.get("path", [])]
-    table = "".join(f"<tr>{''.join(f'<td>{html.escape(str(v))}</td>' for v in r.values())}</tr>" for r in rows)
-    end = b.get("end") or f"not finished: {len(rows)} step{'s' if len(rows) != 1 else ''} so far"
-    return ["<h2>Bisection</h2>",
-            f"<p><b>{html.escape(end)}</b> — {len(b.get('measured') or [])} of {len(b.get('builds') or [])} builds "
-            "measured.</p>",
-            ("<table class='dbs-table'><tr>" + "".join(f"<th>{k}</th>" for k in rows[0]) + f"</tr>{table}</table>")
-            if rows else "",
+    return ["<h2>Bisection</h2>", f"<p>{md(bisect_words(folder))}</p>",
+            pd.DataFrame(rows).to_html(classes="dbs-table", index=False) if rows else "",
             "<pre style='white-space: pre-wrap'>" + html.escape(b.get("argv") or "") + "</pre>" if b.get("argv") else ""]
+
+
+def bisect_words(folder: Path) -> str | None:
+    """A bisection's end in one line, with how many builds it measured (None: no bisection)."""
+    path = Path(folder) / BISECT_FILE
+    if not path.exists():
+        return None
+    b = json.loads(path.read_text())
+    steps = len(b.get("path") or [])
+    end = b.get("end") or f"not finished: {steps} step{'s' if steps != 1 else ''} so far"
+    return f"**Bisection: {end}** — {len(b.get('measured') or [])} of {len(b.get('builds') or [])} builds measured."
 
 
 def command(kind: str, s: Series, *, folder: Path | None = None, order: str | Path | None = None, **flags: str) -> str:
@@ -272,6 +279,8 @@ def command(kind: str, s: Series, *, folder: Path | None = None, order: str | Pa
             *[x for k, v in s.parameters.items() for x in ("-p", k, quote(v if isinstance(v, str) else json.dumps(v)))]]
     if folder is not None:
         argv += ["--from-dir", quote(str(folder))] + (["--order", quote(str(order))] if order else [])
+    elif order is not None:
+        argv += ["--order", quote(str(order))]
     else:
         argv += ["--builds", *map(quote, s.builds)]
     return " ".join(argv)
