@@ -17,7 +17,7 @@ import os
 import shutil
 import tarfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 from . import errors, paths
 from .results import NotARun, Run, find_run
@@ -64,26 +64,7 @@ def pack_folder(top: Path, kind: str, out: Path | None = None) -> Path:
         raise ArchiveError(f"{top.name}: run {running[0]} is still running: pack it when it has ended")
     name = f"{kind}-{top.name}.{kind}.tar.gz"
     out = Path(out) / name if out and Path(out).is_dir() else Path(out) if out else PACKS / name
-    files = packed_files(top)
-    manifest = {"kind": kind, "folder": top.name,
-                "files": {str(f): {"bytes": (top / f).stat().st_size, "sha256": paths.sha256(top / f)} for f in files}}
-    part = out.with_name(out.name + ".part")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(part, mode="w:gz") as tar:
-            data = json.dumps(manifest, indent=1).encode()
-            info = tarfile.TarInfo(MANIFEST)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-            for rel in files:
-                tar.add(top / rel, arcname=f"{top.name}/{rel}", recursive=False)
-        part.replace(out)
-    except OSError as e:
-        raise ArchiveError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            part.unlink(missing_ok=True)
-    return out
+    return _save(out, lambda f: _tar(top, {"kind": kind, "folder": top.name}, f))
 
 
 def pack(run: Run, out: Path | None = None) -> Path:
@@ -93,11 +74,16 @@ def pack(run: Run, out: Path | None = None) -> Path:
     a place that cannot be written is one line (an ArchiveError), and nothing is left behind."""
     name = f"{run.metadata['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
     out = Path(out) / name if out and Path(out).is_dir() else Path(out) if out else PACKS / name
+    return _save(out, lambda f: _write(run, f))
+
+
+def _save(out: Path, write: Callable[[BinaryIO], None]) -> Path:
+    """`write` an archive into `out` through a part file: all of it, or nothing and one line."""
     part = out.with_name(out.name + ".part")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(part, "wb") as f:
-            _write(run, f)
+            write(f)
         part.replace(out)
     except OSError as e:
         raise ArchiveError(f"cannot write {out}: {e.strerror or e}") from None
@@ -117,17 +103,22 @@ def packed(run: Run) -> bytes:
 def _write(run: Run, f: BinaryIO) -> None:
     if run.status == "running":
         raise ArchiveError(f"run {run.path.name} is still running: pack it when it has ended")
-    files = packed_files(run)
-    manifest = {"study": run.metadata["study"], "run_id": run.path.name, "status": run.status,
-                "files": {str(f): {"bytes": (run.path / f).stat().st_size, "sha256": paths.sha256(run.path / f)}
-                          for f in files}}
+    _tar(run.path, {"study": run.metadata["study"], "run_id": run.path.name, "status": run.status}, f)
+
+
+def _tar(top: Path, head: dict, f: BinaryIO) -> None:
+    """`top`'s packed files under its name, after MANIFEST.json: `head` and every file's size
+    and SHA-256."""
+    files = packed_files(top)
+    manifest = {**head, "files": {str(r): {"bytes": (top / r).stat().st_size, "sha256": paths.sha256(top / r)}
+                                  for r in files}}
     with tarfile.open(fileobj=f, mode="w:gz") as tar:
         data = json.dumps(manifest, indent=1).encode()
         info = tarfile.TarInfo(MANIFEST)
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
         for rel in files:
-            tar.add(run.path / rel, arcname=f"{run.path.name}/{rel}", recursive=False)
+            tar.add(top / rel, arcname=f"{top.name}/{rel}", recursive=False)
 
 
 def _open(archive: Path | bytes) -> tarfile.TarFile:
