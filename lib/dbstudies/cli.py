@@ -63,7 +63,7 @@ def _series_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
                  help="a file naming the builds (or --from-dir's subfolders) in order, one a line; with --from-dir "
                       "also `version` (the version each binary prints, then name; the default) or `name`"),
             _arg("--profile", default="quick", choices=("smoke", "quick", "full"),
-                 help="smoke (seconds), quick (QPS MDE 4 %% per build, 7–13 min each), full (two cells at 3 %%, ≤ 1 h each)"),
+                 help="smoke (seconds), quick (48 pairs, then to a QPS MDE of 4 %%: 6–15 min a build), full (two cells, 3 %%, ≤ 1 h a build)"),
             _parameter("a versions-study parameter for every run of the series, e.g. -p threads '[64]'")]
 
 
