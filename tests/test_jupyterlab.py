@@ -239,8 +239,10 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         wait_for(lambda: finished(page) and "re-analysis variant" not in outputs(page), 300, "the re-read to end")
         assert "re-analysing it (nothing is measured)" in outputs(page) and not errors(page), errors(page)
 
-        # an interrupt mid-measurement: one line, the run marked interrupted, its steps kept
-        run_all_with(page, "threads = [2]")
+        # an interrupt mid-measurement: one line, the run marked interrupted, its steps kept. Steps
+        # of a minute, so that the interrupt lands while they are measured however slow the page is
+        # (with 2-s steps a loaded host once let a run end first: the next Run All re-analysed it)
+        run_all_with(page, "threads = [2]\nduration = 60")
         wait_for(measuring_now, 300, "a step under way")
         page.get_by_role("menuitem", name="Kernel", exact=True).click()
         page.locator("li[data-command='kernelmenu:interrupt']").click()
