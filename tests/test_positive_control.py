@@ -46,7 +46,7 @@ def test_the_paused_twin_is_an_arm_after_the_baseline_and_not_the_aa_twin():
 def test_the_pauser_stops_and_lets_go_of_a_real_process():
     child = subprocess.Popen(["sleep", "60"])
     try:
-        pauser = pauses.Pauser(child.pid, pauses.Pause(300, 0.6))  # first pause 0.3 s in
+        pauser = pauses.Pauser(child.pid, pauses.Pause(300, 0.6), 10)  # first pause 0.3 s in
         pauser.start(time.monotonic(), 0)
         wait_for(lambda: state(child.pid) == "T", 10, "the process stopped")
         wait_for(lambda: state(child.pid) != "T", 10, "the process let go")
@@ -63,12 +63,32 @@ def test_the_pauser_stops_and_lets_go_of_a_real_process():
 def test_a_pauser_stopped_mid_pause_lets_the_process_go():
     child = subprocess.Popen(["sleep", "60"])
     try:
-        pauser = pauses.Pauser(child.pid, pauses.Pause(60_000, 61))  # a minute-long pause at 30.5 s
+        pauser = pauses.Pauser(child.pid, pauses.Pause(60_000, 61), 120)  # a minute-long pause at 30.5 s
         pauser.start(time.monotonic() - 30.5, 0)
         wait_for(lambda: state(child.pid) == "T", 10, "the process stopped")
         pauser.stop()
         assert state(child.pid) != "T"
         assert len(pauser.pauses) == 1 and pauser.pauses[0]["paused_ms"] < 60_000
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_step_that_overruns_is_dosed_as_the_model_says():
+    """The dose is fixed by the step's nominal duration, not by how long sysbench overran: no
+    pause begins that could not end inside it, and none is cut short when the step ends late."""
+    pause = pauses.Pause(150, 0.5)
+    assert pause.starts(1.0) == [0.25, 0.75] and pause.starts(0.39) == [] and pause.starts(0.4) == [0.25]
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        pauser = pauses.Pauser(child.pid, pause, 1.0)
+        pauser.start(time.monotonic(), 0)
+        wait_for(lambda: pauser.finished, 20, "the step's dose given")  # the step overruns: no stop yet
+        assert state(child.pid) != "T"
+        pauser.stop()
+        assert len(pauser.pauses) == len(pause.starts(1.0))
+        assert all(x["paused_ms"] >= 150 for x in pauser.pauses)
+        assert all(x["at_s"] >= at for x, at in zip(pauser.pauses, pause.starts(1.0)))
     finally:
         child.kill()
         child.wait()
@@ -158,7 +178,12 @@ def test_the_smoke_thread_pool_run_pauses_its_control_and_reports_it(smoke_run):
     stops = run.table("pauses")
     # the control's measured steps (and attempts discarded on a busy host), not its warm-ups
     assert set(stops["step"]) == set(mine.loc[mine["phase"].isin(["measure", "busy"]), "step"])
-    assert (stops["paused_ms"] >= 200).all()
+    # each dosed as the model says, however long its step ran: every pause whole, none past the step
+    p = run.params(load("thread_pool"))
+    pause = pauses.parse(p.positive_control)
+    dose = len(pause.starts(p.duration))
+    assert (stops.groupby("step").size() == dose).all() and dose > 0
+    assert (stops["paused_ms"] >= pause.pause_ms).all()
     hist = run.table("histograms")
     slow = hist[hist["value_ms"] >= 200].groupby("step")["count"].sum()
     # a pause delays every transaction in flight when it begins (the first may come while

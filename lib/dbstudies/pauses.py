@@ -37,6 +37,20 @@ class Pause:
         """
         return self.pause_ms / (1000 * self.every_s)
 
+    def starts(self, duration_s: float) -> list[float]:
+        """The model's dose for a step of nominal `duration_s` seconds: when each pause begins
+        (seconds after sysbench started), every one that can end inside the step. A step that
+        overruns its nominal duration gets no more, and none is cut short by the step's end.
+
+        >>> Pause(200, 1).starts(2), Pause(20, 2).starts(10), Pause(600, 1).starts(0.5)
+        ([0.5, 1.5], [1.0, 3.0, 5.0, 7.0, 9.0], [])
+        """
+        out, k = [], 0
+        while self.every_s * (k + 0.5) + self.pause_ms / 1000 <= duration_s + 1e-9:
+            out.append(self.every_s * (k + 0.5))
+            k += 1
+        return out
+
     def text(self) -> str:
         """The pause in words.
 
@@ -97,12 +111,14 @@ class PositiveControl:
 
 
 class Pauser:
-    """Pauses process `pid` while a sysbench run lasts (an observer: `start`, `stop`):
-    `pause.pause_ms` every `pause.every_s` seconds, the first `every_s` / 2 after sysbench
-    started. `pauses`: [{"at_s", "paused_ms"}] as measured. The process is always let go."""
+    """Pauses process `pid` during a sysbench run of nominal `duration_s` seconds (an observer:
+    `start`, `stop`): at `pause.starts(duration_s)` after sysbench started, `pause.pause_ms`
+    each, so a step that overruns is dosed as the model says. `pauses`: [{"at_s",
+    "paused_ms"}] as measured. The process is always let go (a `stop` cuts a pause short only
+    when sysbench ended before its nominal time)."""
 
-    def __init__(self, pid: int, pause: Pause):
-        self.pid, self.pause = pid, pause
+    def __init__(self, pid: int, pause: Pause, duration_s: float):
+        self.pid, self.pause, self.duration_s = pid, pause, duration_s
         self.pauses: list[dict[str, float]] = []
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -111,16 +127,19 @@ class Pauser:
         self._thread = threading.Thread(target=self._run, args=(t0,), name="pauser", daemon=True)
         self._thread.start()
 
+    @property
+    def finished(self) -> bool:
+        """Every pause of the step's dose given (or the pauser stopped)."""
+        return self._thread is not None and not self._thread.is_alive()
+
     def stop(self) -> None:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
 
     def _run(self, t0: float) -> None:
-        k = 0
-        while True:
-            due = t0 + self.pause.every_s * (k + 0.5)
-            if self._done.wait(max(0.0, due - time.monotonic())):
+        for at in self.pause.starts(self.duration_s):
+            if self._done.wait(max(0.0, t0 + at - time.monotonic())):
                 return
             began = time.monotonic()
             try:
@@ -133,4 +152,3 @@ class Pauser:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.pid, signal.SIGCONT)
             self.pauses.append({"at_s": began - t0, "paused_ms": (time.monotonic() - began) * 1000})
-            k += 1

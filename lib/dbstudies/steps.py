@@ -176,7 +176,7 @@ class Attempt:
         return _busy(self.sampler.host_load())
 
 
-def _watchers(ctx: Context, cell: dict[str, Any], measured: bool) -> tuple[Any, Any, Any]:
+def _watchers(ctx: Context, cell: dict[str, Any], measured: bool, duration: int) -> tuple[Any, Any, Any]:
     """What watches a step besides the sampler: a profiled cell's `perf` recorder (and the
     server's wait totals before it), a measured step of the positive control's arm its pauser."""
     recorder = waited = None
@@ -185,7 +185,7 @@ def _watchers(ctx: Context, cell: dict[str, Any], measured: bool) -> tuple[Any, 
         if ctx.server.pid is not None:
             recorder = profiler.Recorder(ctx.server.pid, ctx.run.folder(PROFILE_DIR) / f"step-{cell['step']}.folded")
     pause = ctx.arm.pause if measured and ctx.arm is not None else None
-    pauser = pauses.Pauser(ctx.server.pid, pause) if pause is not None and ctx.server.pid else None
+    pauser = pauses.Pauser(ctx.server.pid, pause, duration) if pause is not None and ctx.server.pid else None
     return recorder, waited, pauser
 
 
@@ -205,7 +205,7 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             ctx.progress(f"{second} of {duration} s")
 
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
-    recorder, waited, pauser = _watchers(ctx, cell, measured)
+    recorder, waited, pauser = _watchers(ctx, cell, measured, duration)
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])),
                           siblings=ctx.siblings())

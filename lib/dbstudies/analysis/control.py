@@ -83,7 +83,7 @@ def exposure(run: Run, steps: pd.DataFrame, arms: list[Arm]) -> pd.DataFrame:
         per = run.table(PAUSES).groupby("step").agg(pauses=("at_s", "size"), paused_ms=("paused_ms", "sum"))
         mine = mine.merge(per.reset_index(), on="step", how="left").fillna({"pauses": 0, "paused_ms": 0.0})
     else:  # not recorded: what the parameter asked for
-        n = np.floor(mine["seconds"] / arm.pause.every_s + 0.5)
+        n = mine["seconds"].round().map(lambda d: len(arm.pause.starts(d)))
         mine = mine.assign(pauses=n, paused_ms=n * arm.pause.pause_ms)
     mine = mine.assign(paused_pct=mine["paused_ms"] / (mine["seconds"] * 1000) * 100)
     got = mine.groupby(BY).agg(paused_pct=("paused_pct", "median"), pauses=("pauses", "median"))
