@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import trees
 
-from dbstudies import archive, bisection, cli, history, paths, series, sweep
+from dbstudies import archive, bisection, cli, cluster, history, paths, series, sweep
 from dbstudies.errors import ParamError
 from dbstudies.plots import axes
 
@@ -102,23 +102,23 @@ def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes
     (tmp_path / "r1" / "metadata.json").write_text("{}")
     asked = []
 
-    def run_on(self, scheduler):
-        asked.append((scheduler, [j.key for j in self.jobs]))
+    def run_on(self, way):
+        asked.append((way.address, [j.key for j in self.jobs]))
         self.records += [{"key": keys["b1"], "status": "complete", "run_dir": str(tmp_path / "r1")},
                          {"key": keys["b2"], "status": "abandoned", "run_dir": None, "kept_at": "host2:/runs/x",
                           "error": "KilledWorker"}]
     monkeypatch.setattr(sweep.Sweep, "run_on", run_on)
     monkeypatch.setattr(history, "effects_of", lambda run, base, cand: pd.DataFrame())
     with pytest.raises(RuntimeError) as e:
-        history.measure(s, say=lambda m: None, scheduler="tcp://h:8786")
-    assert asked == [("tcp://h:8786", [keys["b1"], keys["b2"], keys["b3"]])]
+        history.measure(s, say=lambda m: None, scheduler=cluster.Access("tls://h:8786", None))
+    assert asked == [("tls://h:8786", [keys["b1"], keys["b2"], keys["b3"]])]
     assert str(e.value) == ("b2: its run ended abandoned: KilledWorker (host2:/runs/x); "
                             "b3: its run ended not run (no run directory)")
     assert json.loads((tmp_path / "t" / "series.json").read_text())["runs"] == {"b1": str(tmp_path / "r1")}
     monkeypatch.setattr(sweep, "completed", lambda runs_dir, study: {keys["b1"]: tmp_path / "r1"})
     with pytest.raises(RuntimeError):
-        history.measure(s, say=lambda m: None, scheduler="tcp://h:8786")
-    assert asked[1] == ("tcp://h:8786", [keys["b2"], keys["b3"]])  # b1 is not measured again
+        history.measure(s, say=lambda m: None, scheduler=cluster.Access("tls://h:8786", None))
+    assert asked[1] == ("tls://h:8786", [keys["b2"], keys["b3"]])  # b1 is not measured again
 
 
 def _effect(steps: pd.DataFrame, build: str) -> dict:

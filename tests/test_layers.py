@@ -33,7 +33,7 @@ LAYERS = [
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["shown", "described", "render", "replicated", "report"]),
     ("runner", ["runner"]),
-    ("tools", ["planner", "sweep", "series", "history", "bisection", "lab", "sharing", "generated"]),
+    ("tools", ["planner", "cluster", "sweep", "series", "history", "bisection", "lab", "sharing", "generated"]),
     ("command line", ["cli", "__main__"]),
 ]
 

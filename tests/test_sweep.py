@@ -1,5 +1,6 @@
 """Sweeps: grids expanded and validated before anything starts, runs here one after another
-and on a Dask LocalCluster of two benchmark workers (each its own directory, bench=1), run
+and on a cluster of `dbstudies scheduler` and two `dbstudies worker`s over mutual TLS (each its
+own directory, bench=1; strangers refused), run
 directories shipped back, a resumed sweep skipping what completed, a worker killed mid-run
 (its run abandoned where it was measured, the other completing, no server left), the index."""
 import io
@@ -139,33 +140,117 @@ def test_a_sweep_here_runs_each_job_ctrl_c_stops_it_and_a_second_sweep_skips_wha
             "sweep second: every run side by side</a>") in report
 
 
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def background() -> None:  # what bash does to `cmd &` in a script
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.fixture
 def cluster(tmp_path):
-    """Two benchmark workers, each a process with its own directory and one `bench`."""
-    import dask
-    from distributed import Client, LocalCluster
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"bench": 1},
-                          dashboard_address=None, local_directory=tmp_path / "workers") as c, \
-                Client(c) as client:
-            yield c, client
+    """The documented commands on the loopback: `dbstudies scheduler` (mutual TLS, its
+    certificates made in tmp_path/tls) and two `dbstudies worker`s, each its own directory and
+    one `bench`; all three started with SIGINT ignored, as a background job of a shell script is,
+    and each ended by SIGINT (a state, not a time). Yields (access, client)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from distributed import Client
+
+    from dbstudies import cluster as C
+    port, tls = free_port(), tmp_path / "tls"
+    cmd = [sys.executable, "-m", "dbstudies"]
+    log = open(tmp_path / "cluster.log", "w")
+    procs = [subprocess.Popen([*cmd, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--tls-dir", str(tls)],
+                              cwd=REPO, preexec_fn=background, stdout=log, stderr=subprocess.STDOUT)]
+    try:
+        wait_for(lambda: (tls / C.MEMBER).exists() or procs[0].poll() is not None, 60, "the certificates")
+        way = C.access(f"tls://127.0.0.1:{port}", tls_dir=tls)
+        for name in ("w1", "w2"):
+            procs.append(subprocess.Popen([*cmd, "worker", way.address, "--tls-dir", str(tls), "--name", name,
+                                           "--local-directory", str(tmp_path / name)], cwd=REPO,
+                                          preexec_fn=background, stdout=log, stderr=subprocess.STDOUT))
+        with Client(way.address, timeout=60, security=way.security()) as client:
+            client.wait_for_workers(2, timeout=120)
+            yield way, client
+        for p in reversed(procs):  # workers, then scheduler: each ends on SIGINT
+            p.send_signal(signal.SIGINT)
+            p.wait(60)  # TimeoutExpired fails the test: SIGINT did not end it
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        log.close()
+
+
+def test_a_cluster_admits_only_members_of_its_authority(cluster, tmp_path):
+    """What `dbstudies scheduler` made: the folder and every file its own (0700/0600); its
+    workers one task slot and bench=1 each, the scheduler never retrying a run a dead worker
+    abandoned; a client without a certificate, with another authority's, or over plain TCP is
+    refused; plain TCP is refused off the loopback and without --insecure."""
+    import socket
+    import ssl
+    import stat
+
+    from distributed import Client
+
+    from dbstudies import cluster as C
+    way, client = cluster
+    assert stat.S_IMODE(way.tls_dir.stat().st_mode) == 0o700
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in way.tls_dir.iterdir()} == \
+        {C.CA: 0o600, C.CA_KEY: 0o600, C.MEMBER: 0o600}
+    workers = client.scheduler_info()["workers"]
+    assert [(w["resources"], w["nthreads"]) for w in workers.values()] == [({"bench": 1}, 1)] * 2
+    assert all(a.startswith("tls://") for a in workers)
+    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
+    assert client.submit(lambda: 6 * 7, resources={"bench": 1}).result(timeout=60) == 42  # a member runs a task
+    host, port = "127.0.0.1", int(way.address.rsplit(":", 1)[1])
+    # a TLS client that shows no certificate: the scheduler ends the handshake
+    bare = ssl.create_default_context(cafile=str(way.tls_dir / C.CA))
+    bare.check_hostname = False
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        with socket.create_connection((host, port), timeout=10) as raw, bare.wrap_socket(raw) as tls:
+            tls.sendall(b"x")
+            assert tls.recv(1) == b""  # TLS 1.3 sends the refusal after the handshake
+            raise ConnectionError("closed by the scheduler")
+    # another authority's member certificate, and plain TCP
+    stranger = C.Access(way.address, C.ensure(tmp_path / "stranger"))
+    for address, security in ((way.address, stranger.security()), (f"tcp://{host}:{port}", None)):
+        with pytest.raises(OSError):
+            Client(address, timeout=5, security=security)
+    with pytest.raises(ParamError, match="plain TCP"):
+        C.access(f"tcp://{host}:{port}")
+    with pytest.raises(ParamError, match="only the loopback"):
+        C.access(f"tcp://10.0.0.1:{port}", insecure=True)
+    with pytest.raises(ParamError, match="no ca.pem or member.pem"):
+        C.access(way.address, tls_dir=tmp_path / "nothing")
+    # made once: a second scheduler start keeps the authority
+    before = (way.tls_dir / C.CA).read_bytes()
+    assert C.ensure(way.tls_dir) == way.tls_dir and (way.tls_dir / C.CA).read_bytes() == before
 
 
 @pytest.mark.server
 def test_a_sweep_on_two_dask_workers_abandons_a_killed_workers_run_and_ships_the_other_back(cluster, tmp_path):
-    """Two runs, one per worker at once (bench=1 each): the worker of the first is killed
-    mid-run — that run is abandoned where it was measured, its servers gone —, the other
-    completes on the other worker and comes back to this machine with its report."""
+    """Two runs, one per worker at once (bench=1 each), over the cluster's TLS: the worker of
+    the first is killed mid-run — that run is abandoned where it was measured, its servers
+    gone —, the other completes on the other worker and comes back to this machine with its report."""
     import threading
 
     from distributed import Variable
-    c, client = cluster
+    way, client = cluster
     dirs = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker)))
     assert len(set(dirs.values())) == 2  # each worker its own directory
     pids = client.run(os.getpid)
     jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [3, 4]}})
     s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
-    t = threading.Thread(target=s.run_on, args=(c.scheduler_address,))
+    t = threading.Thread(target=s.run_on, args=(way,))
     t.start()
     victim = Variable(sweep.WHERE_VARIABLE.format(key=jobs[0].key), client=client)
     where = victim.get(timeout=120).split(":", 1)[1]
@@ -191,45 +276,6 @@ def test_a_sweep_on_two_dask_workers_abandons_a_killed_workers_run_and_ships_the
     assert "1 abandoned" in s.summary() and "1 complete" in s.summary()
     page = s.index().read_text()
     assert page.count("report.html") == 1 and "1 complete" in page and "1 abandoned" in page
-
-
-def test_dbstudies_scheduler_and_worker_make_a_benchmark_host(tmp_path):
-    """The documented commands: a scheduler that never retries a run a dead worker
-    abandoned, and a worker with one task slot and the resource bench=1; both started with
-    SIGINT ignored, as a background job of a shell script is, and both ended by SIGINT."""
-    import socket
-    import subprocess
-    import sys
-
-    from conftest import REPO
-    from distributed import Client
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "dbstudies"]
-    def background() -> None:  # what bash does to `cmd &` in a script
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    procs = [subprocess.Popen([*cmd, "scheduler", "--port", str(port)], cwd=REPO, preexec_fn=background,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        procs.append(subprocess.Popen([*cmd, "worker", f"tcp://127.0.0.1:{port}", "--local-directory",
-                                       str(tmp_path / "w")], cwd=REPO, preexec_fn=background,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        with Client(f"tcp://127.0.0.1:{port}", timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-            (info,) = client.scheduler_info()["workers"].values()
-            assert info["resources"] == {"bench": 1} and info["nthreads"] == 1
-            assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
-            (runs_dir,) = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker))).values()
-            assert runs_dir.startswith(str(tmp_path / "w"))
-        for p in reversed(procs):  # worker, then scheduler: each ends on SIGINT (a state, not a time)
-            p.send_signal(signal.SIGINT)
-            p.wait(60)  # TimeoutExpired fails the test: SIGINT did not end it
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
 
 
 def test_a_latency_sweep_shows_each_offered_level_side_by_side(tmp_path):

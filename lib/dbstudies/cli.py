@@ -14,9 +14,9 @@ papermill into a new run directory, render its report.
     dbstudies servers [provision mysql-9.7]
     dbstudies servers add mine ~/build/mariadb [--runtime mariadb-11.8]
     dbstudies report data/runs/thread_pool/<run-id>
-    dbstudies sweep thread_pool --grid grid.yaml [--scheduler tcp://HOST:8786]
-    dbstudies scheduler                # on one machine: the Dask scheduler of a sweep
-    dbstudies worker tcp://HOST:8786   # on each benchmark host
+    dbstudies sweep thread_pool --grid grid.yaml [--scheduler tls://HOST:8786]
+    dbstudies scheduler                # on one machine: the Dask scheduler of a sweep (mutual TLS)
+    dbstudies worker tls://HOST:8786   # on each benchmark host (data/tls/ copied from the scheduler's)
 """
 from __future__ import annotations
 
@@ -49,6 +49,14 @@ def _runs_dir(help: str = "where run directories are (default: data/runs)") -> t
 
 def _parameter(help: str = "as for `run`") -> tuple[tuple[str, ...], dict[str, Any]]:
     return _arg("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=help)
+
+
+def _cluster_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """How a scheduler, worker or client of a sweep's cluster proves it belongs (`cluster`)."""
+    return [_arg("--tls-dir", type=Path, default=None, metavar="DIR",
+                 help="the cluster's certificates (default: data/tls; `dbstudies scheduler` makes them)"),
+            _arg("--insecure", action="store_true",
+                 help="plain tcp:// without encryption or authentication: the loopback only (tests, one machine)")]
 
 
 def _series_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
@@ -146,7 +154,7 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
         _arg("--reference", required=True, help="the build every build is measured against (a flavour, or with --from-dir one of its subfolders)"),
         _arg("--scheduler", default=None, metavar="ADDRESS",
              help="measure the builds as one Dask sweep on the benchmark hosts of this scheduler (`dbstudies worker`; "
-                  "the builds' flavour files and directories at the same paths there)")]),
+                  "the builds' flavour files and directories at the same paths there)"), *_cluster_args()]),
     "bisect": ("find where between a good and a bad build the numbers changed: measure the midpoint "
                "against both ends until the precision says which side it is on, then go on in that half", [
         *_series_args(),
@@ -157,16 +165,22 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
         _study(),
         _arg("--grid", type=Path, required=True,
              help="YAML: profile, parameters (every run), grid (lists of values)"),
-        _arg("--scheduler", default=None,
-             help="a Dask scheduler (tcp://HOST:8786) whose workers are benchmark hosts"),
+        _arg("--scheduler", default=None, metavar="ADDRESS",
+             help="a Dask scheduler (tls://HOST:8786) whose workers are benchmark hosts"), *_cluster_args(),
         _runs_dir("where finished run directories land (default: data/runs)"),
         _arg("--sweeps-dir", type=Path, default=paths.DATA_DIR / "sweeps",
              help="where the sweep's records and index page go (default: data/sweeps)")]),
-    "scheduler": ("start a Dask scheduler for sweeps (a failed run is never retried on another worker)", [
-        _arg("--port", type=int, default=8786)]),
+    "scheduler": ("start a Dask scheduler for sweeps, open only to members with the cluster's certificate "
+                  "(made once under data/tls); a failed run is never retried on another worker", [
+        _arg("--port", type=int, default=8786),
+        _arg("--host", default="", help="the address to listen on (default: every interface; with --insecure 127.0.0.1)"),
+        _arg("--dashboard", default=None, metavar="HOST:PORT",
+             help="where Dask's dashboard listens, when bokeh is installed (default: 127.0.0.1:8787; it has no authentication)"),
+        *_cluster_args()]),
     "worker": ("make this machine a benchmark host of a sweep's scheduler: one run at a time "
                "(resource bench=1)", [
-        _arg("scheduler", help="tcp://HOST:8786"),
+        _arg("scheduler", help="tls://HOST:8786 (what `dbstudies scheduler` printed)"), *_cluster_args(),
+        _arg("--name", default=None, help="the worker's name, unique in the cluster (default: this host's name)"),
         _arg("--local-directory", type=Path, default=paths.DATA_DIR / "worker",
              help="the worker's own directory; its runs stay under runs/ there")]),
     "lab": ("JupyterLab on notebooks/: what you save of a study notebook goes to a working copy under "
@@ -235,7 +249,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from . import bisection, history, series
+    from . import bisection, cluster, history, series
     from .runner import parameters
     given = {"builds": args.builds, "order": args.order, "folder": args.from_dir}
     if args.command == "bisect":  # its report is the series' (with the history's effects when it has them)
@@ -243,7 +257,8 @@ def _history(args: argparse.Namespace) -> int:
         print(f"report: {history.rewrite(series.SERIES_DIR / args.name)}")
         return code
     return history.main(args.name, args.reference, args.profile, parameters(args.parameter), **given,
-                        scheduler=args.scheduler)
+                        scheduler=args.scheduler and cluster.access(args.scheduler, tls_dir=args.tls_dir,
+                                                                    insecure=args.insecure))
 
 
 def _sharing(args: argparse.Namespace) -> int:
@@ -424,24 +439,22 @@ def _list_servers() -> int:
 def _sweep_commands(args: argparse.Namespace) -> int:
     import signal
 
-    from . import proc, sweep
+    from . import cluster, sweep
     # Ctrl-C (SIGINT) ends each of these even when it was started with SIGINT ignored, as a
     # background job of a non-interactive shell is (bash does that): `kill -INT` must work
     # (a scheduler and a worker started so outlived SIGINT: the suite waited 2 × 30 s on them)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.command == "scheduler":
-        return proc.call(sweep.scheduler_argv(args.port),
-                         env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"})
+        return cluster.serve(args.port, args.host, args.dashboard, tls_dir=args.tls_dir, insecure=args.insecure)
+    way = cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure) if args.scheduler else None
     if args.command == "worker":
-        args.local_directory.mkdir(parents=True, exist_ok=True)
-        return proc.call(sweep.worker_argv(args.scheduler, args.local_directory.resolve()),
-                         cwd=paths.REPO)
+        return cluster.join(way, args.local_directory, args.name)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))
     s = sweep.Sweep(contract.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                     say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0
     try:
-        s.run_on(args.scheduler) if args.scheduler else s.run_here()
+        s.run_on(way) if way else s.run_here()
     except KeyboardInterrupt:
         code = 130
     print(s.summary())

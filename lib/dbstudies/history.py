@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import results, stats, sweep
+from . import cluster, results, stats, sweep
 from .series import (
     BY,
     SERIES_FILE,
@@ -51,7 +51,8 @@ from .stats import changepoints
 
 
 def measure(s: Series, say: Callable[[str], None] = print,
-            run_job: Callable[[sweep.Job, Path], dict] | None = None, scheduler: str | None = None) -> dict[str, Path]:
+            run_job: Callable[[sweep.Job, Path], dict] | None = None,
+            scheduler: cluster.Access | None = None) -> dict[str, Path]:
     """Measure every build of `s` not yet measured (a completed run of its job under the
     series' runs folder): here one after another, or with `scheduler` as one Dask sweep over
     its benchmark hosts (`sweep.Sweep.run_on`: each build's run on one host, back here
@@ -233,7 +234,7 @@ def rewrite(folder: Path) -> Path:
 
 def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any], *,
          builds: Sequence[str] | None = None, order: str | Path | None = None, folder: Path | None = None,
-         scheduler: str | None = None) -> int:
+         scheduler: cluster.Access | None = None) -> int:
     """`dbstudies history`: the builds in order (`series.builds_of`; a folder's subfolder may be
     the reference), everything checked, then measure, find the change points, write the report."""
     with builds_of(name, folder, order, builds, also=[reference]) as given:

@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from . import archive, checks, paths, proc, results
+from . import archive, checks, cluster, paths, proc, results
 from .errors import ParamError
 from .results import Run
 from .study import is_folder, load
@@ -264,18 +264,19 @@ class Sweep:
                 self.say("sweep: interrupted; the runs after this one were not started")
                 raise KeyboardInterrupt
 
-    def run_on(self, scheduler: str, *, timeout: float = 30) -> None:
-        """Every job as a Dask task (resource bench=1) on the scheduler's workers; finished
-        run directories come back into `runs_dir`. Ctrl-C cancels the pending tasks and
-        interrupts the running ones (their runs end interrupted, servers stopped)."""
+    def run_on(self, way: cluster.Access, *, timeout: float = 30) -> None:
+        """Every job as a Dask task (resource bench=1) on the workers of the scheduler `way`
+        reaches (mutual TLS: `cluster`); finished run directories come back into `runs_dir`.
+        Ctrl-C cancels the pending tasks and interrupts the running ones (their runs end
+        interrupted, servers stopped)."""
         from distributed import Client, Event, Variable, as_completed
-        with Client(scheduler, timeout=timeout) as client:
+        with Client(way.address, timeout=timeout, security=way.security()) as client:
             stop = Event(STOP_EVENT.format(sweep=self.id), client=client)
             futures = {}
             for job in self.todo():
                 futures[client.submit(remote_task, job, self.id, key=f"dbstudies-{self.id}-{job.key}",
                                       resources={"bench": 1}, pure=False, retries=0)] = job
-            self.say(f"sweep {self.id}: {len(futures)} runs on {scheduler}")
+            self.say(f"sweep {self.id}: {len(futures)} runs on {way.address}")
             try:
                 for future in as_completed(futures):
                     job = futures[future]
@@ -411,17 +412,3 @@ class Sweep:
         return ("<h2>The runs side by side</h2><p>Per run of the sweep (its swept values), arm, "
                 "workload and client threads: the medians over the run's measured steps. Each "
                 "run's own report holds its verdicts.</p>" + "".join(shown) + body)
-
-
-def worker_argv(scheduler: str, local_directory: Path, nthreads: int = 1) -> list[str]:
-    """`dask worker` as a benchmark host: one process, one task slot, resource bench=1, no
-    automatic restarts of tasks elsewhere (the scheduler's allowed-failures is its own)."""
-    return [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--nworkers", "1",
-            "--nthreads", str(nthreads), "--resources", "bench=1", "--local-directory",
-            str(local_directory), "--name", platform.node()]
-
-
-def scheduler_argv(port: int) -> list[str]:
-    """`dask scheduler` on `port` (run it with allowed-failures 0: a run a dead worker
-    abandoned is reported, not run again elsewhere)."""
-    return [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", str(port)]
