@@ -69,6 +69,28 @@ def test_progress_says_the_step_steps_done_elapsed_and_remaining():
     assert '<span class=\\"dbs-left\\">3 min 20 s</span> left' in ticking and "setInterval" in ticking
 
 
+def test_the_terminal_bar_never_shows_a_smaller_fraction_when_rounds_are_added():
+    """`make study`'s bar over what a run with a target writes: its first rounds (a fixed
+    total), then the target loop adding rounds as it goes (81 % read 79 %, then 78 %, before)."""
+    import io
+
+    from dbstudies.runner import ProgressBar
+    written = [(0, 48), (20, 48), (40, 48), (48, 48), (48, 56), (50, 56), (52, 60), (56, 60), (60, 66), (66, 66)]
+    out = io.StringIO()
+    bar = ProgressBar("thread_pool", out, mininterval=0)
+    for done, total in written:
+        bar.show({"done": done, "total": total, "now": f"r{done // 4} pool · to the target: 3 cells short"})
+    bar.close()
+    shown = [int(x) for x in re.findall(r"(\d+)%\|", out.getvalue())]
+    assert shown and shown == sorted(shown) and shown[-1] == 100  # the plan's rounds, as a fraction
+    assert "66step" in out.getvalue().replace(" ", "") and "to the target: 3 cells short" in out.getvalue()
+    # the notebook panel's line: the same rule (no "of N" once the total grew)
+    t = live.Tally()
+    said = [live.progress_text(d, t.shown(d, n), "", 60, None) for d, n in written]
+    assert said[2].startswith("Measuring step 41 of 48") and said[4] == "Measuring step 49 · 1 min elapsed"
+    assert all(" of " not in line for line in said[4:])
+
+
 def test_time_left_leans_on_the_plan_early_and_on_the_pace_later():
     # a slow first step (servers starting) moves the estimate less than the raw pace would
     raw, steadied = live.time_left(1, 64, 30, None), live.time_left(1, 64, 30, 5.0)

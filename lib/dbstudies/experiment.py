@@ -323,8 +323,9 @@ class _Loop:
         per_round = int((steps["repeat"] == steps["repeat"].iloc[0]).sum())
         total = before + (len(steps) if self.deadline is None or self.p.target else per_round * rounds_in(
             self.study, self.p, self.deadline - time.monotonic()))
-        bar = tqdm(total=total - before, disable=not progress, unit="step", mininterval=2,
-                   desc=study_name(self.study) + (" (follow-up)" if before else ""))
+        grows = self.deadline is not None and not self.p.target  # rounds until the time is up
+        bar = tqdm(total=None if grows else total - before, disable=not progress, unit="step", mininterval=2,
+                   desc=study_name(self.study) + (" (follow-up)" if before else ""))  # a fraction never falls
         self.run.set_progress(before, total, "starting the servers")
         keys, served, contexts = self.servers(steps, arms)
         done, durations = before, []
@@ -338,9 +339,8 @@ class _Loop:
                     done = self.pair({a: contexts[k] for a, k in keys.items()}, arms,
                                      pair.to_dict("records"), int(repeat), done, total, bar)
                 durations.append(time.monotonic() - t0)
-                if self.deadline is not None:
+                if grows:
                     total = max(total, done + per_round)
-                    bar.total = total - before
             if not before:
                 self.run.update(rounds_done=len(durations))
             self.done = done
@@ -384,7 +384,7 @@ class _Loop:
         plan_cells, history = orders_so_far(first)
         repeat, numbers = int(first["repeat"].max()), {"pair": int(first["pair"].max()), "step": int(first["step"].max())}
         keys, served, contexts = self.servers(first, arms)
-        bar = tqdm(total=0, disable=not progress, unit="step", mininterval=2,
+        bar = tqdm(total=None, disable=not progress, unit="step", mininterval=2,  # its total grows: no fraction
                    desc=study_name(self.study) + " (to the target)")
         done, record, measured = self.done, {"target": dict(p.target), "first_rounds": repeat}, []
         try:
@@ -396,7 +396,6 @@ class _Loop:
                 rows = pairs_of(todo, history, rng, repeat, after=numbers)
                 numbers, measured = {k: rows[-1][k] for k in numbers}, measured + rows
                 total = done + len(rows) + max(more - len(todo), 0) * len(arms)
-                bar.total = total - self.done
                 self.restart_due(repeat, served, contexts, done, total)
                 for pair in pd.DataFrame(rows).groupby("pair", sort=False):
                     done = self.pair({a: contexts[k] for a, k in keys.items()}, arms,

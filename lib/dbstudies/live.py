@@ -95,8 +95,32 @@ def time_left(done: int, total: int, elapsed: float, per_step: float | None) -> 
     return pace * (total - done)
 
 
-def progress_text(done: int, total: int, now: str, elapsed: float, left: float | None) -> str:
-    """One line: the current step, steps done of planned, elapsed and remaining time.
+class Tally:
+    """Steps done of a total that may grow (the target loop adds rounds as it goes): the
+    fraction shown never falls. `shown(done, total)` is the total to show, or None once a grown
+    total would have lowered the fraction — from then on the count and what the loop says, no
+    fraction (every view of a run's progress goes through one).
+
+    >>> t = Tally()
+    >>> [t.shown(d, n) for d, n in ((0, 10), (5, 10), (8, 12), (10, 10), (10, 14), (12, 12))]
+    [10, 10, 12, 10, None, None]
+    """
+
+    def __init__(self) -> None:
+        self.fraction, self.open = 0.0, False
+
+    def shown(self, done: int, total: int) -> int | None:
+        if not self.open and total and done / total < self.fraction:
+            self.open = True
+        if self.open:
+            return None
+        self.fraction = max(self.fraction, done / total if total else 0.0)
+        return total
+
+
+def progress_text(done: int, total: int | None, now: str, elapsed: float, left: float | None) -> str:
+    """One line: the current step, steps done of planned (None: the total grows as the loop
+    goes), elapsed and remaining time.
 
     >>> progress_text(12, 48, "r2 pool-of-threads oltp_read_only 64", 80, 240)
     'Measuring step 13 of 48 — r2 pool-of-threads oltp_read_only 64 · 1 min 20 s elapsed, about 4 min left'
@@ -104,7 +128,11 @@ def progress_text(done: int, total: int, now: str, elapsed: float, left: float |
     'Measuring step 1 of 48 — starting the servers · 5 s elapsed, about 6 min 35 s left (planned)'
     >>> progress_text(48, 48, "done", 300, 0)
     'Measured 48 of 48 steps in 5 min'
+    >>> progress_text(60, None, "r14 pool-of-threads oltp_read_only 64 · to the target: 5 cells short", 900, None)
+    'Measuring step 61 — r14 pool-of-threads oltp_read_only 64 · to the target: 5 cells short · 15 min elapsed'
     """
+    if total is None:
+        return f"Measuring step {done + 1}" + (f" — {now}" if now else "") + f" · {duration(elapsed)} elapsed"
     if total and done >= total:
         return f"Measured {done} of {total} steps in {duration(elapsed)}"
     if left is None:
@@ -128,7 +156,8 @@ class Progress:
         self.per_step = planned / total if planned and total else None  # the plan's pace: the prior
         self.long = bool(planned and planned >= LONG_S)
         self.figure = ""  # a long run's last stored step, second by second
-        self.state: tuple[int, int, str] = (0, total, "starting")
+        self.state: tuple[int, int | None, str] = (0, total, "starting")
+        self.tally = Tally()
         self.stopped = False
         self.shown = 0.0
         times = self._times()
@@ -139,7 +168,7 @@ class Progress:
     def _times(self) -> tuple[float, float | None]:
         done, total, _ = self.state
         elapsed = time.monotonic() - self.started
-        return elapsed, time_left(done, total, elapsed, self.per_step)
+        return elapsed, None if total is None else time_left(done, total, elapsed, self.per_step)
 
     def _line(self, times: tuple[float, float | None] | None = None) -> str:
         """The line at `times` (elapsed, left: one reading for the cell and the panel, whose
@@ -147,14 +176,16 @@ class Progress:
         done, total, now = self.state
         elapsed, left = times or self._times()
         if self.stopped:
-            return f"Stopped after {done} of {total} steps, {duration(elapsed)} in (the steps measured are kept)"
+            of = f" of {total}" if total is not None else ""
+            return f"Stopped after {done}{of} steps, {duration(elapsed)} in (the steps measured are kept)"
         return progress_text(done, total, now, elapsed, left)
 
     def _html(self, times: tuple[float, float | None]) -> Any:
         from IPython.display import HTML
         done, total, _ = self.state
-        return HTML(f'<div class="dbstudies-progress" style="font:13px/1.5 system-ui,sans-serif">'
-                    f'<progress value="{done}" max="{max(total, 1)}" style="width:24em"></progress> '
+        bar = ('<progress style="width:24em"></progress> ' if total is None else  # no fraction: it would fall
+               f'<progress value="{done}" max="{max(total, 1)}" style="width:24em"></progress> ')
+        return HTML(f'<div class="dbstudies-progress" style="font:13px/1.5 system-ui,sans-serif">{bar}'
                     f"{html.escape(self._line(times))}<br><small>run {html.escape(self.run.path.name)}"
                     f"</small>{self.figure}</div>")
 
@@ -162,10 +193,11 @@ class Progress:
         return banner(self._line(times), "progress", tick=times)
 
     def update(self, done: int, total: int, now: str = "") -> None:
-        changed = (done, total, now) != self.state
+        state = (done, self.tally.shown(done, total), now)
+        changed = state != self.state
         if self.long and done != self.state[0]:
             self.figure = self._last_step()
-        self.state = (done, total, now)
+        self.state = state
         if changed or time.monotonic() - self.shown >= EVERY_S:
             self._show()
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from . import checks, paths, schedule, workloads
+from . import checks, live, paths, schedule, workloads
 from .contract import Study, study_name
 from .errors import ParamError, StoreError
 from .ownership import (
@@ -235,6 +235,32 @@ def _stderr_to(log: Path) -> Iterator[TextIO]:
         terminal.close()
 
 
+class ProgressBar:
+    """The terminal's bar of a run's progress (`Run.set_progress`): steps done of the total,
+    whose fraction never falls (`live.Tally`: once the target loop's rounds grow the total, the
+    count and what the loop says), the current step as its postfix."""
+
+    def __init__(self, label: str, stream: TextIO, mininterval: float):
+        self.label, self.stream, self.mininterval = label, stream, mininterval
+        self.bar: Any = None
+        self.tally = live.Tally()
+
+    def show(self, now: dict[str, Any]) -> None:
+        from tqdm import tqdm
+        total = self.tally.shown(now["done"], now["total"])
+        if self.bar is None:
+            self.bar = tqdm(total=total, unit="step", desc=self.label, file=self.stream,
+                            mininterval=self.mininterval, miniters=1)
+        if total != self.bar.total:  # a follow-up phase adds steps; the target loop, rounds
+            self.bar.total = total
+        self.bar.set_postfix_str(now["now"], refresh=False)
+        self.bar.update(now["done"] - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 @contextlib.contextmanager
 def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
     """Show the progress the measuring kernel writes to the run (Run.set_progress)."""
@@ -242,27 +268,18 @@ def _progress_bar(run: Run, stream: TextIO, enabled: bool) -> Iterator[None]:
         yield
         return
     import threading
-
-    from tqdm import tqdm
     stop = threading.Event()
 
     def follow() -> None:
-        bar = None
+        bar = ProgressBar(run.path.parent.name, stream, 1 if stream.isatty() else 30)
         while True:
             stopping = stop.wait(0.5)
             now = run.progress()
             if now:
-                if bar is None:
-                    bar = tqdm(total=now["total"], unit="step", desc=run.path.parent.name,
-                               file=stream, mininterval=1 if stream.isatty() else 30)
-                if now["total"] != bar.total:  # a follow-up phase adds steps
-                    bar.total = now["total"]
-                bar.set_postfix_str(now["now"], refresh=False)
-                bar.update(now["done"] - bar.n)
+                bar.show(now)
             if stopping:
                 break
-        if bar is not None:
-            bar.close()
+        bar.close()
 
     thread = threading.Thread(target=follow, daemon=True)
     thread.start()
