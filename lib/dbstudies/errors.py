@@ -53,6 +53,18 @@ class NothingMeasured(StoreError):
     """A run ended before any step finished: there is nothing to analyse."""
 
 
+DISK_FULL = ("No space left on device", "Errno 28]", "Errcode: 28", "error 28", "Disk full")
+
+
+def disk_full(text: str) -> bool:
+    """Whether an error's text says a disk filled up (Python's ENOSPC, the server's errcode 28).
+
+    >>> disk_full("OSError: [Errno 28] No space left on device"), disk_full("ServerDied: code 1")
+    (True, False)
+    """
+    return any(mark in text for mark in DISK_FULL)
+
+
 def did_you_mean(given: object, known: "list[str] | tuple[str, ...]") -> str:
     """' — did you mean …?' for a misspelt name among `known` ('' when nothing is close).
 

@@ -96,6 +96,7 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+RESERVE, RESERVE_BYTES = ".reserve", 8 << 20  # held while a run measures: a full disk still takes its end
 VARIANTS = "variants"  # a run's re-analyses at other analysis parameters, a folder each
 
 
@@ -178,6 +179,8 @@ class Run:
     def create(cls, study: str, parameters: Mapping[str, Any], root: Path = paths.RUNS_DIR) -> "Run":
         path = Path(root) / study / new_run_id()
         path.mkdir(parents=True, exist_ok=False)
+        with open(path / RESERVE, "wb") as f:  # room for the run's end, should its disk fill up
+            os.posix_fallocate(f.fileno(), 0, RESERVE_BYTES)
         _write_json(path / "metadata.json", {
             "study": study, "run_id": path.name, "status": "running", "error": None,
             "parameters": dict(parameters), "created_at": _now(), "finished_at": None,
@@ -212,6 +215,7 @@ class Run:
     def finish(self, status: str = "complete", error: str | None = None) -> None:
         if status not in STATUSES[1:]:
             raise errors.StoreError(f"status must be one of {STATUSES[1:]}, got {status!r}")
+        (self.path / RESERVE).unlink(missing_ok=True)  # its room, for this record and the report
         self.update(status=status, error=error, finished_at=_now())
 
     # -- its layout

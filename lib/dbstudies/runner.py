@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import gc
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from . import checks, live, paths, schedule, workloads
 from .contract import Study, study_name
-from .errors import ParamError, StoreError
+from .errors import ParamError, StoreError, disk_full
 from .ownership import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -100,8 +101,12 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
         print(f"dbstudies: interrupted ({signame})", file=sys.stderr, flush=True)
         code = EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
-        record_end(run, "failed", _error_line(e))
-        print(f"dbstudies: the study failed: {_error_line(e)}", file=sys.stderr, flush=True)
+        said = _error_line(e)
+        full = disk_full(said)
+        if full:  # one line, and the whole error in the run's record
+            said = f"the disk under {run.path.parent} is full (No space left on device)\n{said}"
+        record_end(run, "failed", said)
+        print(f"dbstudies: the study failed: {said.splitlines()[0] if full else said}", file=sys.stderr, flush=True)
         code = EXIT_FAILED
     finally:
         reap_servers(run)
@@ -140,6 +145,12 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
     except KeyboardInterrupt:
         print(f"dbstudies: report skipped; run {run.status}: {run.path}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        print(f"dbstudies: report not written, the disk is full; with room again: {report_command(run)}\n"
+              f"dbstudies: run {run.status}: {run.path}", file=sys.stderr)
+        return 0
     text = conclusion_text(run.notebook)
     if text:
         print("\nConclusion\n" + text + "\n")
