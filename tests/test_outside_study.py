@@ -27,23 +27,28 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def outside(tmp_path_factory):
-    """The study copied outside the repository, and the run its smoke profile made there —
-    measured to a precision target through the shared skeleton (3 first rounds, then rounds
-    while a cell is short of it, within a 1-minute budget)."""
+    """The study copied outside the repository, and the one run its smoke profile made there
+    as a sweep of one job (seed 2) — measured to a precision target through the shared skeleton
+    (3 first rounds, then rounds while a cell is short of it, within a 1-minute budget).
+    Returns the folder, the run, what `dbstudies run` printed (the sweep keeps it beside the
+    run) and what the sweep printed."""
     home = tmp_path_factory.mktemp("home")
     assert not home.is_relative_to(paths.REPO)
     shutil.copytree(FIXTURE, home / "outside_study", ignore=shutil.ignore_patterns("__pycache__"))
-    p = cli("run", "./outside_study", "--profile", "smoke", "--runs-dir", "runs", "-p", "repeats", "3",
-            "-p", "budget", "1", "-p", "target", '{"qps": 0.9, "p95": 0.9}', cwd=home)
+    (home / "grid.yaml").write_text(json.dumps({
+        "profile": "smoke", "parameters": {"repeats": 3, "budget": 1, "target": {"qps": 0.9, "p95": 0.9}},
+        "grid": {"seed": [2]}}))
+    p = cli("sweep", "./outside_study", "--grid", "grid.yaml", "--runs-dir", "runs", "--sweeps-dir", "sweeps",
+            cwd=home)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     (run,) = (home / "runs" / "outside_study").iterdir()
-    return home, run, p.stdout
+    return home, run, (run / "sweep.log").read_text(), p.stdout
 
 
 @pytest.mark.notebook
 @pytest.mark.server
 def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
-    home, run, out = outside
+    home, run, out, _ = outside
     meta = json.loads((run / "metadata.json").read_text())
     assert meta["status"] == "complete" and meta["study"] == "outside_study"
     assert meta["study_dir"] == str(home / "outside_study")
@@ -64,7 +69,7 @@ def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
 @pytest.mark.notebook
 @pytest.mark.server
 def test_plan_runs_and_report_take_the_folder_too(outside):
-    home, run, _ = outside
+    home, run, _, _ = outside
     listed = cli("runs", "./outside_study", "--runs-dir", "runs", cwd=home)
     assert listed.returncode == 0 and run.name in listed.stdout, listed.stderr
     planned = cli("plan", "./outside_study", "--profile", "smoke", "--no-pilot", "--runs-dir", "runs", cwd=home)
@@ -117,15 +122,11 @@ def test_its_parameters_cell_names_every_parameter_once():
 @pytest.mark.notebook
 @pytest.mark.server
 def test_a_sweep_takes_the_folder_too(outside):
-    home, run, _ = outside
-    (home / "grid.yaml").write_text("profile: smoke\ngrid:\n  seed: [2]\n")
-    p = cli("sweep", "./outside_study", "--grid", "grid.yaml", "--runs-dir", "runs", "--sweeps-dir", "sweeps",
-            cwd=home)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    home, run, _, said = outside
+    assert re.search(r"complete: outside_study \(smoke\): .*seed=2", said), said
     (index,) = (home / "sweeps").glob("*/index.html")
-    assert "outside_study (smoke): seed=2" in index.read_text()
-    (swept,) = [r for r in (home / "runs" / "outside_study").iterdir() if r != run]
-    meta = json.loads((swept / "metadata.json").read_text())
+    assert re.search(r"outside_study \(smoke\): .*seed=2", index.read_text())
+    meta = json.loads((run / "metadata.json").read_text())
     assert meta["status"] == "complete" and meta["parameters"]["seed"] == 2
     assert meta["study_dir"] == str(home / "outside_study")
 
