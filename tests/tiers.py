@@ -72,13 +72,13 @@ FIXTURE_KINDS = {"server": ("server",), "tpch_server": ("server",), "lz4_server"
                  "smoke_run": ("server", "notebook")}
 
 
-# the files that take 35 s or more of one worker here (`make test`, 27 Nov 2026), longest first.
-# `make test` hands whole files to its two workers in the order they are collected
-# (`--dist loadfile --no-loadscope-reorder`): these first, so that the last files the workers
-# take are short and neither waits long for the other at the end. A stale list costs time only.
-LONGEST_FILES = ["test_notebooks.py", "test_dir_flavours.py", "test_study.py", "test_outside_study.py",
-                 "test_flavours.py", "test_sweep.py", "test_own_workload.py", "test_tpcc.py",
-                 "test_jupyterlab.py", "test_replication.py", "test_report.py"]
+# the files that take 30 s or more of one worker here (`make test` from a fresh clone, 28 Nov
+# 2026), longest first. `make test` hands whole files to its two workers in the order they are
+# collected (`--dist loadfile --no-loadscope-reorder`): these first, so that the last files the
+# workers take are short and neither waits long for the other at the end. A stale list costs time only.
+LONGEST_FILES = ["test_notebooks.py", "test_dir_flavours.py", "test_jupyterlab.py", "test_sweep.py",
+                 "test_study.py", "test_flavours.py", "test_report.py", "test_tpcc.py", "test_outside_study.py",
+                 "test_own_workload.py", "test_replication.py"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers
