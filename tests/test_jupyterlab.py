@@ -26,6 +26,7 @@ from dbstudies.results import Run
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "dbstudies-browser-test"
 VIEW = {"width": 1280, "height": 860}
+TRIES = 3  # bad parameters right after an interrupted measurement
 STEP = re.compile(r"Measuring step \d+ of \d+ — r\d+ \S.* · .* elapsed, about .* left")  # a step under way
 
 pytestmark = [pytest.mark.notebook, pytest.mark.server, pytest.mark.browser]
@@ -253,8 +254,10 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         assert any("Stopped: interrupted." in e and len(e.splitlines()) <= 3 for e in errors(page)), errors(page)
         shot(page, "5-interrupted")
 
-        # a bad parameter right after an interrupted measurement, ten times: no cell after the check runs
-        for i in range(10):
+        # a bad parameter right after an interrupted measurement, three times: no cell after the check
+        # runs (Run All's stop is installed once, at import — `passes`; ten tries, 11 of 11 clean, cost
+        # 45 s of the suite's critical worker)
+        for i in range(TRIES):
             before_try = len(list(runs.glob("*/*/metadata.json")))
             run_all_with(page, 'profile = "smoke"')
             until(page, lambda n=before_try: len(list(runs.glob("*/*/metadata.json"))) > n and "Measuring step" in (
@@ -267,7 +270,7 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
                   120, f"Run All {i + 1} to stop at the check", tmp)
             assert stopped_at_the_check(page, check), f"try {i + 1}: cells ran after the failing check: {prompts(page)}"
         stopped = [m.parent for m in runs.glob("*/*/metadata.json") if m.parent != run_dir]
-        assert len(stopped) == 11 and all(Run.open(r).status == "interrupted" for r in stopped)
+        assert len(stopped) == 1 + TRIES and all(Run.open(r).status == "interrupted" for r in stopped)
         shot(page, "6-interrupted-then-bad-parameter")
         page.keyboard.press("Control+s")
         wait_for(lambda: (tmp / "lab" / "scaling.ipynb").exists() and saved(page), 30, "the save")
