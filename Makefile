@@ -12,7 +12,7 @@ study: setup  ## the thread-pool study on a private MariaDB (PROFILE=smoke|quick
 	$(VENV)/bin/dbstudies run thread_pool --profile $(PROFILE)
 
 test: setup  ## the whole test suite (CI's command); the 15 slowest tests are listed at its end
-	$(VENV)/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(VENV)/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15
 
 check: setup  ## the fast tier for the edit loop: unit tests, doctests, layers, README drift, ruff — no server, kernel or browser
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not server and not notebook and not browser"

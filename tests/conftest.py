@@ -107,7 +107,7 @@ def smoke_argv(name: str) -> list[str]:
 def smoke_run(tmp_path_factory):
     """Execute a study's notebook once per test session, through the CLI (`dbstudies run`, which
     executes it with papermill and renders the report): study → (completed process, run
-    directory). Once for all of `pytest -n 2`'s workers too: the first to ask runs it under a
+    directory). Once for all of `pytest -n 3`'s workers too: the first to ask runs it under a
     lock in their shared temporary directory, the others wait on that lock and read what it kept."""
     import fcntl
     shared = tmp_path_factory.getbasetemp()

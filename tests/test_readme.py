@@ -30,7 +30,7 @@ def test_the_two_commands_and_ci():
         assert re.search(rf"^{target}:", make, re.M), target
     assert re.search(r"^study: setup.*\n\t\$\(VENV\)/bin/dbstudies run thread_pool --profile \$\(PROFILE\)", make, re.M)
     assert re.search(r"^PROFILE \?= quick$", make, re.M)
-    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15$", make, re.M)
+    assert re.search(r"^test: setup.*\n\t\$\(VENV\)/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15$", make, re.M)
     assert re.search(r'^check: setup.*\n\t\$\(VENV\)/bin/python -m pytest -q -n 2 --dist loadfile -m "not server and not notebook and not browser"$', make, re.M)
 
 

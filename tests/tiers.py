@@ -1,7 +1,7 @@
 """The test tiers, as a pytest plugin (imported by conftest): every test that starts a
 server, a Jupyter kernel or a browser carries that marker (`make check` deselects them), or
 fails; the shared fixtures' kinds are added to the tests that ask for them; and whole files
-go to `make test`'s two workers longest first."""
+go to `make test`'s workers longest first."""
 from __future__ import annotations
 
 import os
@@ -73,9 +73,9 @@ FIXTURE_KINDS = {"server": ("server",), "tpch_server": ("server",), "lz4_server"
 
 
 # the files that take 30 s or more of one worker here (`make test` from a fresh clone, 28 Nov
-# 2026), longest first. `make test` hands whole files to its two workers in the order they are
+# 2026), longest first. `make test` hands whole files to its workers in the order they are
 # collected (`--dist loadfile --no-loadscope-reorder`): these first, so that the last files the
-# workers take are short and neither waits long for the other at the end. A stale list costs time only.
+# workers take are short and none waits long for the others at the end. A stale list costs time only.
 LONGEST_FILES = ["test_notebooks.py", "test_dir_flavours.py", "test_jupyterlab.py", "test_sweep.py",
                  "test_study.py", "test_flavours.py", "test_report.py", "test_tpcc.py", "test_outside_study.py",
                  "test_own_workload.py", "test_replication.py"]
