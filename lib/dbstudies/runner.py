@@ -37,6 +37,9 @@ from .study import load, notebook_face, notebook_of, reference
 
 # ---------------------------------------------------------------- dbstudies run
 
+FULL_DISK = "the disk under the run's directory is full (No space left on device)"
+
+
 class _Interrupted(KeyboardInterrupt):
     def __init__(self, signame: str):
         super().__init__(signame)
@@ -102,11 +105,12 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
         code = EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
         said = _error_line(e)
-        full = disk_full(said)
-        if full:  # one line, and the whole error in the run's record
-            said = f"the disk under {run.path.parent} is full (No space left on device)\n{said}"
-        record_end(run, "failed", said)
-        print(f"dbstudies: the study failed: {said.splitlines()[0] if full else said}", file=sys.stderr, flush=True)
+        if disk_full(said):  # one line here (where), the whole error in the run's record (no machine path)
+            record_end(run, "failed", f"{FULL_DISK}\n{said}")
+            said = FULL_DISK.replace("the run's directory", str(run.path.parent))
+        else:
+            record_end(run, "failed", said)
+        print(f"dbstudies: the study failed: {said}", file=sys.stderr, flush=True)
         code = EXIT_FAILED
     finally:
         reap_servers(run)
