@@ -257,8 +257,7 @@ def _history(args: argparse.Namespace) -> int:
         print(f"report: {history.rewrite(series.SERIES_DIR / args.name)}")
         return code
     return history.main(args.name, args.reference, args.profile, parameters(args.parameter), **given,
-                        scheduler=args.scheduler and cluster.access(args.scheduler, tls_dir=args.tls_dir,
-                                                                    insecure=args.insecure))
+                        scheduler=cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure))
 
 
 def _sharing(args: argparse.Namespace) -> int:
@@ -446,7 +445,7 @@ def _sweep_commands(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.command == "scheduler":
         return cluster.serve(args.port, args.host, args.dashboard, tls_dir=args.tls_dir, insecure=args.insecure)
-    way = cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure) if args.scheduler else None
+    way = cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure)
     if args.command == "worker":
         return cluster.join(way, args.local_directory, args.name)
     jobs = sweep.expand(args.study, sweep.load_grid(args.grid))

@@ -78,9 +78,10 @@ def loopback(host: str) -> bool:
         return False
 
 
-def access(address: str, *, tls_dir: Path | None = None, insecure: bool = False) -> Access:
-    """The checked way to reach the scheduler at `address`: `tls://HOST:PORT` (a bare
-    `HOST:PORT` is taken as TLS) with the credentials in `tls_dir` (default `data/tls/`);
+def access(address: str | None, *, tls_dir: Path | None = None, insecure: bool = False) -> Access | None:
+    """The checked way to reach the scheduler at `address` (None: no scheduler named, none):
+    `tls://HOST:PORT` (a bare `HOST:PORT` is taken as TLS) with the credentials in `tls_dir`
+    (default `data/tls/`);
     `tcp://` only on the loopback and only with `insecure`. One line each, before anything runs.
 
     >>> access("tcp://127.0.0.1:8786", insecure=True)
@@ -91,6 +92,8 @@ def access(address: str, *, tls_dir: Path | None = None, insecure: bool = False)
     dbstudies.errors.ParamError: invalid parameters:
       - tcp://10.1.2.3:8786 is plain TCP (no encryption, no authentication): only the loopback may use it, with --insecure; use tls:// (`dbstudies scheduler` prints its address)
     """
+    if address is None:
+        return None
     parts = urlsplit(address if "://" in address else f"tls://{address}")
     if parts.scheme not in SCHEMES or not parts.hostname or parts.port is None:
         raise ParamError([f"{address}: a scheduler's address is tls://HOST:PORT"])

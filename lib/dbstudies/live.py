@@ -114,7 +114,8 @@ class Tally:
             self.open = True
         if self.open:
             return None
-        self.fraction = max(self.fraction, done / total if total else 0.0)
+        if total:
+            self.fraction = done / total  # not below the last: checked above
         return total
 
 

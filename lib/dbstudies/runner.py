@@ -37,7 +37,7 @@ from .study import load, notebook_face, notebook_of, reference
 
 # ---------------------------------------------------------------- dbstudies run
 
-FULL_DISK = "the disk under the run's directory is full (No space left on device)"
+FULL_DISK = "the disk under {} is full (No space left on device)"  # the record names no machine path
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -106,8 +106,8 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     except Exception as e:  # noqa: BLE001 - a cell raised, the kernel died, …
         said = _error_line(e)
         if disk_full(said):  # one line here (where), the whole error in the run's record (no machine path)
-            record_end(run, "failed", f"{FULL_DISK}\n{said}")
-            said = FULL_DISK.replace("the run's directory", str(run.path.parent))
+            record_end(run, "failed", FULL_DISK.format("the run's directory") + "\n" + said)
+            said = FULL_DISK.format(run.path.parent)
         else:
             record_end(run, "failed", said)
         print(f"dbstudies: the study failed: {said}", file=sys.stderr, flush=True)
