@@ -24,7 +24,7 @@ LAYERS = [
     ("workloads, probes, TPC-H", ["pauses", "counters", "workloads", "workloads.sysbench_output", "workloads.sysbench", "workloads.tpcc",
                                   "workloads.linkbench", "workloads.sql", "probes", "profiler", "tpch"]),
     ("store", ["provenance", "params", "tables", "results", "settings", "archive", "ownership"]),
-    ("numbers", ["stats.samples", "stats.paired", "stats.profiles", "stats.changepoints", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
+    ("numbers", ["stats.lazy", "stats.samples", "stats.paired", "stats.profiles", "stats.changepoints", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),
     ("measurement loop", ["steps", "precision", "inventory", "experiment"]),

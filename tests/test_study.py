@@ -276,9 +276,9 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
 
 
 def test_cli_runs_the_study_end_to_end(smoke_run):
-    """The README/issue example: a smoke run with three thread counts, report rendered
+    """The README/issue example: a smoke run with two thread counts, report rendered
     (the suite's one execution of the notebook, shared with test_notebooks.py)."""
-    cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,8,64]' -p duration 2 -p cpu_profile true "
+    cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,64]' -p duration 2 -p cpu_profile true "
            """-p positive_control '{"pause_ms": 200, "every_s": 1}'""")
     assert cmd in (REPO / "README.md").read_text()
     assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool"]]
@@ -286,7 +286,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     run = Run.open(run_dir)
     meta = run.metadata
-    assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 8, 64]
+    assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 64]
     assert meta["parameters"]["duration"] == 2 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
@@ -303,7 +303,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     raw = run.table("steps")  # every sysbench run is a row: warm-ups and busy retries too
     # two rounds, then the profiled cells (cpu_profile: smoke's 2 rounds of their own, each after a
     # restart of the compared arms' servers; the paused twin is neither profiled nor restarted)
-    assert (raw["phase"] == "warmup").sum() == 3 * 2 + 2 * 2 and (raw["phase"] == "measure").sum() == 2 * 3 * 3
+    assert (raw["phase"] == "warmup").sum() == 3 * 2 + 2 * 2 and (raw["phase"] == "measure").sum() == 2 * 2 * 3
     # paired: each cell's three arms back to back, no arm in the same place in both rounds
     m = raw[raw["phase"] == "measure"].sort_values("step")
     assert (m.groupby("pair")["arm"].apply(sorted).map(tuple) == tuple(sorted(arms))).all()
@@ -313,7 +313,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert m["host_foreign_pct"].notna().all() and (m["host_foreign_pct"] <= m["host_other_pct"] + 1e-9).all()
     assert sum(c["command"] == "run" for c in meta["sysbench"]["calls"]) == len(raw)
     steps = results.measured(run)
-    assert sorted(steps["threads"].unique()) == [1, 8, 64] and len(steps) == 18
+    assert sorted(steps["threads"].unique()) == [1, 64] and len(steps) == 12
     # each step asked sysbench for the profile's 2 s (how long it ran is the host's business)
     asked = [c["argv"] for c in meta["sysbench"]["calls"] if c["command"] == "run"]
     assert sum("--time=2" in argv for argv in asked) >= len(steps)
@@ -351,9 +351,9 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
         assert (run_dir / name).exists(), name
     html = (run_dir / "report.html").read_text()
     assert "Relative results" in html and "study.measure" not in html  # code hidden
-    assert "paired rounds: 2 rounds × 3 cells, the 3 arms of a cell back to back" in html
+    assert "paired rounds: 2 rounds × 2 cells, the 3 arms of a cell back to back" in html
     assert "the highest median QPS of the thread counts measured" in html  # the computed conclusion
-    assert "Data against the buffer pool" in html and "--threads={1, 8, 64}" in html
+    assert "Data against the buffer pool" in html and "--threads={1, 64}" in html
     assert ("<td><code>thread_handling</code> <small>governs what the study varies</small></td>"
             "<td>one-thread-per-connection</td><td>one-thread-per-connection</td><td>pool-of-threads</td>") in html
     assert "<code>thread_pool_stall_limit</code> <small>governs what the study varies</small>" in html
@@ -361,18 +361,18 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
     assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 2 min; run directory {run_dir}\n")
-    assert "\nConclusion\n- **QPS** (3 cells): " in p.stdout  # at a glance first, then the words, then the conclusion
-    glance, words = p.stdout.index("\n- **QPS** (3 cells): "), p.stdout.index("\n**Throughput (QPS)** against one-thread-per-connection: pool-of-threads ")
+    assert "\nConclusion\n- **QPS** (2 cells): " in p.stdout  # at a glance first, then the words, then the conclusion
+    glance, words = p.stdout.index("\n- **QPS** (2 cells): "), p.stdout.index("\n**Throughput (QPS)** against one-thread-per-connection: pool-of-threads ")
     concluded = p.stdout.index("\n- **oltp_point_select**: the highest median QPS of the thread counts measured")
     assert glance < words < concluded
     assert p.stdout.endswith(f"dbstudies: report {run_dir / 'report.html'}\n"
                              f"dbstudies: run complete: {run_dir}\n")
-    # the progress bar: the 18 planned steps, then the profiled ones (cpu_profile) counted on,
+    # the progress bar: the 12 planned steps, then the profiled ones (cpu_profile) counted on,
     profiled = len(meta["cpu_profile_plan"])
     # as a fraction that never falls: once they grow the total, the count without one
     shown = [int(x) for x in re.findall(r"(\d+)%\|", p.stderr)]
-    assert shown == sorted(shown) and re.findall(r"(\d+)/18 \[", p.stderr)
-    assert re.findall(r"(\d+)step \[", p.stderr)[-1] == str(18 + profiled)
+    assert shown == sorted(shown) and re.findall(r"(\d+)/12 \[", p.stderr)
+    assert re.findall(r"(\d+)step \[", p.stderr)[-1] == str(12 + profiled)
     for noise in ("<IPython", "<Figure", "Executing", "WARNING", "run directory: "):
         assert noise not in p.stdout + p.stderr, noise
     # the other subcommands: list the studies, re-render a report from the run's notebook

@@ -19,11 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
 
 from . import comparisons, stats
 from .contract import Study
 from .results import Run
+from .stats.lazy import sps
 from .studykit import StudyParams
 
 HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bound needs more than the budget has
@@ -74,7 +74,7 @@ def _per_cell(t: pd.DataFrame, by: list[str], target: float) -> pd.DataFrame | N
     s2, dof, _ = stats.moderated(t["s2"].to_numpy(float), t["n"].to_numpy(float) - 1)
     s0, dof0, d0 = stats.moderated(t["s0"].to_numpy(float), t["n"].to_numpy(float) - 1)
     m = len(t)
-    low = np.fmin(s0 * dof0 / chi2.ppf(HOPE, np.maximum(dof0, 1e-9)),  # the spread's lower 80 % bound,
+    low = np.fmin(s0 * dof0 / sps.chi2.ppf(HOPE, np.maximum(dof0, 1e-9)),  # the spread's lower 80 % bound,
                   t["robust_s0"].to_numpy(float))                        # or what its pairs say without an outlier
     t = t.assign(cell=list(map(tuple, t[by].to_numpy().tolist())),
                  mde=[stats.paired_mde(math.sqrt(v), int(n), m, f, threshold=0) * 100

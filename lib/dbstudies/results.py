@@ -135,6 +135,7 @@ class Run:
         self.variant = variant
         self.as_it_is = as_it_is  # re-read at its own parameters: its figures are kept as they are
         self._observer: Any = None  # `watch_progress`
+        self._parts: dict[Path, tuple[tuple[int, int], pd.DataFrame]] = {}  # `table`'s reads
         if not self.meta_path.exists():
             raise NotARun(f"{self.path} is not a run directory (no metadata.json)")
 
@@ -322,7 +323,7 @@ class Run:
         its declared columns if none was written)."""
         name = table if isinstance(table, str) else table.name
         folder = self.path / "tables" / name
-        frames = [pd.read_parquet(p) for p in sorted(folder.glob("part-*.parquet"))]
+        frames = [self._part(p) for p in sorted(folder.glob("part-*.parquet"))]
         for path in sorted(folder.glob("stream-*.jsonl")):
             rows = Stream.read(path)
             if not rows.empty:
@@ -332,6 +333,16 @@ class Run:
                 return pd.DataFrame({c: pd.Series(dtype=t) for c, t in table.columns.items()})
             raise errors.StoreError(f"run {self.path.name} has no table {name}")
         return pd.concat(frames, ignore_index=True)
+
+    def _part(self, path: Path) -> pd.DataFrame:
+        """One Parquet part, read once: a part is written whole and never changed (`append`),
+        and an analysis reads the same tables many times (the steps table a dozen)."""
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+        kept = self._parts.get(path)
+        if kept is None or kept[0] != stamp:
+            kept = self._parts[path] = (stamp, pd.read_parquet(path))
+        return kept[1]
 
     def newest_part(self, table: Table | str) -> pd.DataFrame:
         """The part of a table written last (the step stored last; empty: none yet)."""

@@ -19,11 +19,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.stats as sps
 
 from . import checks, css, paths
 from .errors import ConfigError, ParamError
 from .servers import Flavour, dir_flavour, dir_flavour_text, load_flavour
+from .stats.lazy import sps
 from .study import load
 
 STUDY = "versions"

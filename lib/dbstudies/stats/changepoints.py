@@ -34,8 +34,8 @@ from typing import Sequence
 
 import numpy as np
 import ruptures
-import scipy.stats as sps
 
+from .lazy import sps
 from .samples import ALPHA, POWER
 
 MIN_CELLS = 2  # cells that must move the same way for a change point, where the series has that many

@@ -8,9 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import special as spf
-from scipy import stats as sps
 
+from .lazy import spf, sps
 from .samples import (
     ALPHA,
     COMPARE_COLUMNS,

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 import pandas as pd
-import scipy.stats as sps
 
+from .lazy import sps
 from .paired import moderated
 from .samples import ALPHA, LEVEL, POWER
 

@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from .lazy import sps
 from .samples import ALPHA, LEVEL, POWER, THRESHOLD, holm, holm_intervals, verdict
 
 REPLICATED, CONSISTENT, NOT_REPLICATED = "replicated", "consistent, not decisive", "not replicated"

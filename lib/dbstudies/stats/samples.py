@@ -9,7 +9,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+
+from .lazy import sps
 
 THRESHOLD = 0.05   # |Δ| below 5 % is a draw
 ALPHA = 0.05

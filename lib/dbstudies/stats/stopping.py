@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from .lazy import sps
 from .paired import flips, moderated, paired_mde
 from .samples import ALPHA, POWER, THRESHOLD, holm, verdict
 
