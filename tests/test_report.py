@@ -46,7 +46,7 @@ def test_failed_run_gets_a_banner_and_no_traceback(tmp_path):
     assert str(tmp_path) not in html and f"…/thread_pool/{run.path.name}" in html
     params = html.split("The run's facts and parameters", 1)[1]
     assert "<code>repeats</code></td><td>3</td><td>2</td><td>changed</td>" in params
-    assert "<code>duration</code></td><td>2</td><td>2</td><td></td>" in params
+    assert "<code>duration</code></td><td>1</td><td>1</td><td></td>" in params
     assert html.index("<h1") < html.index("<section class='dbs-header'>")  # under the title
     assert html.index("class='dbs-setupline'") < html.index("<details><summary>The run's facts")
 

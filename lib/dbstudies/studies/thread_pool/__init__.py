@@ -33,7 +33,7 @@ class Params(Scaling):
 _COMMON = dict(flavours=["mariadb-10.11"], warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, workloads=["oltp_point_select"], threads=[1, 4], tables=1,
-                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
+                  table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=1, repeats=2),
     # measured here (2 vCPUs): run-to-run CV of a step is ≈ 18 % whatever its length (host
     # contention drifts over seconds), so repeats buy more than long steps: 3-s steps. A
     # precision, not a number of rounds: QPS to 20 %, p95 to 25 % where 20 minutes can take it

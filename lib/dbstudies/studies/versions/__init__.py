@@ -45,7 +45,7 @@ class Params(Scaling):
 _COMMON = dict(schedulers=[PER_CONNECTION], tables=1, warehouses=10, nodes=1_000_000)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(_COMMON, flavours=["mariadb-10.11", "mysql-9.7"], workloads=["oltp_read_only"],
-                  threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=2, repeats=2),
+                  threads=[1, 4], table_size=1000, warehouses=1, nodes=10_000, warmup=1, duration=1, repeats=2),
     "quick": dict(_COMMON, flavours=FOUR, workloads=["oltp_read_only"],
                   threads=[1, 16, 64, 256], table_size=200_000, warmup=2, duration=3, repeats=10),
     # paper-grade: QPS to 5 %, p95 to 20 % in every cell 3 hours can take there (6 first
