@@ -12,7 +12,7 @@ VENV=.venv
 say() { printf 'setup: %s\n' "$*"; }
 
 # -- 1. apt packages
-packages=(sysbench util-linux procps chromium mmdebstrap bubblewrap zstd linux-perf openssl)  # openssl: the sweep cluster's certificates; chromium: report screenshots in the tests; mmdebstrap, bubblewrap, zstd: rootfs flavours; linux-perf: on-CPU profiles (cpu_profile)
+packages=(sysbench util-linux procps chromium mmdebstrap bubblewrap zstd linux-perf openssl valgrind)  # valgrind: the instruction count (`count`); openssl: the sweep cluster's certificates; chromium: report screenshots in the tests; mmdebstrap, bubblewrap, zstd: rootfs flavours; linux-perf: on-CPU profiles (cpu_profile)
 for f in env/servers/*.toml; do
   packages+=($(sed -n 's/^apt *= *\[\(.*\)\]/\1/p' "$f" | tr -d '",'))
 done

@@ -21,7 +21,7 @@ LAYERS = [
     ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour", "servers.catalogue",
                  "servers.instance", "servers.remote", "servers.compression", "servers.factory",
                  "servers"]),
-    ("workloads, probes, TPC-H", ["pauses", "counters", "workloads", "workloads.sysbench_output", "workloads.sysbench", "workloads.tpcc",
+    ("workloads, probes, TPC-H", ["pauses", "counters", "callgrind", "workloads", "workloads.sysbench_output", "workloads.sysbench", "workloads.tpcc",
                                   "workloads.linkbench", "workloads.sql", "probes", "profiler", "tpch"]),
     ("store", ["provenance", "params", "tables", "results", "settings", "archive", "ownership"]),
     ("numbers", ["stats.lazy", "stats.samples", "stats.paired", "stats.profiles", "stats.changepoints", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),

@@ -83,13 +83,14 @@ KERNEL = [_arg("--kernel", default=None, help="Jupyter kernel (default: dbstudie
 # every command: its help and its arguments, in the order `dbstudies -h` lists them
 COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = {
     "run": ("run a study end to end and render its report", [
-        _study(), _arg("--profile", default="quick", choices=PROFILES,
-                       help="smoke (seconds), quick (minutes, default), full (hours)"),
+        _study(), _arg("--profile", default="quick",
+                       help="smoke (seconds), quick (minutes, default), full (hours); a study may have "
+                            "more (the scaling faces: count, by the server's instructions)"),
         _parameter("override a parameter, e.g. -p threads '[1,8,64]'"),
         _runs_dir("where run directories are created (default: data/runs)"), *KERNEL]),
     "plan": ("before running: the expected wall time and the minimum detectable effect of each table, "
              "from this host's earlier runs (or a pilot)", [
-        _study(), _arg("--profile", default="quick", choices=PROFILES), _parameter(),
+        _study(), _arg("--profile", default="quick"), _parameter(),
         _runs_dir("where earlier runs are, and where a pilot run goes (default: data/runs)"),
         _arg("--no-pilot", action="store_true",
              help="never measure: without earlier runs, say so instead of running a pilot")]),

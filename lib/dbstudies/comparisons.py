@@ -148,6 +148,17 @@ SYSBENCH = (
                target=False, explained=False, server_cost=True),
 )
 
+# sysbench steps counted by callgrind (`count`): the instructions the server's serving threads
+# executed per transaction (judged), and all its threads' (shown: background work lands in a
+# window by chance under valgrind). A count, not a time: never a throughput's budget
+COUNTED = (
+    Comparison("instructions", "instr_per_txn", False, "instructions per transaction", "instructions/txn",
+               aa=True, explained=False),
+    Comparison("instructions_all", "instr_all_per_txn", False,
+               "instructions per transaction, all threads (background work included)", "all threads' instructions/txn",
+               target=False, judged=False, explained=False),
+)
+
 # long sysbench steps judged by their seconds (the checkpoint study): the median per-second
 # throughput after steady state, the run-level p99 and the stall seconds (compared as 1 +
 # seconds: a step with none has a ratio too)

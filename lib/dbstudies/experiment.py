@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import errors, inventory, live, precision, profiler, servers
+from . import callgrind, errors, inventory, live, precision, profiler, servers
 from .checks import max_clients
 from .contract import Study, study_name
 from .ownership import guard, owns
@@ -222,7 +222,10 @@ class _Loop:
                 where = log_dir = self.run.server_dir(key)
             else:
                 where, log_dir = self.run.server_dir(flavour.name), self.run.servers_dir
-            server = servers.instance(flavour, where, log_dir=log_dir, settings=dict(self.p.settings),
+            made = {"settings": dict(self.p.settings)}
+            if getattr(self.p, "count", 0):  # under callgrind, its windows' dumps beside its logs
+                made = callgrind.server_options(flavour, self.run.server_dir(key) / "counts", made["settings"])
+            server = servers.instance(flavour, where, log_dir=log_dir, **made,
                                       intent=None if flavour.remote else servers.base_intent(self.p.align),
                                       cpus=self.p.server_cpus, max_clients=max_clients(self.p))
             self.stack.enter_context(server)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from typing import Any, Mapping
@@ -16,6 +17,9 @@ from typing import Any, Mapping
 from .errors import ParamError, did_you_mean
 
 PROFILES = ("smoke", "quick", "full")
+
+
+_BARE_LIST = re.compile(r"^\s*\[\s*[\w.@:/+-]+(\s*,\s*[\w.@:/+-]+)*\s*\]\s*$")
 
 
 def parse_value(text: str) -> Any:
@@ -28,12 +32,16 @@ def parse_value(text: str) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: malformed JSON '[1,4': expected ',' delimiter at column 5
+    >>> parse_value("[mariadb-10.11, mine, 64]")  # a list of bare words, as YAML writes one
+    ['mariadb-10.11', 'mine', 64]
     """
     if not isinstance(text, str):
         return text
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
+        if _BARE_LIST.match(text):
+            return [parse_value(w.strip()) for w in text.strip()[1:-1].split(",")]
         if text.lstrip().startswith(("[", "{")):
             msg = e.msg.replace("Expecting", "expected")
             raise ValueError(f"malformed JSON {text!r}: {msg} at column {e.colno}") from None

@@ -50,14 +50,18 @@ def paired_tables(study: Study, run: Run) -> list[precision.Observations]:
     return _READ[key]
 
 
-def earlier_runs(study: str, root: Path, host: str | None = None) -> list[Run]:
+def earlier_runs(study: str, root: Path, host: str | None = None, like: StudyParams | None = None) -> list[Run]:
     """This host's runs of `study` that hold paired observations, newest first (at most RECENT);
-    not one still being measured (its noise is not yet all there)."""
+    not one still being measured (its noise is not yet all there); with `like`, only runs
+    judged on the same comparisons (a count's noise says nothing of throughput's)."""
     host = host or platform.node()
     s, out = load(study), []
+    same = None if like is None else [c.key for c in like.COMPARISONS]
     for run in reversed(list_runs(study_name(s), root)):
         meta = run.metadata
         if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
+            continue
+        if same is not None and [c.key for c in run.params(s).COMPARISONS] != same:
             continue
         if run.status == "running" and ownership.owner_alive(run):
             continue
@@ -211,7 +215,7 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     if design != "paired":
         return lines + ["No MDE prediction: the planner predicts paired tables; the blocks "
                         "design is not one (`design paired`)."]
-    runs = earlier_runs(ref, root)
+    runs = earlier_runs(ref, root, like=p)
     source = f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
     if not runs:
         if not allow_pilot:

@@ -36,8 +36,10 @@ def paired_tables(study: Study, run: Run, p: StudyParams | None = None) -> dict[
     """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
     `observations(run, p)`; `p`: the run's, `Run.params`, unless given): {key: (words,
     observations, cell columns, column)}."""
-    frame = study.observations(run, p if p is not None else run.params(study))
-    return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(study.Params.COMPARISONS)}
+    p = p if p is not None else run.params(study)
+    frame = study.observations(run, p)
+    listed = getattr(p, "COMPARISONS", study.Params.COMPARISONS)  # the run's own: a count's where it counts
+    return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(listed)}
 
 
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,

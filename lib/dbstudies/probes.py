@@ -137,7 +137,9 @@ class Sampler:
     def start(self, t0: float, client_pid: int) -> None:
         self.rows, self.error = [], None
         self._stop.clear()
-        self._conn = self.server.connect()
+        # no status variables: no connection either (a counted window must hold only the
+        # client's statements: the sampler's would be counted with them)
+        self._conn = self.server.connect() if self.variables else None
         names = ",".join(f"'{v}'" for v in self.variables)
         self._sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
         self._probes = default_probes(self.server, client_pid, self.siblings)
@@ -151,7 +153,8 @@ class Sampler:
             self._thread.join(10)
             self._thread = None
         try:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
         except Exception:  # noqa: BLE001 - server may be gone
             pass
 
@@ -166,10 +169,12 @@ class Sampler:
             k += 1
 
     def _sample(self, k: int, offset: float) -> None:
-        cur = self._conn.cursor()
-        cur.execute(self._sql)
-        status = cur.fetchall()
-        cur.close()
+        status = []
+        if self._conn is not None:
+            cur = self._conn.cursor()
+            cur.execute(self._sql)
+            status = cur.fetchall()
+            cur.close()
         rows = [(k, offset, name, float(value)) for name, value in status
                 if _is_number(value)]
         for probe in self._probes:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import paths, pauses, probes, profiler, results, servers, workloads
+from . import callgrind, paths, pauses, probes, profiler, results, servers, workloads
 from .comparisons import with_tail_ratio
 from .contract import Study
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
@@ -169,6 +169,7 @@ class Attempt:
     settle_s: float = np.nan
     recorder: profiler.Recorder | None = None  # the step's on-CPU profile (`cpu_profile` cells)
     pauser: pauses.Pauser | None = None        # the positive control's pauses of its server
+    count: callgrind.Count | None = None       # the window's instructions (`count` runs)
     waits: list[dict[str, Any]] = field(default_factory=list)  # performance_schema's, profiled cells
 
     @property
@@ -206,27 +207,53 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
 
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
     recorder, waited, pauser = _watchers(ctx, cell, measured, duration)
+    window = _window(ctx) if measured else None
+    count = None
     try:
         sampler = Sampler(ctx.server, on_rows=lambda df: samples.write(df.assign(step=cell["step"])),
-                          siblings=ctx.siblings())
+                          siblings=ctx.siblings(), **({"variables": ()} if window is not None else {}))
         if recorder is not None:
             recorder.arm()  # perf set up before the step starts; it records from the step's start
         rate = cell.get("rate")  # an offered load: open loop
         watching = [o for o in (sampler, recorder, pauser) if o is not None]
+        if window is not None:
+            window.open()
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
                                observer=watching[0] if len(watching) == 1 else _Both(*watching),
                                on_interval=interval,
                                rate=None if rate is None or rate != rate else float(rate),
-                               arrivals=getattr(p, "arrivals", "poisson"))
+                               arrivals=getattr(p, "arrivals", "poisson"),
+                               events=p.count if window is not None else None)
+        if window is not None:
+            count, window = window.close(), None
     except BaseException:
         if recorder is not None:
             recorder.close()
+        if window is not None:  # a window left open would count on into the next step
+            with contextlib.suppress(Exception):
+                window.close()
         raise
     finally:
         intervals.close(), samples.close()
     waits = profiler.wait_deltas(waited, profiler.wait_totals(ctx.server)) if waited is not None else []
     return Attempt(cell, seed, res, sampler, (intervals, samples), recorder=recorder, waits=waits,
-                   pauser=pauser)
+                   pauser=pauser, count=count)
+
+
+WINDOW = "callgrind window"  # a counted server's current window, in its context's memo
+
+
+def _window(ctx: Context) -> callgrind.Window | None:
+    """The window a measured step of a `count` run counts its server's instructions in
+    (a new one after each start of the server: callgrind numbers its dumps per process)."""
+    if not getattr(ctx.params, "count", 0):
+        return None
+    kept = ctx.memo.get(WINDOW)
+    if kept is None or kept.pid != ctx.server.pid:
+        kept = ctx.memo[WINDOW] = callgrind.Window.of(ctx.server)
+        if kept is None:
+            raise callgrind.CountError(f"{ctx.server.flavour.name} is not running under callgrind: nothing to count")
+    return kept
 
 
 def step_seed(p: Any, cell: dict[str, Any]) -> int:
@@ -315,7 +342,7 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
         "host_other_pct": other, "host_steal_pct": steal, "host_foreign_pct": host.get("foreign_pct", np.nan),
         "host_busy": _busy(host), "pair": cell.get("pair", 0), "position": cell.get("position", 0),
-        "settle_s": attempt.settle_s, **sampler.per_transaction(t["tps"]),
+        "settle_s": attempt.settle_s, **sampler.per_transaction(t["tps"]), **_counted(attempt.count, t["events"]),
     }]))
     ctx.run.append(INTERVALS, res.intervals.assign(step=step))
     ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))
@@ -338,6 +365,14 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
                                             "file": str(r.out.relative_to(ctx.run.path))}])
     if attempt.waits and phase == "profile":
         ctx.run.append_rows(WAITS, [{**w, "step": step} for w in attempt.waits])
+
+
+def _counted(count: callgrind.Count | None, events: int) -> dict[str, float]:
+    """A window's instructions per transaction: its serving threads', all its threads'
+    (NaN: not a counted step)."""
+    if count is None or not events:
+        return {"instr_per_txn": np.nan, "instr_all_per_txn": np.nan}
+    return {"instr_per_txn": count.served / events, "instr_all_per_txn": count.total / events}
 
 
 class SysbenchStudy(Study):

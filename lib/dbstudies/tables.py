@@ -27,7 +27,7 @@ STATUS = Table("status", 1, {"step": "int64", "second": "int64", "offset_s": "fl
                              "variable": "str", "value": "float64"},
                "1 Hz SHOW GLOBAL STATUS and CPU seconds (cpu_server_s, cpu_client_s)")
 
-STEPS = Table("steps", 6, {
+STEPS = Table("steps", 7, {
     "step": "int64", "phase": "str", "repeat": "int64", "arm": "str", "workload": "str",
     "threads": "int64", "seed": "int64", "started_at": "float64", "seconds": "float64",
     "events": "int64", "tps": "float64", "qps": "float64", "errors": "int64",
@@ -36,7 +36,7 @@ STEPS = Table("steps", 6, {
     "latency_p99_ms": "float64", "cpu_server_pct": "float64", "cpu_client_pct": "float64",
     "host_other_pct": "float64", "host_steal_pct": "float64", "host_foreign_pct": "float64",
     "host_busy": "bool", "pair": "int64", "position": "int64", "settle_s": "float64",
-    **{column: "float64" for column in COSTS},
+    **{column: "float64" for column in COSTS}, "instr_per_txn": "float64", "instr_all_per_txn": "float64",
 }, "one row per sysbench run (phase warmup, measure, or busy: an attempt discarded because "
    "the host was busy, measured again) with whole-run figures; host_other_pct: CPU used by "
    "other processes, % of the machine; host_foreign_pct (v5): the same without the run's other "
@@ -48,7 +48,9 @@ STEPS = Table("steps", 6, {
    "threads' voluntary and involuntary context switches, KB read and written by the server "
    "process and by its datadir's device, redo bytes, rows read; (v6) the µs server and client "
    "threads spent runnable but waiting for a CPU (run delay) and the host's CPU pressure — each counter's "
-   "increase per second over the step's transactions per second (NaN: not sampled, or a run before v6)")
+   "increase per second over the step's transactions per second (NaN: not sampled, or a run before v6); "
+   "(v7) instr_per_txn, instr_all_per_txn: a `count` run's window, the instructions its server's serving "
+   "threads (all its threads) executed per transaction, counted by callgrind (NaN: not counted)")
 
 
 _PCTS = {"p50": "float64", "p90": "float64", "p99": "float64", "p99_9": "float64"}

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..comparisons import FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
+from ..comparisons import COUNTED, FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
 from ..studykit import BY, Arm  # a sysbench cell
 from .words import WIDE
 
@@ -106,15 +106,20 @@ def summary(steps: pd.DataFrame) -> pd.DataFrame:
                         {k: col for k, col in columns(SYSBENCH).items() if col in steps})
 
 
-def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps") -> pd.DataFrame:
+def ratios_per_round(steps: pd.DataFrame, arms: list[Arm], metric: str = "qps",
+                     judged: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every round's ratio candidate / baseline per workload × threads (paired steps; the
-    A/A twin left to its own table), for `plots.ratios_per_round`; empty for blocks."""
-    if not is_paired(steps):
+    A/A twin left to its own table), for `plots.ratios_per_round`; empty for blocks, without
+    a candidate, and where the run does not judge `metric` (`judged`, its table, is empty:
+    a count run's throughput)."""
+    if not is_paired(steps) or (judged is not None and judged.empty):
         return pd.DataFrame()
-    column = by_key(SYSBENCH, metric).column
+    column = by_key((*SYSBENCH, *COUNTED), metric).column
     out = [stats.pair_up(steps, by=BY, factor="arm", baseline=arms[0].label, candidate=a.label,
                          value=column, pair="repeat").assign(candidate=a.label)
            for a in arms[1:] if a.twin_of is None]
+    if not out:
+        return pd.DataFrame()
     out = pd.concat(out, ignore_index=True)
     return out.assign(ratio=out["b"] / out["a"])
 

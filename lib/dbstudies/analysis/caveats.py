@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import probes, settings, stats
+from .. import callgrind, probes, settings, stats, workloads
 from ..results import Run
 from ..studykit import SysbenchParams
 from ..tables import INTERVALS
@@ -430,6 +430,9 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
     answer's tables (`steps` among them, where the study has one); `throughput`: the key of
     its throughput verdict table, whose judged cells get the CPU budget (None: no budget)."""
     meta = run.metadata
+    if getattr(p, "count", 0):  # instructions, not time: what it rests on instead
+        return [*callgrind.caveats(p.threads, any(workloads.writes(w) for w in p.workloads)),
+                settings.beyond_varied(meta)]
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
     host = (meta.get("host") or {}).get("cpus") or 0

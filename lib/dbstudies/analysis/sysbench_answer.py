@@ -35,7 +35,10 @@ def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
     shifted = (tails.shift(run.table(HISTOGRAMS), steps, arms[0].label, [a.label for a in arms[1:] if not a.aa])
                if run.has_table(HISTOGRAMS) and "repeat" in steps and len(steps) else pd.DataFrame())
     first = primary(p.COMPARISONS)
-    return {"steps": steps, "summary": summ, **{c.key: relative(steps, p, c.key) for c in p.COMPARISONS},
+    # a comparison this run does not judge (a count run's throughput; a throughput run's count)
+    # is an empty table: a notebook section taking it shows nothing and is left out of the report
+    absent = {c.key: pd.DataFrame() for c in type(p).COMPARISONS if c not in p.COMPARISONS}
+    return {"steps": steps, "summary": summ, **absent, **{c.key: relative(steps, p, c.key) for c in p.COMPARISONS},
             AA_KEY: relative(steps, p, first.key, aa=True),
             "calibration": calibration(steps, arms, p, first.key), "shift": shifted,
             "calibrations": {c.key: calibration(steps, arms, p, c.key) for c in judged(p.COMPARISONS)

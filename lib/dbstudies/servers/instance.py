@@ -123,7 +123,9 @@ class Server(SqlClient):
     `intent` (said in the flavour's dialect) and `settings` (plain variables, on top) apply
     at every start over the flavour's cnf fragments; a start's own intent and settings go on
     top, for that start only; `max_clients` raises max_connections to
-    cover that many client connections; `cpus` pins the server (taskset list, e.g. "0-3").
+    cover that many client connections; `cpus` pins the server (taskset list, e.g. "0-3");
+    `wrapper` is a host program the server runs under (valgrind, `callgrind`): the host's
+    binaries or a build's, not a rootfs flavour's, whose tree the host's program cannot enter.
     """
     flavour: Flavour
     workdir: Path
@@ -134,6 +136,7 @@ class Server(SqlClient):
     cpus: str | None = None
     log_dir: Path | None = None
     ready_timeout: float = 120.0
+    wrapper: list[str] = field(default_factory=list)  # argv the server runs under (valgrind)
     cnf_dir: Path = paths.CNF_DIR
 
     def __post_init__(self) -> None:
@@ -193,8 +196,12 @@ class Server(SqlClient):
 
     def server_argv(self) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
+        if self.wrapper and launch.root_of(self.flavour) is not None:
+            raise ServerError(f"{self.flavour.name} runs in a Debian tree of its own, where "
+                              f"{Path(self.wrapper[0]).name} from the host cannot run it; a count needs "
+                              "the host's server or a build directory without a runtime")
         # --defaults-file must be the first option, or /etc/mysql is read too
-        return [*pin, *self.launcher(), self.flavour.server, f"--defaults-file={self.cnf_path}"]
+        return [*pin, *self.wrapper, *self.launcher(), self.flavour.server, f"--defaults-file={self.cnf_path}"]
 
     def install_db_argv(self) -> list[str]:
         first, *rest = self.flavour.install_db

@@ -38,8 +38,8 @@ def reachability(table: pd.DataFrame, alpha: float = ALPHA) -> list[str]:
         return [f"No cell could be tested ({most} {unit} at most, or no noise to estimate): every "
                 "cell is a draw by construction"]
     lo, hi = mde_text(mdes.min()), mde_text(mdes.max())
-    spread = (f"{lo} in every cell" if lo == hi or round(mdes.min()) == round(mdes.max()) else
-              f"{mdes.min():.0f}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
+    spread = (f"{lo} in every cell" if lo == hi else
+              f"{lo.removesuffix(' %')}–{hi} across cells" if mdes.max() <= 1000 else f"{lo} to {hi} across cells")
     how, floors = _design_words(table, per_cell, m, paired)
     lines = [f"Minimum detectable effect {mde_text(mdes.median())} in the median cell ({spread}; "
              f"{how}, {m} comparison{'s' if m != 1 else ''}, Holm-corrected, 80 % power): a "
@@ -101,11 +101,16 @@ def reach_short(table: pd.DataFrame) -> str:
 
 
 def mde_text(x: float) -> str:
-    """An MDE as the text says it: '16 %', or '> 1,000 %' for a design that cannot tell.
+    """An MDE as the text says it: '16 %', '> 1,000 %' for a design that cannot tell, and
+    two significant digits under 10 % (a count's 0.5 % is not '0 %').
 
-    >>> mde_text(15.6), mde_text(2221619.0)
-    ('16 %', '> 1,000 %')
+    >>> mde_text(15.6), mde_text(2221619.0), mde_text(2.44), mde_text(0.0417)
+    ('16 %', '> 1,000 %', '2.4 %', '0.042 %')
     """
-    return "> 1,000 %" if x > 1000 else f"{x:.0f} %"
+    if x > 1000:
+        return "> 1,000 %"
+    if 0 < x < 10:
+        return f"{x:.2g} %"
+    return f"{x:.0f} %"
 
 

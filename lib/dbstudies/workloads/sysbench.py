@@ -107,7 +107,7 @@ class Sysbench:
 
     def argv(self, command: str, *, workload: str = "oltp_read_only", threads: int = 1,
              duration: int | None = None, interval: int = 1, percentile: int = 99,
-             seed: int | None = None) -> list[str]:
+             seed: int | None = None, events: int | None = None) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
         scale = {"tables": self.tables, "table_size": self.table_size, "warehouses": self.warehouses,
                  "nodes": self.nodes, "payload_compressibility": self.payload_compressibility}
@@ -115,7 +115,7 @@ class Sysbench:
                 *self.server.sysbench_connection(), f"--mysql-db={self.db}", *options(workload, scale),
                 *(script_options(self.script_options) if is_script(workload) else []), f"--threads={threads}"]
         if command == "run":
-            argv += [f"--time={duration}", "--events=0", f"--report-interval={interval}",
+            argv += [f"--time={0 if events else duration}", f"--events={events or 0}", f"--report-interval={interval}",
                      "--histogram=on", f"--percentile={percentile}"]
         if seed is not None and command in ("run", "prepare"):
             argv.append(f"--rand-seed={seed}")
@@ -154,16 +154,18 @@ class Sysbench:
     def run(self, workload: str, threads: int, duration: int, *, interval: int = 1,
             percentile: int = 99, seed: int | None = None, observer: Observer | None = None,
             on_interval: Callable[[pd.DataFrame], None] | None = None,
-            rate: float | None = None, arrivals: str = "poisson") -> SysbenchResult:
+            rate: float | None = None, arrivals: str = "poisson",
+            events: int | None = None) -> SysbenchResult:
         """One measured (or warm-up) run. Raises SysbenchError, or ServerDied if the
         server went away under it; sysbench is never left running. `on_interval` gets each
         interval's row (an `intervals_frame` of one row) as sysbench prints it.
         `rate` (transactions/s) makes it open-loop: `threads` connections serve arrivals at
         that rate (`arrivals`: "poisson" or "constant"), each transaction timed from its
         scheduled start (`SysbenchResult.open_loop`); sysbench's own latency figures are then
-        the service time only."""
+        the service time only. `events`: that many transactions instead of `duration`
+        seconds (which then bounds how long they may take)."""
         argv = self.argv("run", workload=workload, threads=threads, duration=duration,
-                         interval=interval, percentile=percentile, seed=seed)
+                         interval=interval, percentile=percentile, seed=seed, events=events)
         env = {**self.env(workload), "DBSTUDIES_T0": f"{time.time():.3f}"}  # our per-type seconds' origin
         if rate is not None:
             problems = [f"rate must be a positive number of transactions/s, not {rate!r}"

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
-from ..scaling import GOVERNING  # the pool's settings, shown in the report
+from ..scaling import (  # the count's profile; the pool's settings, shown in the report
+    COUNT_PROFILE,
+    GOVERNING,
+)
 from ..scaling import Params as Scaling
 from ..scaling import Scaling as Experiment
 
@@ -52,6 +55,8 @@ PROFILES: dict[str, dict[str, Any]] = {
                  threads=[1, 4, 16, 64, 256, 1024], tables=16, table_size=1_000_000,
                  warmup=30, duration=10, repeats=6, budget=180, target={"qps": 0.05, "p95": 0.20},
                  settings={"innodb_buffer_pool_size": "5G"}),
+    # by the server's instructions per transaction (no pool: valgrind runs threads one at a time)
+    "count": COUNT_PROFILE,
 }
 
 

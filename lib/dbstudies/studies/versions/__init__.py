@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
-from ..scaling import PER_CONNECTION
+from ..scaling import COUNT_PROFILE, PER_CONNECTION
 from ..scaling import Params as Scaling
 from ..scaling import Scaling as Experiment
 
@@ -57,6 +57,8 @@ PROFILES: dict[str, dict[str, Any]] = {
                  threads=[1, 16, 64, 256], table_size=1_000_000, warmup=30,
                  duration=5, repeats=6, budget=180, target={"qps": 0.05, "p95": 0.20},
                  settings={"innodb_buffer_pool_size": "3G"}),
+    # by the server's instructions per transaction, not throughput: `-p flavours '[A, B]'`
+    "count": COUNT_PROFILE,
 }
 
 

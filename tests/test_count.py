@@ -1,0 +1,150 @@
+"""The server's instructions per transaction, counted by callgrind (issue 65): the dump
+reader on a known file, and a real server under valgrind whose windows count what its
+serving thread executed — the same per transaction window after window, and more with a
+setting known to add work."""
+from __future__ import annotations
+
+import pytest
+
+from dbstudies import callgrind, checks, experiment, ownership, results, servers
+from dbstudies.analysis import said
+from dbstudies.errors import ParamError
+from dbstudies.servers import Server
+from dbstudies.study import load
+from dbstudies.workloads import sysbench
+
+# a dump as callgrind writes one (names compressed on first use, a call's inclusive cost on
+# the line after `calls=`, a recursive call, a cost line without a cost)
+DUMP = """# callgrind format
+version: 1
+positions: line
+events: Ir
+summary: 0
+
+ob=(1) /usr/sbin/mariadbd
+fl=(1) ???
+fn=(1) do_command(THD*, bool)
+0 100
+cfn=(2) dispatch_command(enum_server_command, THD*, char*, unsigned int, bool)
+calls=3 0
+0 900
+fn=(2)
+0 600
+cfn=(3) alloc_root
+calls=10 0
+0 300
+cfn=(2)
+calls=1 0
+0 50
+fn=(3)
+0 300
+0
+totals: 1000
+"""
+
+
+def test_a_dump_is_read_with_its_names_self_and_inclusive_costs(tmp_path):
+    f = tmp_path / "callgrind.out.7.1-03"
+    f.write_text(DUMP)
+    p = callgrind.read(f)
+    assert p.total == 1000 and sum(p.self_cost.values()) == 1000
+    do, dispatch = "do_command(THD*, bool)", "dispatch_command(enum_server_command, THD*, char*, unsigned int, bool)"
+    assert p.self_cost == {do: 100, dispatch: 600, "alloc_root": 300}
+    # inclusive: its own and its calls' (a call to itself is not counted again)
+    assert p.inclusive == {do: 1000, dispatch: 900, "alloc_root": 300}
+
+
+def test_without_valgrind_a_count_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    (line,) = callgrind.problems()
+    assert "valgrind" in line and "make setup" in line
+
+
+@pytest.fixture
+def counted(tmp_path):
+    """Debian's MariaDB under callgrind, counting nothing until a window opens, with a
+    sysbench table of 1,000 rows loaded and read once."""
+    flavour = servers.load_flavour("mariadb-10.11")
+    out = tmp_path / "counts"
+    out.mkdir()
+    s = Server(flavour, tmp_path / "srv", wrapper=callgrind.prefix(out),
+               settings=callgrind.settings_for(servers.known_options(flavour), {}))
+    with s:
+        s.start()
+        sb = sysbench.Sysbench(s, tables=1, table_size=1000)
+        sb.prepare(threads=1)
+        sb.run("oltp_point_select", threads=1, duration=10, events=200)  # warm: rows and plans cached
+        yield s, sb, callgrind.Window(s.pid, out)
+
+
+@pytest.mark.server
+def test_windows_count_the_serving_thread_alike_and_a_setting_that_adds_work_more(counted):
+    s, sb, window = counted
+    assert "valgrind" in " ".join(s.server_argv())
+
+    def per_transaction() -> tuple[float, callgrind.Count]:
+        window.open()
+        res = sb.run("oltp_point_select", threads=1, duration=120, events=300)
+        count = window.close()
+        assert res.totals["events"] == 300 and "--events=300" in res.argv and "--time=0" in res.argv
+        return count.served / 300, count
+
+    first, count = per_transaction()
+    # one thread served the client (it ran dispatch_command); a point select is tens of
+    # thousands of instructions (42,620 on this binary in issue 65's own windows)
+    assert len(count.serving) == 1 and count.served > 0 and 20_000 < first < 100_000, count.threads
+    assert count.total >= count.served and len(count.files) == len(count.threads)
+    second, _ = per_transaction()
+    assert second == pytest.approx(first, rel=0.01)  # nearly deterministic: not the host's noise
+    s.query("SET GLOBAL userstat = ON")  # per-statement user/table/index statistics: more work
+    more, _ = per_transaction()
+    assert 1.03 < more / first < 1.12, (first, more)
+
+
+@pytest.mark.server
+def test_a_window_never_opened_counted_nothing_and_says_so(counted):
+    _, sb, window = counted
+    sb.run("oltp_point_select", threads=1, duration=60, events=50)
+    with pytest.raises(callgrind.CountError, match="instrumentation never came on"):
+        window.close()
+
+
+def test_a_rootfs_flavour_cannot_run_under_the_hosts_valgrind(tmp_path):
+    flavour = servers.load_flavour("mysql-9.7")
+    s = Server(flavour, tmp_path / "srv", wrapper=callgrind.prefix(tmp_path))
+    with pytest.raises(servers.ServerError, match="cannot run it"):
+        s.server_argv()
+
+
+def test_a_count_refuses_what_it_cannot_judge_before_anything_starts():
+    with pytest.raises(ParamError) as e:
+        checks.resolve(load("thread_pool"), "smoke", count=3000)  # both schedulers: the pool among them
+    assert "pool-of-threads arm cannot be judged by count" in str(e.value)
+    with pytest.raises(ParamError) as e:
+        checks.resolve(load("versions"), "count", flavours=["mariadb-10.11", "mysql-9.7"], count=50)
+    text = str(e.value)
+    assert "at least 100 transactions" in text and "mysql-9.7 runs in a Debian tree of its own" in text
+    p = checks.resolve(load("versions"), "count")
+    assert [c.key for c in p.COMPARISONS] == ["instructions", "instructions_all"] and p.threads == [1]
+    assert [c.key for c in checks.resolve(load("versions"), "smoke").COMPARISONS][0] == "qps"
+
+
+@pytest.mark.server
+def test_a_count_run_measures_windows_and_judges_instructions_not_throughput(tmp_path):
+    study = load("versions")
+    p = checks.resolve(study, "count", count=300, repeats=2, restart_every=2, warmup=1, table_size=1000)
+    run = ownership.open_run(study, p, root=tmp_path)
+    experiment.measure(study, p, run, progress=False)
+    steps = results.measured(run)
+    assert len(steps) == 4 and (steps["events"] == 300).all()  # each window: its fixed transactions
+    per = steps["instr_per_txn"]
+    # the baseline and its A/A twin, window after window: the same count (no SQL sampler in a window)
+    assert per.between(20_000, 100_000).all() and per.max() / per.min() < 1.01, per
+    assert (steps["instr_all_per_txn"] >= per).all()
+    windows = list(run.servers_dir.glob("*/counts/callgrind.out.*.[12]-*"))  # each window's dump, per thread
+    assert {f.parts[-3] for f in windows} == {"one-thread-per-connection", "one-thread-per-connection-A-A"}
+    assert any(callgrind.read(f).total for f in windows)  # kept with their servers
+    answer = study.answer(run, p)
+    assert not answer["aa"].empty and answer["qps"].empty  # throughput under valgrind is not judged
+    told = said.answer_text(answer, run)
+    assert "A count, not a time" in told.more and "highest median QPS" not in told.conclusion
