@@ -4,10 +4,11 @@ serving thread executed — the same per transaction window after window, and mo
 setting known to add work."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from dbstudies import callgrind, checks, experiment, ownership, results, servers
-from dbstudies.analysis import said
+from dbstudies.analysis import counted, said
 from dbstudies.errors import ParamError
 from dbstudies.servers import Server
 from dbstudies.study import load
@@ -61,7 +62,7 @@ def test_without_valgrind_a_count_is_refused_in_one_line(monkeypatch):
 
 
 @pytest.fixture
-def counted(tmp_path):
+def counting(tmp_path):
     """Debian's MariaDB under callgrind, counting nothing until a window opens, with a
     sysbench table of 1,000 rows loaded and read once."""
     flavour = servers.load_flavour("mariadb-10.11")
@@ -78,8 +79,8 @@ def counted(tmp_path):
 
 
 @pytest.mark.server
-def test_windows_count_the_serving_thread_alike_and_a_setting_that_adds_work_more(counted):
-    s, sb, window = counted
+def test_windows_count_the_serving_thread_alike_a_setting_that_adds_work_more_and_a_closed_one_nothing(counting):
+    s, sb, window = counting
     assert "valgrind" in " ".join(s.server_argv())
 
     def per_transaction() -> tuple[float, callgrind.Count]:
@@ -99,11 +100,7 @@ def test_windows_count_the_serving_thread_alike_and_a_setting_that_adds_work_mor
     s.query("SET GLOBAL userstat = ON")  # per-statement user/table/index statistics: more work
     more, _ = per_transaction()
     assert 1.03 < more / first < 1.12, (first, more)
-
-
-@pytest.mark.server
-def test_a_window_never_opened_counted_nothing_and_says_so(counted):
-    _, sb, window = counted
+    # a window never opened counted nothing, and says so
     sb.run("oltp_point_select", threads=1, duration=60, events=50)
     with pytest.raises(callgrind.CountError, match="instrumentation never came on"):
         window.close()
@@ -144,7 +141,30 @@ def test_a_count_run_measures_windows_and_judges_instructions_not_throughput(tmp
     windows = list(run.servers_dir.glob("*/counts/callgrind.out.*.[12]-*"))  # each window's dump, per thread
     assert {f.parts[-3] for f in windows} == {"one-thread-per-connection", "one-thread-per-connection-A-A"}
     assert any(callgrind.read(f).total for f in windows)  # kept with their servers
+    per = counted.per_function(run, steps)  # where they went: every window's functions, per transaction
+    per_step = per.groupby("step")["per_txn"].sum()
+    assert set(per_step.index) == set(steps["step"]) and (per_step / steps.set_index("step")["instr_per_txn"]).round(6).eq(1).all()
+    assert per["function"].str.startswith("dispatch_command").any()
     answer = study.answer(run, p)
     assert not answer["aa"].empty and answer["qps"].empty  # throughput under valgrind is not judged
     told = said.answer_text(answer, run)
     assert "A count, not a time" in told.more and "highest median QPS" not in told.conclusion
+
+
+def test_functions_lump_a_stripped_binarys_addresses_and_differences_come_largest_first(tmp_path):
+    f = tmp_path / "callgrind.out.7.1-03"
+    f.write_text(DUMP.replace("fn=(3) alloc_root", "fn=(3) 0x0000000000d93de0"))
+    assert callgrind.serving_files(tmp_path / "callgrind.out.7.1", [3]) == [f]
+    assert callgrind.functions([f])[callgrind.UNNAMED] == 300
+    A, B = (type("Arm", (), {"label": x, "twin_of": None})() for x in ("a", "b"))
+    rows = [{"step": s, "arm": arm, "workload": "w", "threads": 1, "function": fn, "per_txn": v}
+            for s, arm, scale in ((1, "a", 1.0), (2, "b", 1.0), (3, "a", 1.0), (4, "b", 1.0))
+            for fn, v in (("parse", 1000 * scale), ("lock", 500.0 if arm == "a" else 560.0),
+                          (callgrind.UNNAMED, 500.0 if s != 4 else 510.0))]
+    (d,) = counted.differences(pd.DataFrame(rows), [A, B])
+    t = d["table"]
+    # lock +60 first, the unnamed +5 (one window of two moved by 10) next, parse unchanged last
+    assert t["function"].tolist() == ["lock", callgrind.UNNAMED, "parse"] and t["change/txn"].tolist() == [60.0, 5.0, 0.0]
+    assert t["change, % of the baseline's total"].iloc[0] == 3.0  # 60 of 2,000
+    assert t["b: windows"].iloc[1] == "500–510" and d["windows"] == {"a": 2, "b": 2}
+    assert d["unnamed"]["a"] == pytest.approx(0.25)

@@ -254,7 +254,7 @@ def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_a
     before, after = Run(original).metadata["parameters"], Run(replica).metadata["parameters"]
     assert after.pop("replicate") == str(packed.resolve())
     assert {k: v for k, v in after.items() if k in before} == {k: v for k, v in before.items() if k != "replicate"}
-    assert {k: after[k] for k in set(after) - set(before)} == {"cpu_profile_rounds": None}  # a field it predates: its default
+    assert {k: after[k] for k in set(after) - set(before)} == {"cpu_profile_rounds": None, "count": 0}  # fields it predates: their defaults
     html = (replica / "report.html").read_text()
     assert f"Did the answer of run {original.name} replicate?" in html and "ratio of the effects" in html
     assert "Every server flavour ran the same build in both runs" in html

@@ -234,7 +234,7 @@ def test_cli_bad_paths_and_names_are_one_line_errors(tmp_path, capsys):
         ([*RUN, "--runs-dir", str(a_file)], f"cannot create a run directory under {a_file}: Not a directory"),
         ([*RUN, "--runs-dir", str(a_file / "below")], "cannot create a run directory under"),
         (["run", "tpcc_42", "--runs-dir", str(tmp_path / "empty")], "unknown study 'tpcc_42'"),
-        (["run", "thread_pool", "--profile", "huge"], "invalid choice: 'huge'"),
+        (["run", "thread_pool", "--profile", "huge"], "unknown profile 'huge'; choose one of smoke, quick, full, count"),
         (["report", str(tmp_path / "missing")], "neither a run directory (one holds metadata.json) nor a packed run"),
         (["report", str(tmp_path / "no-notebook")], "names no study or parameters: nothing to analyse"),
     ]

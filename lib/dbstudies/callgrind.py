@@ -177,6 +177,7 @@ class Count:
     threads: dict[int, int]
     serving: frozenset[int]
     files: list[Path] = field(default_factory=list)
+    prefix: Path | None = None  # the dump's files but for their `-<thread>`
 
     @property
     def served(self) -> int:
@@ -232,7 +233,7 @@ class Window:
             threads[thread] = info.total
             if any(name.split("(")[0].split("'")[0] in SERVING for name in info.self_cost):
                 serving.add(thread)
-        count = Count(threads, frozenset(serving), files)
+        count = Count(threads, frozenset(serving), files, self.out_dir / f"callgrind.out.{self.pid}.{self.parts}")
         if count.total == 0:
             raise CountError(f"the window counted no instruction in {len(files)} thread(s): "
                              "instrumentation never came on")
@@ -249,6 +250,23 @@ class Profile:
 
 
 _NAMED = re.compile(r"^\((\d+)\)(?: (.*))?$")
+_ADDRESS = re.compile(r"^0x[0-9a-f]+$")
+UNNAMED = "(functions without a name)"  # a stripped binary's: only its exported symbols are named
+
+
+def functions(files: Iterable[Path]) -> Counter:
+    """Each function's own instructions summed over the dump files of one window's threads,
+    the functions a stripped binary leaves unnamed (bare addresses) as one entry (`UNNAMED`)."""
+    out: Counter = Counter()
+    for f in files:
+        for name, cost in read(f).self_cost.items():
+            out[UNNAMED if _ADDRESS.match(name) else name] += cost
+    return out
+
+
+def serving_files(prefix: Path, serving: Iterable[int]) -> list[Path]:
+    """A window's dump files of the threads that served the client (`Count.serving`)."""
+    return [f for t in serving for f in prefix.parent.glob(f"{prefix.name}-{int(t):02d}")]
 
 
 def read(path: Path) -> Profile:

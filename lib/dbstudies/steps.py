@@ -29,6 +29,7 @@ from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Samp
 from .results import PROFILE_DIR, Run
 from .studykit import Arm
 from .tables import (
+    COUNTS,
     CPU_PROFILES,
     HISTOGRAMS,
     INTERVALS,
@@ -357,6 +358,11 @@ def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -
         ctx.run.append(OL_SECONDS, ol.seconds[[c for c in OL_SECONDS.columns if c != "step"]]
                        .assign(step=step))
         ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
+    c = attempt.count
+    if c is not None and c.prefix is not None:
+        ctx.run.append_rows(COUNTS, [{"step": step, "dump": str(c.prefix.relative_to(ctx.run.path)),
+                                      "serving": ",".join(str(t) for t in sorted(c.serving)),
+                                      "served": float(c.served), "total": float(c.total), "server_threads": len(c.threads)}])
     if attempt.pauser is not None and attempt.pauser.pauses:
         ctx.run.append_rows(PAUSES, [{**x, "step": step} for x in attempt.pauser.pauses])
     if attempt.recorder is not None and phase == "profile":

@@ -81,6 +81,11 @@ CPU_PROFILES = Table("cpu_profiles", 1, {"step": "int64", "samples": "int64", "f
 WAITS = Table("waits", 1, {"step": "int64", "event": "str", "count": "int64", "wait_ms": "float64"},
               "per profiled step on a server with performance_schema on: each wait event's count "
               "and time waited during the step (events_waits_summary_global_by_event_name)")
+COUNTS = Table("counts", 1, {"step": "int64", "dump": "str", "serving": "str", "served": "float64",
+                             "total": "float64", "server_threads": "int64"},
+               "one row per counted step (a `count` run's window): its dump's files' common start "
+               "(relative to the run; one file per thread, `…-<thread>`), the threads that served "
+               "the client (comma-separated), their instructions, all threads' and how many threads the dump holds")
 PAUSES = Table("pauses", 1, {"step": "int64", "at_s": "float64", "paused_ms": "float64"},
                "the positive control's pauses of its server in one step (`pauses`): when each "
                "began, seconds after sysbench started, and how long the server was stopped")

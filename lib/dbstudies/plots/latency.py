@@ -127,7 +127,7 @@ def shift(d: pd.DataFrame, *, marked: Sequence[float] = (95, 99), threshold: flo
             ax = axes[r][c]
             if threshold:
                 ax.axhspan(1 - threshold, 1 + threshold, color=DRAW_BAND, zorder=0, lw=0,
-                           label=f"draw band (±{threshold:.0%})")
+                           label=f"draw band (±{threshold * 100:.2g} %)")
             ax.axhline(1, color="0.3", lw=1, zorder=1)
             for h in hues:
                 g = d[(d["workload"] == w) & (d["threads"] == t) & (d[hue] == h)].sort_values("q")

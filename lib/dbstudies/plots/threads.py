@@ -172,7 +172,7 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
     hues = list(dict.fromkeys(rel[hue]))
     for ax, f in zip(axes, facets):
         ax.axhspan(1 - threshold, 1 + threshold, color=DRAW_BAND, zorder=0, lw=0,
-                   label=f"draw band (±{threshold:.0%})")
+                   label=f"draw band (±{threshold * 100:.2g} %)")
         ax.axhline(1, color="0.3", lw=1, zorder=1)
         # the y-range: the rounds' ratios and the intervals that bound something (ends at most
         # ×10 apart, as the tables say); an unbounded one (2 pairs: 1e-6 … 1e8) runs to the frame
@@ -213,5 +213,5 @@ def ratios_per_round(pairs: pd.DataFrame, rel: pd.DataFrame, *, ylabel: str, thr
     fig.dbstudies_alt = (f"{ylabel} of {', '.join(hues)} relative to the baseline against "
                          f"{xlabel or 'client threads'}, one panel per {facet}: each round's pair ratio as a faint dot, "
                          f"the ratio of geometric means with its {said} in bold, the draw band "
-                         f"±{threshold:.0%} shaded, on a log axis labelled in %.")
+                         f"±{threshold * 100:.2g} % shaded, on a log axis labelled in %.")
     return fig

@@ -1,0 +1,76 @@
+"""Where a count run's instructions went (`count`): from each window's dump, the instructions
+per transaction of every function the serving threads executed (its own, not what it called),
+per arm; then each candidate against the baseline, largest difference first. The counts are
+nearly deterministic: what is shown beside each is its spread from window to window, not a
+test per function. On a stripped binary (Debian's) only exported symbols have names: the rest
+is one entry, and its share is said."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .. import callgrind
+from ..results import Run
+from ..tables import COUNTS
+from . import BY
+
+TOP = 20  # functions shown per candidate
+
+
+def per_function(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per counted step × function: its instructions per transaction (the serving threads'
+    own), with the step's arm and cell; empty for a run that counted nothing."""
+    if not run.has_table(COUNTS) or steps.empty:
+        return pd.DataFrame(columns=["step", "arm", *BY, "function", "per_txn"])
+    counts = run.table(COUNTS).merge(steps[["step", "arm", *BY, "events"]], on="step")
+    rows = []
+    for c in counts.itertuples(index=False):
+        files = callgrind.serving_files(run.path / c.dump, [int(t) for t in str(c.serving).split(",") if t])
+        for name, cost in callgrind.functions(files).items():
+            rows.append({"step": c.step, "arm": c.arm, **{k: getattr(c, k) for k in BY},
+                         "function": name, "per_txn": cost / c.events})
+    return pd.DataFrame(rows, columns=["step", "arm", *BY, "function", "per_txn"])
+
+
+def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict[str, Any]]:
+    """Per cell and candidate (not the A/A twin): the `top` functions whose instructions per
+    transaction differ most from the baseline's (medians over the windows; a function a window
+    did not run counts 0 there), each with both arms' window-to-window range, and the share of
+    each arm's instructions that no name accounts for."""
+    if per.empty:
+        return []
+    baseline, out = arms[0].label, []
+    windows = per.pivot_table(index=["function"], columns=["arm", *BY, "step"], values="per_txn",
+                              aggfunc="sum", fill_value=0.0)
+    for cell, _ in per.groupby(list(BY), sort=False):
+        for arm in [a.label for a in arms[1:] if a.twin_of is None]:
+            sides = {}
+            for label in (baseline, arm):
+                cols = [c for c in windows.columns if c[0] == label and tuple(c[1:1 + len(BY)]) == tuple(cell)]
+                if not cols:
+                    break
+                w = windows[cols]
+                sides[label] = pd.DataFrame({"median": w.median(axis=1), "low": w.min(axis=1), "high": w.max(axis=1)})
+            if len(sides) < 2:
+                continue
+            a, b = sides[baseline], sides[arm]
+            total = a["median"].sum()
+            t = pd.DataFrame({
+                "function": a.index,
+                f"{baseline}: instructions/txn": a["median"].round(1),
+                f"{baseline}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(a["low"], a["high"])],
+                f"{arm}: instructions/txn": b["median"].round(1),
+                f"{arm}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(b["low"], b["high"])],
+                "change/txn": (b["median"] - a["median"]).round(1),
+                "change, % of the baseline's total": ((b["median"] - a["median"]) / total * 100).round(3),
+            })
+            t = t.reindex(t["change/txn"].abs().sort_values(ascending=False).index).head(top).reset_index(drop=True)
+            unnamed = {label: float(s.loc[callgrind.UNNAMED, "median"] / s["median"].sum())
+                       if callgrind.UNNAMED in s.index and s["median"].sum() else 0.0
+                       for label, s in sides.items()}
+            out.append({"cell": dict(zip(BY, cell)), "candidate": arm, "baseline": baseline, "table": t,
+                        "unnamed": unnamed, "windows": {label: sum(1 for c in windows.columns if c[0] == label
+                                                                   and tuple(c[1:1 + len(BY)]) == tuple(cell))
+                                                        for label in (baseline, arm)}})
+    return out
