@@ -46,7 +46,12 @@ def test_the_midpoint_is_put_on_its_side_or_said_to_be_in_between():
     verdict, *_ = bisection.side(steps_of(rng, ["b1", "b6", "b8"]), "b1", "b6", "b8")
     assert verdict == "bad"
     verdict, *_ = bisection.side(steps_of(rng, ["b1", "b2", "b3"]), "b1", "b2", "b3")
-    assert verdict == "no change"
+    assert verdict == "no change"  # 40 pairs: the ends' interval lies within ±5 %
+    # three pairs of ends across a real −10 % step: −5.0 % [−17.4, +9.3] — undecided, never "no change"
+    verdict, why, e = bisection.side(steps_of(rng, ["b1", "b3", "b8"], pairs=3), "b1", "b3", "b8")
+    assert not e["bad vs good"]["moved"] and verdict == "undecided" and "too wide to call them the same" in why, why
+    verdict, why, _ = bisection.side(steps_of(rng, ["b1", "b2", "b3"], pairs=2), "b1", "b2", "b3")
+    assert verdict == "undecided" and "measure them with more pairs" in why, why
 
 
 def test_a_bisection_ends_at_the_step_in_fewer_builds_than_the_series(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from . import results, stats, sweep
 from .errors import ParamError
+from .stats import THRESHOLD
 from .series import (
     BY,
     STUDY,
@@ -33,10 +34,11 @@ from .series import (
 )
 
 
-def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, dict]:
+def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, same: float = THRESHOLD) -> tuple[str, str, dict]:
     """Which side of the change `mid` is on, from one paired run of the three (`pairs`: its
     measured steps; with several cells, their pairs taken together): bad against good must have changed (its 95 % interval excludes
-    0, else "no change"); mid is "good" when mid against good is within its interval and mid
+    0; else "no change" when the whole interval lies within ±`same`, and "undecided" when it is
+    wider: the ends could still differ); mid is "good" when mid against good is within its interval and mid
     against bad is not, "bad" the other way round, "between" when it differs from both, else
     "undecided". Returns (side, the reason in words, the three effects)."""
     def eff(base: str, cand: str) -> dict:
@@ -50,7 +52,11 @@ def side(pairs: pd.DataFrame, good: str, mid: str, bad: str) -> tuple[str, str, 
         return f"{mid if k.startswith('mid') else bad} against {good if k.endswith('good') else bad} " \
                f"{interval_text(x['pct'], x['lo'], x['hi'])}"
     if not e["bad vs good"]["moved"]:
-        return "no change", f"{said('bad vs good')}: the ends do not differ beyond the interval", e
+        x = e["bad vs good"]
+        if max(abs(x["lo"]), abs(x["hi"])) <= same * 100:  # NaN (too few pairs): not the same
+            return "no change", f"{said('bad vs good')}: the ends are the same within ±{same:.0%}", e
+        return "undecided", (f"{said('bad vs good')}: the ends may differ by as much as the interval "
+                             f"allows — too wide to call them the same (±{same:.0%}); measure them with more pairs"), e
     mg, mb = e["mid vs good"]["moved"], e["mid vs bad"]["moved"]
     if not mg and mb:
         return "good", f"{said('mid vs good')} (no change), {said('mid vs bad')}: {mid} is like {good}", e
