@@ -17,7 +17,6 @@ import pandas as pd
 
 from . import results, stats, sweep
 from .errors import ParamError
-from .stats import THRESHOLD
 from .series import (
     BY,
     STUDY,
@@ -32,6 +31,7 @@ from .series import (
     save_series,
     short,
 )
+from .stats import THRESHOLD
 
 
 def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, same: float = THRESHOLD) -> tuple[str, str, dict]:
