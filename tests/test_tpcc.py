@@ -123,7 +123,8 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     from dbstudies.study import load
     from dbstudies.tables import STEPS
     tp = load("thread_pool")
-    p = checks.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks")
+    p = checks.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks",
+                       duration=2)  # a per-second series: 1-s steps may keep no whole second
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
     steps = results.measured(run)
