@@ -188,10 +188,6 @@ class Count:
     def total(self) -> int:
         return sum(self.threads.values())
 
-    @property
-    def background(self) -> int:
-        return self.total - self.served
-
 
 class Window:
     """Count what a server process executes between `open` and `close`: each close dumps
@@ -231,7 +227,7 @@ class Window:
             thread = int(f.name.rsplit("-", 1)[1])
             info = read(f)
             threads[thread] = info.total
-            if any(name.split("(")[0].split("'")[0] in SERVING for name in info.self_cost):
+            if any(name.split("(")[0] in SERVING for name in info.self_cost):
                 serving.add(thread)
         count = Count(threads, frozenset(serving), files, self.out_dir / f"callgrind.out.{self.pid}.{self.parts}")
         if count.total == 0:
