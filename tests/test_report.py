@@ -157,7 +157,9 @@ def test_a_run_that_ends_before_any_step_gets_a_clean_report(tmp_path):
     html = (run_dir / "report.html").read_text()
     assert "<b>Run interrupted</b>: interrupted by SIGINT. It measured 0 of 12 planned steps." in html
     assert "Under way when it ended: r1 pool 8." in html and "nothing to analyse" in html
-    assert "To measure it again: <code>dbstudies run thread_pool --profile smoke -p threads " in html
+    # recorded before a smoke run was pinned to one CPU: measured again as it was, unpinned
+    assert ("To measure it again: <code>dbstudies run thread_pool --profile smoke -p server_cpus null "
+            "-p threads ") in html and "-p client_cpus null" in html
     assert report_problems(html) == []
     assert re.findall(r"<h2[^>]*>([^<]*)", html) == ["Measurement"]  # nothing analysed
 

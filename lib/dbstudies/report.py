@@ -34,6 +34,7 @@ from .shown import (  # noqa: F401 - notebooks call report.note, report.table, r
     table,
 )
 from .study import load, params_of, reference
+from .studykit import cpus_shared
 
 
 def plan(study: Any, p: Any, run_dir: Any = None) -> None:
@@ -212,7 +213,7 @@ def cpu_budget(said: Answer, run: Run) -> None:
 
     from .analysis import caveats, server_view
     key = throughput(said.comparisons)
-    cpus = (run.metadata.get("host") or {}).get("cpus") or 0
+    cpus = cpus_shared(params_of(run), (run.metadata.get("host") or {}).get("cpus") or 0)
     view = server_view.table(said.tables, key, server_cost(said.comparisons)) if key else None
     if view is not None and len(view):
         display(Markdown(

@@ -49,6 +49,14 @@ class Arm:
         return self.twin_of is not None and self.pause is None
 
 
+# A smoke run checks the machinery in seconds, not the host: its server (and sysbench) run on
+# one CPU, the first this process may use, so that a smoke step takes one core whatever else
+# runs beside it (the suite runs three at once on two cores; measured: the README's smoke run
+# 95 → 73 CPU-s pinned, latency's 64 → 40, the same wall time). Server and client then share
+# that CPU, as the caveats say (`cpus_shared`, `pinned_apart`).
+SMOKE_CPU = str(min(os.sched_getaffinity(0)))
+
+
 @dataclass(frozen=True, kw_only=True)
 class StudyParams:
     """What every study has: server flavour, repeats, seed, the verdict's draw threshold,
@@ -61,7 +69,7 @@ class StudyParams:
         "seed": "random seed: order of blocks and steps, sysbench `--rand-seed`",
         "draw_threshold": "a difference below this fraction is a draw",
         "aa_control": "also measure the baseline a second time, as its own interleaved arm (A/A control)",
-        "server_cpus": "`taskset` CPU list for the server",
+        "server_cpus": "`taskset` CPU list for the server (smoke: the first CPU, shared with sysbench)",
         "settings": "extra my.cnf settings on top of `env/cnf/base.cnf`",
         "budget": (
             "minutes: measure as many repeats (paired: rounds) as fit in this time, instead of "
@@ -104,6 +112,8 @@ class StudyParams:
     align: str = "intent"        # "intent": like for like (servers.ALIGNED) | "defaults": as shipped
     replicate: str | None = None  # a run (directory or archive) whose parameters this run measures again
     RESERVED: ClassVar[frozenset[str]] = frozenset()  # settings the study itself owns
+    # what a profile changes for every study (under each study's own PROFILES): see SMOKE_CPU
+    PROFILE_DEFAULTS: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {"server_cpus": SMOKE_CPU}}
     # parameters only the analysis reads: a finished run re-analysed at other values of these
     # gets a variant of its own (`Run.as_variant`); every other parameter is the run's
     ANALYSIS: ClassVar[frozenset[str]] = frozenset({"draw_threshold"})
@@ -186,7 +196,7 @@ class SysbenchParams(StudyParams):
         "nodes": "LinkBench-like scale, when `workloads` holds `linkbench` (nodes; ≈ 1.4 links each)",
         "warmup": "warm-up seconds after each server start (recorded, discarded; 0 = none)",
         "duration": "measured seconds per step",
-        "client_cpus": "`taskset` CPU list for sysbench",
+        "client_cpus": "`taskset` CPU list for sysbench (smoke: the server's CPU)",
         "workload_options": (
             "options of your own Lua workloads (`workloads` entries ending in `.lua`), e.g. "
             "`{\"--rows\": 1000}` (see Your own workload)"),
@@ -200,7 +210,8 @@ class SysbenchParams(StudyParams):
             "(a smoke run checks the machinery; its few seconds are never judged)"),
     }
     # what a profile changes for every study of this kind, under each study's own PROFILES
-    PROFILE_DEFAULTS: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {"busy_retries": 0}}
+    PROFILE_DEFAULTS: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {"busy_retries": 0, "server_cpus": SMOKE_CPU, "client_cpus": SMOKE_CPU}}
     workloads: list[str]
     threads: list[int]
     tables: int
@@ -320,6 +331,37 @@ def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str
         known = {k: v for k, v in settings.items() if servers.norm_key(k) not in unknown}
         problems += [f"{what}: {name} refuses a value: {m}" for m in servers.bad_values(flavour, known)]
     return problems
+
+
+def _pinned(p: Any) -> tuple[set[int] | None, set[int] | None]:
+    """The CPUs the run (its parameters `p`) pinned its server and its client to (None: unpinned)."""
+    return tuple(set(servers.parse_cpus(v)) if (v := getattr(p, k, None)) else None
+                 for k in ("server_cpus", "client_cpus"))  # type: ignore[return-value]
+
+
+def pinned_apart(p: Any) -> bool:
+    """Whether the run (its parameters `p`) pinned server and client to CPUs of their own
+    (a smoke run pins both to one: they share it).
+
+    >>> from types import SimpleNamespace as P
+    >>> [pinned_apart(P(server_cpus=s, client_cpus=c)) for s, c in [("0-1", "2"), ("0", "0"), ("0-1", "1"), ("0", None)]]
+    [True, False, False, False]
+    """
+    server, client = _pinned(p)
+    return bool(server and client and not server & client)
+
+
+def cpus_shared(p: Any, host_cpus: int) -> int:
+    """How many CPUs server and client could use between them: the host's, or where both are
+    pinned the CPUs of their lists together (a smoke run's one: saturated at 100 %, not at the
+    host's 200 %).
+
+    >>> from types import SimpleNamespace as P
+    >>> [cpus_shared(P(server_cpus=s, client_cpus=c), 2) for s, c in [("0", "0"), ("0", "1"), ("0", None), (None, None)]]
+    [1, 2, 2, 2]
+    """
+    server, client = _pinned(p) if p is not None else (None, None)
+    return len(server | client) if server and client else host_cpus
 
 
 def check_cpus(name: str, spec: str | None) -> list[str]:

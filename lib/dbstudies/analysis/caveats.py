@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import callgrind, probes, settings, stats, workloads
 from ..results import Run
-from ..studykit import SysbenchParams
+from ..studykit import SysbenchParams, cpus_shared, pinned_apart
 from ..tables import INTERVALS
 from . import BY, design_table, is_paired, signed, threads, threshold, to_target, word_of
 from .words import listing, percent, span, thread_words
@@ -235,11 +235,6 @@ def client_decides(b: pd.DataFrame | None, pinned: bool) -> pd.DataFrame:
     return b[b["saturated"].astype(bool) & pd.Series(moved, index=b.index)][cols].reset_index(drop=True)
 
 
-def pinned_apart(p: Any) -> bool:
-    """Whether the run (its parameters `p`) pinned server and client to CPUs of their own."""
-    return bool(getattr(p, "server_cpus", None) and getattr(p, "client_cpus", None))
-
-
 def saturation(steps: pd.DataFrame | None, b: pd.DataFrame, host_cpus: int, pinned: bool) -> str:
     """The CPU-saturation caveat: where server and client together used ≥ 90 % of the host's
     CPUs, and (with `budget` rows) how much of the verdicts' extra CPU is the client's."""
@@ -435,7 +430,7 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
                 settings.beyond_varied(meta)]
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
-    host = (meta.get("host") or {}).get("cpus") or 0
+    host = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)
     pinned = pinned_apart(p)
     b = judged_budget(tables, throughput, host)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")

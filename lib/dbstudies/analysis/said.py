@@ -16,6 +16,7 @@ from ..comparisons import judged, primary, throughput
 from ..contract import Answer
 from ..results import Run
 from ..study import params_of
+from ..studykit import cpus_shared, pinned_apart
 from . import CELL_KEYS, adjusted, caveats, cell_name, field, interval, signed, word_of, words
 
 
@@ -36,9 +37,9 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     tables = said.verdict_tables()
     key = throughput(said.comparisons)
     meta = run.metadata if run is not None else {}
-    cpus = (meta.get("host") or {}).get("cpus") or 0
     p = params_of(run) if run is not None else None
-    pinned = caveats.pinned_apart(p) if run is not None else True
+    cpus = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)
+    pinned = pinned_apart(p) if run is not None else True
     b = caveats.judged_budget(said.tables, key, cpus) if run is not None and key else None
     client = caveats.client_explained(b, pinned) if b is not None else None
     decides = caveats.client_decides(b, pinned) if b is not None else None
@@ -151,11 +152,11 @@ def _client_note(said: Answer, run: Run) -> str:
     """One line where the run's CPU budget puts most of a judged throughput change on the
     client (`caveats.client_explained`): how many such cells, and what that means."""
     key = throughput(said.comparisons)
-    cpus = (run.metadata.get("host") or {}).get("cpus") or 0
+    p = params_of(run)
+    cpus = cpus_shared(p, (run.metadata.get("host") or {}).get("cpus") or 0)
     if not key or not cpus:
         return ""
-    client = caveats.client_explained(caveats.judged_budget(said.tables, key, cpus),
-                                      caveats.pinned_apart(params_of(run)))
+    client = caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned_apart(p))
     if client is None or client.empty:
         return ""
     n = len(client)

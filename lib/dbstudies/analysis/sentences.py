@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
+from ..studykit import pinned_apart
 from . import adjusted, interval, p_text, signed, threads, verdicts
 from .words import share_words
 
@@ -134,4 +135,4 @@ def host_lines(summ: pd.DataFrame, p: Any, host_cpus: int) -> list[str]:
     return [f"- CPU: server up to {cpu.cpu_server_pct:.0f} % and sysbench up to "
             f"{cpu.cpu_client_pct:.0f} % of one core on a {host_cpus}-CPU host"
             + ("; client and server share the CPUs, so high thread counts measure both."
-               if not (p.server_cpus and p.client_cpus) else ".")]
+               if not pinned_apart(p) else ".")]

@@ -12,7 +12,7 @@ from .. import results, tails
 from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts, with_tail_ratio
 from ..contract import Answer
 from ..results import Run
-from ..studykit import Arm
+from ..studykit import Arm, cpus_shared, pinned_apart
 from ..tables import HISTOGRAMS
 from . import caveats, control, summary
 from .aa import calibration
@@ -57,8 +57,8 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     summ = t["summary"]  # the configurations compared: the twins have tables of their own
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
     cpus = run.metadata["host"]["cpus"]
-    client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus),
-                                      caveats.pinned_apart(p))
+    client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus_shared(p, cpus)),
+                                      pinned_apart(p))
     said = conclusion(summ, {**{c.key: t[c.key] for c in p.COMPARISONS}, AA_KEY: t[AA_KEY], "client": client}, p,
                       host_cpus=cpus, calibration=t["calibration"])
     arm = control.control_arm(arms)

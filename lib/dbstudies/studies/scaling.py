@@ -55,8 +55,8 @@ class Params(callgrind.Counted, profiler.CpuProfiled, pauses.PositiveControl, S.
     `flavour` is the baseline's server; `flavours` every server measured (it among them)."""
     MEANINGS: ClassVar[dict[str, str]] = {  # the study READMEs' parameter tables, `dbstudies list`
         "threads": "client thread counts (1 … 4096)",
-        "server_cpus": "`taskset` CPU list for the servers (e.g. `0-11`)",
-        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
+        "server_cpus": "`taskset` CPU list for the servers (e.g. `0-11`; smoke: the first CPU, shared with sysbench)",
+        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`; smoke: the servers' CPU)",
         "schedulers": ("`thread_handling` values, each an arm on every server that has it (the baseline: "
                        "the first); the pool gets `thread_pool_size` = server CPUs"),
     }

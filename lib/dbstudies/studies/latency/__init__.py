@@ -58,7 +58,7 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
         "repeats": "paired rounds of each phase (the closed-loop peak, then offered load); ≥ 2 for a verdict",
         "seed": "random seed: order of pairs and cells, sysbench `--rand-seed`, the arrival schedule",
         "aa_control": "also measure the baseline a second time, as its own arm (A/A control)",
-        "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`)",
+        "server_cpus": "`taskset` CPU list for the server (e.g. `0-11`; smoke: the first CPU, shared with sysbench)",
         "budget": "not used here: each phase runs `repeats` rounds (leave unset)",
         "design": (
             "`paired` (every arm on a server of its own, the arms of a cell back to back) or "
@@ -71,7 +71,7 @@ class Params(pauses.PositiveControl, S.MultiServerParams):
         "warehouses": "not used (OLTP workloads only)",
         "nodes": "not used (OLTP workloads only)",
         "duration": "seconds of each step (the peak phase and every offered level)",
-        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`)",
+        "client_cpus": "`taskset` CPU list for sysbench (e.g. `12-15`; smoke: the server's CPU)",
         "flavours": "the servers measured, `flavour` among them (as in the thread-pool study)",
         "schedulers": "`thread_handling` values compared; the pool gets `thread_pool_size` = server CPUs",
         "loads": (
