@@ -29,9 +29,12 @@ def resolve(study: Study, profile: str = "quick", **overrides: Any) -> StudyPara
     (with a precision `target`: its first `repeats` rounds);
     the servers kept up at once must fit this machine's memory. With `replicate`, the
     profile and parameters are the named run's (`replication_base`)."""
-    if overrides.get("replicate"):
+    replicate = bool(overrides.get("replicate"))
+    if replicate:
         profile, overrides = replication_base(study, overrides)
     p = P.from_profile(study.Params, study.PROFILES, profile, overrides)
+    if replicate:
+        p = P.keep_nones(p, overrides)  # a None the original recorded stays None
     arms = arms_of(study, p)
     problems = remote_problems(arms, p) + target_problems(p)
     first = p.repeats if p.target else 2
@@ -150,6 +153,7 @@ def reanalysis(study: Study, run: Run, profile: str | None, given: Mapping[str, 
     as_run = {k: v for k, v in P.as_dict(recorded).items() if k != "profile"}
     p = P.from_profile(study.Params, study.PROFILES, ran,
                        {**as_run, **{k: v for k, v in given.items() if k in analysis and v is not None}})
+    p = P.keep_nones(p, as_run)  # a None the run recorded stays None
     differs = [f"{k} = {v!r} (the run's: {as_run.get(k)!r})" for k, v in given.items()
                if v is not None and k not in analysis and k != "profile" and _text(v) != _text(as_run.get(k))]
     if profile and profile != ran:

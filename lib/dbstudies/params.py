@@ -203,6 +203,21 @@ def recorded(cls: type, profiles: Mapping[str, Mapping[str, Any]], parameters: M
     return cls(profile=profile, **{**given, **kept})
 
 
+def keep_nones(obj: Any, values: Mapping[str, Any]) -> Any:
+    """`obj` with every field that `values` (a run's recorded parameters) holds as None set to
+    None: there None is the run's value (unpinned, no budget), not "the profile's" as an
+    override's None is (`from_profile`) — a smoke run recorded unpinned is not read back pinned.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class X:
+    ...     cpus: str | None = None
+    >>> keep_nones(X(cpus="0"), {"cpus": None, "other": None})
+    X(cpus=None)
+    """
+    known = {f.name for f in dataclasses.fields(obj)}
+    return dataclasses.replace(obj, **{k: None for k, v in values.items() if v is None and k in known})
+
+
 def as_dict(obj: Any) -> dict[str, Any]:
     return dataclasses.asdict(obj)
 
