@@ -1,4 +1,6 @@
 """Figures: dodged series, plain 1-2-5 log ticks, one colour per configuration, alt text."""
+import base64
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -48,11 +50,14 @@ def test_colours_are_the_same_configuration_in_every_figure():
 
 def test_publish_saves_png_and_svg_and_shows_alt_text(tmp_path, monkeypatch):
     shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, metadata: shown.append(metadata))
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj._repr_png_()))
     run = type("R", (), {"figures": tmp_path / "figures"})()  # what publish asks of a run
     plots.publish(plots.scaling(summary(), "qps", "QPS"), run, "qps")
-    assert (tmp_path / "figures" / "qps.png").stat().st_size > 0 and (tmp_path / "figures" / "qps.svg").exists()
-    assert shown[0]["image/png"]["alt"].startswith("QPS against client threads")
+    png = tmp_path / "figures" / "qps.png"
+    assert png.stat().st_size > 0 and (tmp_path / "figures" / "qps.svg").exists()
+    (data, meta), = shown  # the saved file shown, at the inline size (100 of its 120 dpi)
+    assert base64.b64decode(data) == png.read_bytes() and meta["alt"].startswith("QPS against client threads")
+    assert meta["width"] == round(int.from_bytes(png.read_bytes()[16:20], "big") * 100 / 120)
 
 
 @pytest.mark.parametrize("low, high, expected", [(0.05, 0.3, [0.02, 0.05, 0.1, 0.2, 0.5]),

@@ -57,11 +57,13 @@ def _tick_texts(ax: Any, axis: str) -> list[str]:
             if t.get_visible() and t.get_text().strip() and lo <= t.get_position()[at] <= hi]
 
 
-def properties(fig: plt.Figure) -> dict[str, Any]:
-    """What a reader needs of a figure, read from matplotlib's objects once it is drawn:
-    per data panel its labelled ticks, axis labels, whether it has a legend, and the data
-    points outside (or on the edge of) its limits; the colour of each labelled series."""
-    fig.canvas.draw()
+def properties(fig: plt.Figure, draw: bool = True) -> dict[str, Any]:
+    """What a reader needs of a figure, read from matplotlib's objects once it is drawn (here,
+    unless not `draw`: `save` has just drawn it): per data panel its labelled ticks, axis labels,
+    whether it has a legend, and the data points outside (or on the edge of) its limits; the
+    colour of each labelled series."""
+    if draw:
+        fig.canvas.draw()
     legends = bool(fig.legends)
     panels, colours = [], {}
     for ax in fig.axes:
@@ -152,24 +154,32 @@ def problems(props: dict[str, Any]) -> list[str]:
     return out
 
 
+DPI = 120        # a run's figures/*.png, for the user's posts
+SHOWN_DPI = 100  # the size the notebook and the report show them at (matplotlib's inline size)
+
+
 def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
     """Write `fig` as <name>.png and .svg in `folder` (a run's `figures`), and <name>.json:
     its `properties` and `problems` (the suite checks every smoke run's)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = [folder / f"{name}.{ext}" for ext in ("png", "svg")]
     for f in out:
-        fig.savefig(f, dpi=120, bbox_inches="tight")
-    props = properties(fig)
+        fig.savefig(f, dpi=DPI, bbox_inches="tight")
+    props = properties(fig, draw=False)
     (folder / f"{name}.json").write_text(json.dumps({**props, "problems": problems(props)}, indent=1))
     return out
 
 
 def publish(fig: plt.Figure, run, name: str, alt: str | None = None) -> None:
     """Save `fig` into the run (a run re-read as it is keeps a figure it has: `Run.reread`),
-    show it once in the notebook with alt text, close it."""
-    from IPython.display import display
-    if not (getattr(run, "as_it_is", False) and (run.figures / f"{name}.png").exists()):
+    show that PNG once in the notebook with alt text (the file, not a fresh rendering: one
+    drawing fewer per figure, and what the notebook shows is what the run keeps), close it."""
+    from IPython.display import Image, display
+    png = run.figures / f"{name}.png"
+    if not (getattr(run, "as_it_is", False) and png.exists()):
         save(fig, run.figures, name)
     text = alt or getattr(fig, "dbstudies_alt", None) or name.replace("_", " ")
-    display(fig, metadata={"image/png": {"alt": text}})
     plt.close(fig)
+    data = png.read_bytes()
+    width = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
+    display(Image(data=data, width=round(width * SHOWN_DPI / DPI), alt=text))
