@@ -73,3 +73,4 @@ def test_the_spread_between_runs_their_intervals_miss_is_estimated_and_widens_th
     found = changepoints.find(y, se, BUILDS, ["c"])
     assert found["tau2"]["c"] > 0
     assert changepoints.penalty(8, 1) == pytest.approx(7.4, abs=0.3)  # χ²₁ at 1 − 0.05 ÷ 7
+

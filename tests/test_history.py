@@ -113,7 +113,7 @@ def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes
                          {"key": keys["b2"], "status": "abandoned", "run_dir": None, "kept_at": "host2:/runs/x",
                           "error": "KilledWorker"}]
     monkeypatch.setattr(sweep.Sweep, "run_on", run_on)
-    monkeypatch.setattr(history, "effects_of", lambda run, base, cand: pd.DataFrame())
+    monkeypatch.setattr(history, "effects_of", lambda run, base, cand, metric=None: pd.DataFrame())
     with pytest.raises(RuntimeError) as e:
         history.measure(s, say=lambda m: None, scheduler=cluster.Access("tls://h:8786", None))
     assert asked == [("tls://h:8786", [keys["b1"], keys["b2"], keys["b3"]])]
@@ -124,6 +124,71 @@ def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes
     with pytest.raises(RuntimeError):
         history.measure(s, say=lambda m: None, scheduler=cluster.Access("tls://h:8786", None))
     assert asked[1] == ("tls://h:8786", [keys["b2"], keys["b3"]])  # b1 is not measured again
+
+
+# the count (instructions per transaction): recorded pair residuals and the spread of a build's
+# effect between runs (tests/fixtures/series/count-*.txt, from the live count runs of 2026-11-28)
+COUNT_PAIRS = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "count-pairs.txt")
+COUNT_RUNS_SD = float(np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "count-runs.txt").std(ddof=1))
+COUNT_STEP = 0.01  # +1 % instructions from b5 on
+
+
+def _count_effect(rng, level: float, between_runs: bool, pairs: int = 4) -> dict:
+    """One count run's effect (log) of a build against another, at the recorded noise: its pairs
+    resampled from the recorded residuals, and — measured in a run of its own against the
+    reference — that run's shift (two neighbours in one run share theirs)."""
+    d = rng.choice(COUNT_PAIRS, pairs) + level + (rng.normal(0, COUNT_RUNS_SD) if between_runs else 0.0)
+    return series.paired_effect(d)
+
+
+def test_by_count_a_1_percent_step_is_reported_at_its_build_alone_once_its_neighbours_confirm_it(tmp_path, monkeypatch):
+    """Issue 65's known answer: 8 builds counted against the reference, 4 pairs each, a +1 %
+    step in instructions per transaction from b5 on. The series' effects alone put a change point
+    wherever two runs moved apart (≈ 15 % of all-equal series: a count's runs move by 0.04 %, its
+    pairs by 0.03 %); the neighbours' own paired run confirms the step and drops those — reported
+    at b4→b5, and only there, in ≥ 95 % of series; in all-equal series in ≤ 5 %."""
+    monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
+    s = series.Series("c", "ref", tuple(BUILDS), "count", {})
+    assert s.metric is series.INSTRUCTIONS and s.metric.digits == 2
+    rng = np.random.default_rng(21)
+    (tmp_path / "metadata.json").write_text("{}")  # the neighbours' run: its effect simulated below
+
+    def lvl(b: str, step: float) -> float:
+        return np.log1p(step) if BUILDS.index(b) + 1 >= STEP_AT else 0.0
+
+    def one(step: float) -> list[tuple[str, str]]:
+        rows = [{"workload": "oltp_point_select", "threads": 1, "build": b, "order": i,
+                 **_count_effect(rng, lvl(b, step), True)} for i, b in enumerate(BUILDS)]
+        found = history.changes(pd.DataFrame(rows), BUILDS)
+        monkeypatch.setattr(history, "effects_of", lambda run, base, cand, metric: pd.DataFrame(
+            [{"workload": "oltp_point_select", "threads": 1,
+              **_count_effect(rng, lvl(cand, step) - lvl(base, step), False)}]))
+        found = history.confirmed(s, found, {pair: tmp_path for pair in history.neighbours(s, found)})
+        return [(c["after"], c["before"]) for c in history.reported(found)], found
+
+    hits = candidates = alarms = 0
+    for _ in range(200):
+        got, found = one(COUNT_STEP)
+        hits += got == [("b4", "b5")]
+        candidates += [(c["after"], c["before"]) for c in found["changes"] if c["kept"]] == [("b4", "b5")]
+        alarms += bool(one(0.0)[0])
+    print(f"by count, +1 % at b5: reported there alone in {hits / 2:.1f} % (the effects alone: {candidates / 2:.1f} %); "
+          f"all-equal series reported a change in {alarms / 2:.1f} %")
+    assert hits / 200 >= 0.95 and alarms / 200 <= 0.05
+    # … and in words: the step's size to two decimals, the neighbours' run beside it
+    got, found = one(COUNT_STEP)
+    words = history.change_words(found, s.metric)
+    assert words[0].startswith("**Between b4 and b5**: oltp_point_select@1 +1.0") and "confirmed: b5 against b4" in words[0]
+    # a step the effects show and the neighbours' run does not (two runs drifted), or has not measured yet
+    drift = {"changes": [{"index": 6, "after": "b6", "before": "b7", "kept": True, "together": 1, "steps": [
+        {"cell": "oltp_point_select@1", "pct": 0.08, "lo": 0.03, "hi": 0.13, "moved": 1}]}], "quiet": [], "tau2": {}}
+    monkeypatch.setattr(history, "effects_of", lambda run, base, cand, metric: pd.DataFrame(
+        [{"workload": "oltp_point_select", "threads": 1, **series.paired_effect([0.0001, -0.0002, 0.0, 0.0001])}]))
+    words = history.change_words(history.confirmed(s, drift, {("b6", "b7"): tmp_path}), s.metric)
+    assert words[0].startswith("**No change point**") and "confirmed by its neighbours' paired run" in words[0]
+    assert "not confirmed: b7 against b6 in one paired run oltp_point_select@1 +0.00 % [" in words[1] and "not counted" in words[1]
+    words = history.change_words(history.confirmed(s, drift, {}), s.metric)
+    assert "not confirmed yet" in words[1] and not history.reported(drift)
 
 
 def _effect(steps: pd.DataFrame, build: str) -> dict:

@@ -19,7 +19,9 @@ from . import results, stats, sweep
 from .errors import ParamError
 from .series import (
     BY,
+    QPS,
     STUDY,
+    Metric,
     Series,
     builds_of,
     check,
@@ -31,18 +33,18 @@ from .series import (
     save_series,
     short,
 )
-from .stats import THRESHOLD
 
 
-def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, same: float = THRESHOLD) -> tuple[str, str, dict]:
+def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, metric: Metric = QPS) -> tuple[str, str, dict]:
     """Which side of the change `mid` is on, from one paired run of the three (`pairs`: its
-    measured steps; with several cells, their pairs taken together): bad against good must have changed (its 95 % interval excludes
-    0; else "no change" when the whole interval lies within ±`same`, and "undecided" when it is
+    measured steps; with several cells, their pairs taken together), by the series' `metric`
+    (QPS, or instructions per transaction): bad against good must have changed (its 95 % interval excludes
+    0; else "no change" when the whole interval lies within ±`metric.same`, and "undecided" when it is
     wider: the ends could still differ); mid is "good" when mid against good is within its interval and mid
     against bad is not, "bad" the other way round, "between" when it differs from both, else
     "undecided". Returns (side, the reason in words, the three effects)."""
     def eff(base: str, cand: str) -> dict:
-        d = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value="qps", pair="pair")["d"]
+        d = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value=metric.column, pair="pair")["d"]
         x = paired_effect(d)
         return {**x, "moved": bool(x["lo"] > 0 or x["hi"] < 0)}  # NaN below two pairs: never moved
     e = {"bad vs good": eff(good, bad), "mid vs good": eff(good, mid), "mid vs bad": eff(bad, mid)}
@@ -50,7 +52,8 @@ def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, same: float = THRES
     def said(k: str) -> str:
         x = e[k]
         return f"{mid if k.startswith('mid') else bad} against {good if k.endswith('good') else bad} " \
-               f"{interval_text(x['pct'], x['lo'], x['hi'])}"
+               f"{interval_text(x['pct'], x['lo'], x['hi'], metric.digits)}"
+    same = metric.same
     if not e["bad vs good"]["moved"]:
         x = e["bad vs good"]
         if max(abs(x["lo"]), abs(x["hi"])) <= same * 100:  # NaN (too few pairs): not the same
@@ -83,7 +86,7 @@ def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
         g, m, b = order[lo], order[mid], order[hi]
         say(f"bisect: {short(m)} between {short(g)} and {short(b)} …")
         steps = run_three(g, m, b)  # its arms named as `short` names them
-        verdict, why, e = side(steps, short(g), short(m), short(b))
+        verdict, why, e = side(steps, short(g), short(m), short(b), s.metric)
         path.append({"good": short(g), "mid": short(m), "bad": short(b), "side": verdict, "why": why, "effects": e,
                      "run": steps.attrs.get("run"), "at": (lo, mid, hi)})
         say(f"  {verdict}: {why}")
@@ -95,13 +98,13 @@ def bisect(s: Series, good: str, bad: str, say: Callable[[str], None] = print,
             hi = mid
         else:
             break
-    end = _end(path, last, short(order[lo]), short(order[hi]))
+    end = _end(path, last, short(order[lo]), short(order[hi]), s.metric)
     done = {"path": path, "end": end, "measured": [short(order[i]) for i in sorted({i for p in path for i in p["at"]})]}
     save_bisect(s, done)
     return done
 
 
-def _end(path: list[dict], last: Any, lo: str, hi: str) -> str:
+def _end(path: list[dict], last: Any, lo: str, hi: str, metric: Metric = QPS) -> str:
     if not path:
         return f"{lo} and {hi} are neighbours: nothing to bisect"
     verdict = path[-1]["side"]
@@ -109,8 +112,8 @@ def _end(path: list[dict], last: Any, lo: str, hi: str) -> str:
         return f"stopped at {path[-1]['mid']}: {verdict} — {path[-1]['why']}"
     steps, g, m, b, _ = last
     x, y = (m, b) if verdict == "good" else (g, m)
-    e = side(steps, x, y, y)[2]["bad vs good"]  # the neighbours' own step, from the last run
-    return f"the change is between build {x} and build {y}: {interval_text(e['pct'], e['lo'], e['hi'])}"
+    e = side(steps, x, y, y, metric)[2]["bad vs good"]  # the neighbours' own step, from the last run
+    return f"the change is between build {x} and build {y}: {interval_text(e['pct'], e['lo'], e['hi'], metric.digits)}"
 
 
 def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None]) -> pd.DataFrame:

@@ -70,8 +70,10 @@ def _series_args() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
             _arg("--order", default=None, metavar="FILE|version|name",
                  help="a file naming the builds (or --from-dir's subfolders) in order, one a line; with --from-dir "
                       "also `version` (the version each binary prints, then name; the default) or `name`"),
-            _arg("--profile", default="quick", choices=("smoke", "quick", "full"),
-                 help="smoke (seconds), quick (48 pairs, then to a QPS MDE of 4 %%: 6–15 min a build), full (two cells, 3 %%, ≤ 1 h a build)"),
+            _arg("--profile", default="quick", choices=("smoke", "quick", "full", "count"),
+                 help="smoke (seconds), quick (48 pairs, then to a QPS MDE of 4 %%: 6–15 min a build), full (two cells, "
+                      "3 %%, ≤ 1 h a build), count (instructions per transaction under valgrind, 1 client thread: "
+                      "±0.05 %%, ≈ 1 min a build)"),
             _parameter("a versions-study parameter for every run of the series, e.g. -p threads '[64]'")]
 
 

@@ -30,8 +30,10 @@ import pandas as pd
 from . import cluster, results, stats, sweep
 from .series import (
     BY,
+    QPS,
     SERIES_FILE,
     STUDY,
+    Metric,
     Series,
     bisect_parts,
     bisect_words,
@@ -90,7 +92,7 @@ def measure(s: Series, say: Callable[[str], None] = print,
             continue
         out[b] = Path(record["run_dir"])
         save_series(s, {k: str(p) for k, p in out.items()})
-        say(f"  {b}: {effect_words(effects_of(results.Run(out[b]), s.reference, b))}")
+        say(f"  {b}: {effect_words(effects_of(results.Run(out[b]), s.reference, b, s.metric), s.metric)}")
     save_series(s, {k: str(p) for k, p in out.items()})
     if failed:
         raise RuntimeError("; ".join(failed))
@@ -99,25 +101,26 @@ def measure(s: Series, say: Callable[[str], None] = print,
 
 # ---------------------------------------------------------------- effects
 
-def effects_of(run: results.Run, baseline: str, candidate: str) -> pd.DataFrame:
-    """Per cell of one paired run: `candidate` against `baseline` — the mean log ratio of QPS
-    over its pairs, its standard error, the pairs, and in % the effect and its 95 % interval."""
+def effects_of(run: results.Run, baseline: str, candidate: str, metric: Metric = QPS) -> pd.DataFrame:
+    """Per cell of one paired run: `candidate` against `baseline` — the mean log ratio of the
+    `metric` (QPS, or instructions per transaction) over its pairs, its standard error, the
+    pairs, and in % the effect and its 95 % interval."""
     steps = results.measured(run)
     labels = {a["flavour"]: a["label"] for a in run.metadata.get("arms", []) if a.get("flavour")}
     pairs = stats.pair_up(steps, by=BY, factor="arm", baseline=labels.get(baseline, baseline),
-                          candidate=labels.get(candidate, candidate), value="qps", pair="pair")
+                          candidate=labels.get(candidate, candidate), value=metric.column, pair="pair")
     rows = [{"workload": cell[0], "threads": int(cell[1]), **paired_effect(g["d"])} for cell, g in pairs.groupby(BY)]
     return pd.DataFrame(rows, columns=[*BY, "log", "se", "pairs", "pct", "lo", "hi"])
 
 
-def effect_words(e: pd.DataFrame) -> str:
-    return "; ".join(f"{r.workload}@{r.threads} {interval_text(r.pct, r.lo, r.hi)} ({r.pairs} pairs)"
+def effect_words(e: pd.DataFrame, metric: Metric = QPS) -> str:
+    return "; ".join(f"{r.workload}@{r.threads} {interval_text(r.pct, r.lo, r.hi, metric.digits)} ({r.pairs} pairs)"
                      for r in e.itertuples()) or "no pairs"
 
 
 def series_effects(s: Series, runs: Mapping[str, Path]) -> pd.DataFrame:
     """Every build's effects against the reference, in the series' order."""
-    parts = [effects_of(results.Run(runs[b]), s.reference, b).assign(build=short(b), order=i)
+    parts = [effects_of(results.Run(runs[b]), s.reference, b, s.metric).assign(build=short(b), order=i)
              for i, b in enumerate(s.builds) if b in runs]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -131,25 +134,108 @@ def changes(effects: pd.DataFrame, builds: Sequence[str]) -> dict:
     return changepoints.find(y.to_numpy(), se.to_numpy(), list(builds), cells)
 
 
-def change_words(found: dict) -> list[str]:
-    """The change points in words, kept ones first."""
+# ---------------------------------------------------------------- confirmation
+
+def neighbours(s: Series, found: dict) -> list[tuple[str, str]]:
+    """The builds on either side of each change point the series' effects found (kept): the
+    pairs whose paired run confirms it (`confirm`), as the series names its builds."""
+    full = {short(b): b for b in s.builds}
+    return [(full[c["after"]], full[c["before"]]) for c in found["changes"] if c["kept"]]
+
+
+def confirmation_job(s: Series, after: str, before: str) -> sweep.Job:
+    """The run that measures two neighbouring builds against each other (`after` the baseline)."""
+    return sweep.Job(STUDY, s.profile, s.parameters_of(after, before))
+
+
+def confirm(s: Series, found: dict, say: Callable[[str], None] = print,
+            run_job: Callable[[sweep.Job, Path], dict] | None = None) -> dict[tuple[str, str], Path]:
+    """Measure the two builds on either side of each change point against each other in one
+    paired run (a sweep job as a build's is; one that completed is not measured again). Each
+    build's effect comes from its own run against the reference, so what moves between runs
+    (the host, a count's server start) can look like a step; the neighbours' own run has no such
+    term. Returns (after, before) → run directory."""
+    runs_dir = s.folder / "runs"
+    execute = run_job or (lambda job, where: sweep.execute(job, where, sweep=f"history-{s.name}"))
+    out = {}
+    for after, before in neighbours(s, found):
+        job = confirmation_job(s, after, before)
+        done = sweep.completed(runs_dir, STUDY)
+        if job.key not in done:
+            say(f"confirming the change between {short(after)} and {short(before)}: the two in one paired run …")
+            record = execute(job, runs_dir)
+            if record.get("status") != "complete":
+                say(f"  its run ended {record.get('status')}: the change stays unconfirmed")
+                continue
+            done = {job.key: Path(record["run_dir"])}
+        out[(after, before)] = done[job.key]
+    return out
+
+
+def confirmed(s: Series, found: dict, runs: Mapping[tuple[str, str], Path] | None = None) -> dict:
+    """`found` with each kept change point's confirmation (`confirm`'s runs; None: the completed
+    runs under the series' folder): `check`, the later build against the earlier in their own
+    run, per cell; `confirmed` — True where every cell the step moved moved the same way there
+    (its interval excludes 0), False where not, None where it was not measured."""
+    if runs is None:
+        done = sweep.completed(s.folder / "runs", STUDY)
+        runs = {(a, b): done[k] for a, b in neighbours(s, found)
+                if (k := confirmation_job(s, a, b).key) in done}
+    full = {short(b): b for b in s.builds}
+    for c in found["changes"]:
+        c["confirmed"], c["check"] = None, None
+        where = runs.get((full.get(c["after"]), full.get(c["before"]))) if c["kept"] else None
+        if where is None:
+            continue
+        e = effects_of(results.Run(where), full[c["after"]], full[c["before"]], s.metric)
+        e = e.assign(cell=e["workload"] + "@" + e["threads"].astype(str)).set_index("cell")
+        moved = {st["cell"]: st["moved"] for st in c["steps"] if st["moved"]}
+        c["check"] = {cell: {k: float(e.loc[cell, k]) for k in ("pct", "lo", "hi", "pairs")}
+                      for cell in e.index}
+        c["confirmed"] = bool(moved) and all(
+            cell in e.index and (e.loc[cell, "lo"] > 0 if way > 0 else e.loc[cell, "hi"] < 0)
+            for cell, way in moved.items())
+    return found
+
+
+def reported(found: dict) -> list[dict]:
+    """The change points a series reports: kept and confirmed by their neighbours' run."""
+    return [c for c in found["changes"] if c["kept"] and c.get("confirmed")]
+
+
+def change_words(found: dict, metric: Metric = QPS) -> list[str]:
+    """The change points in words: confirmed ones first, then those their neighbours' run did
+    not confirm or has not measured, then a cell that moved alone."""
     out = []
     for c in found["changes"]:
-        sizes = "; ".join(f"{st['cell']} {interval_text(st['pct'], st['lo'], st['hi'])}" for st in c["steps"])
-        if c["kept"]:
-            out.append(f"**Between {c['after']} and {c['before']}**: {sizes} ({c['together']} "
-                       f"cell{'s' if c['together'] != 1 else ''} moved together).")
+        sizes = "; ".join(f"{st['cell']} {interval_text(st['pct'], st['lo'], st['hi'], metric.digits)}"
+                          for st in c["steps"])
+        check = "; ".join(f"{cell} {interval_text(x['pct'], x['lo'], x['hi'], metric.digits)}"
+                          for cell, x in (c.get("check") or {}).items())
+        where = f"Between {c['after']} and {c['before']}"
+        if c["kept"] and c.get("confirmed"):
+            out.insert(sum(1 for x in out if x.startswith("**Between")),
+                       f"**{where}**: {sizes} ({c['together']} cell{'s' if c['together'] != 1 else ''} moved "
+                       f"together); confirmed: {c['before']} against {c['after']} in one paired run {check}.")
+        elif c["kept"] and c.get("confirmed") is False:
+            out.append(f"{where}: {sizes} against the reference — not confirmed: {c['before']} against "
+                       f"{c['after']} in one paired run {check}; not counted (the runs moved, not the builds).")
+        elif c["kept"]:
+            out.append(f"{where}: {sizes} against the reference — not confirmed yet: its neighbours' paired run "
+                       "has not been measured (`dbstudies history` again measures it); not counted.")
         else:
-            out.append(f"Between {c['after']} and {c['before']}: {sizes} — one cell alone moved beyond its "
+            out.append(f"{where}: {sizes} — one cell alone moved beyond its "
                        "interval; not counted (a change must move two cells the same way).")
-    if not any(c["kept"] for c in found["changes"]):
-        out.insert(0, "**No change point**: no step between two builds stands out of the noise.")
+    if not reported(found):
+        out.insert(0, "**No change point**: no step between two builds stands out of the noise"
+                   + (" and is confirmed by its neighbours' paired run." if any(c["kept"] for c in found["changes"])
+                      else "."))
     return out
 
 
 # ---------------------------------------------------------------- report
 
-def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str]):
+def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str], metric: Metric = QPS):
     """Every build's effect against the reference with its 95 % interval, a line per cell,
     the change points kept as dashed lines with their size."""
     from . import plots
@@ -167,14 +253,14 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str]):
         ax.errorbar(x, e["pct"], yerr=[e["pct"] - e["lo"], e["hi"] - e["pct"]], fmt="o-", capsize=3,
                     color=colours[f"{w}@{t}"], label=f"{w}, {t} threads")
     ax.axhline(0, color="0.5", lw=0.8)
-    for c in found["changes"]:
+    for c in reported(found):
         if c["kept"]:
             ax.axvline(c["index"] - 0.5, color="0.2", ls="--", lw=1)
             st = c["steps"][0]
-            ax.annotate(interval_text(st["pct"], st["lo"], st["hi"]), (c["index"] - 0.45, ax.get_ylim()[1]),
+            ax.annotate(interval_text(st["pct"], st["lo"], st["hi"], metric.digits), (c["index"] - 0.45, ax.get_ylim()[1]),
                         va="top", fontsize=9)
     ax.set_xticks(range(len(builds)), list(builds), rotation=30, ha="right")
-    ax.set_ylabel("QPS against the reference, %")
+    ax.set_ylabel(f"{metric.name} against the reference, %")
     ax.set_title("Each build against the reference (95 % intervals); dashed: a change point")
     ax.legend(loc="lower left", fontsize=9)
     fig.dbstudies_alt = "effect of every build against the reference along the series, change points marked"
@@ -190,22 +276,22 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
     builds = [short(b) for b in s.builds if b in runs]
     s.folder.mkdir(parents=True, exist_ok=True)
     effects.to_csv(s.folder / "effects.csv", index=False)
-    found = changes(effects, builds) if len(builds) >= 2 else {"changes": [], "quiet": [], "tau2": {}}
-    fig = figure(effects, found, builds)
+    found = confirmed(s, changes(effects, builds)) if len(builds) >= 2 else {"changes": [], "quiet": [], "tau2": {}}
+    fig = figure(effects, found, builds, s.metric)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
     plots.save(fig, s.folder / "figures", "effects")
     plots.plt.close(fig)
     table = effects.assign(cell=effects["workload"] + "@" + effects["threads"].astype(str),
-                           effect=[f"{interval_text(p, a, b)} ({n})" for p, a, b, n in
+                           effect=[f"{interval_text(p, a, b, s.metric.digits)} ({n})" for p, a, b, n in
                                    zip(effects["pct"], effects["lo"], effects["hi"], effects["pairs"])])
     wide = table.pivot(index="build", columns="cell", values="effect").loc[builds]
     quiet = pd.DataFrame([{"between": f"{q['after']} → {q['before']}",
-                           **{c: f"no change detectable above {v:.1f} %" for c, v in q["mde_pct"].items()}}
+                           **{c: f"no change detectable above {v:.{s.metric.digits}f} %" for c, v in q["mde_pct"].items()}}
                           for q in found["quiet"]])
-    lines = change_words(found) + [x for x in [bisect_words(s.folder)] if x]
+    lines = change_words(found, s.metric) + [x for x in [bisect_words(s.folder)] if x]
     parts = [f"<h1>History: {html.escape(s.name)}</h1>",
-             f"<p>{len(builds)} builds against {html.escape(short(s.reference))} ({s.profile} profile; QPS, paired rounds; "
+             f"<p>{len(builds)} builds against {html.escape(short(s.reference))} ({s.profile} profile; {s.metric.name}, paired rounds; "
              "each cell: effect [95 % interval] (pairs)).</p>",
              "<ul>" + "".join(f"<li>{md(x)}</li>" for x in lines) + "</ul>",
              f"<img alt='{html.escape(fig.dbstudies_alt)}' src='data:image/png;base64,"
@@ -244,9 +330,11 @@ def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any],
     s = Series(name, reference, tuple(builds), profile, dict(parameters))
     save_series(s, {}, argv=command("history", s, reference=short(reference) if folder else reference,
                                     folder=folder, order=order))
-    runs = measure(s, say=lambda m: print(m, flush=True), scheduler=scheduler)
+    say = lambda m: print(m, flush=True)  # noqa: E731
+    runs = measure(s, say=say, scheduler=scheduler)
     found = changes(series_effects(s, runs), [short(b) for b in s.builds])
-    for line in change_words(found):
+    found = confirmed(s, found, confirm(s, found, say=say))
+    for line in change_words(found, s.metric):
         print(line.replace("**", ""))
     print(f"report: {report(s, runs)}")
     return 0

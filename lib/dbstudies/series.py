@@ -23,6 +23,7 @@ import pandas as pd
 from . import checks, css, paths
 from .errors import ConfigError, ParamError
 from .servers import Flavour, dir_flavour, dir_flavour_text, load_flavour
+from .stats import THRESHOLD
 from .stats.lazy import sps
 from .study import load
 
@@ -40,13 +41,33 @@ BY = ["workload", "threads"]
 # pairs are always measured (≈ 6 min): a cell the rest of the budget cannot take to its target
 # gets no more rounds (`precision.fund`), and on a noisy day (spread 0.17–0.2, measured here)
 # a build that stopped after 13 first pairs said nothing; 48 are what the live series used
+# "count": by the server's instructions per transaction (the versions study's own count
+# profile, 1 client thread, windows of 3,000 transactions under callgrind): its windows differ
+# by 0.02–0.03 % (SD) here, so 4 rounds a build give an interval of about ±0.05 %, and a build
+# takes ≈ 1 min — a series of 8 in ≈ 10 (no A/A arm: the series' spread between runs is its own)
 PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {"workloads": ["oltp_point_select"], "threads": [4], "repeats": 3, "duration": 1, "warmup": 0},
+    "count": {"repeats": 4, "aa_control": False},
     "quick": {"workloads": ["oltp_point_select"], "threads": [16], "repeats": 48, "duration": 3,
               "target": {"qps": 0.04}, "budget": 15, "restart_every": 10},
     "full": {"workloads": ["oltp_point_select", "oltp_read_only"], "threads": [16], "repeats": 48,
              "duration": 3, "target": {"qps": 0.03}, "budget": 60, "restart_every": 10},
 }
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What a series compares its builds by: a column of the runs' measured steps, its name in
+    the report, the ± band inside which a bisection calls its ends the same, and the decimals
+    of its effects (a count's steps are tenths of a per cent)."""
+    column: str
+    name: str
+    same: float
+    digits: int = 1
+
+
+QPS = Metric("qps", "QPS", THRESHOLD)
+INSTRUCTIONS = Metric("instr_per_txn", "instructions per transaction", 0.002, digits=2)
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,13 @@ class Series:
         baseline) at the series' profile and parameters — a `sweep.Job`'s, whose key finds
         the run again."""
         return {**PROFILES[self.profile], **self.parameters, "flavour": flavours[0], "flavours": list(flavours)}
+
+    @property
+    def metric(self) -> Metric:
+        """The count where its runs count instructions (the count profile, or `-p count N`), else QPS."""
+        study = load(STUDY)
+        asked = {**study.PROFILES.get(self.profile, {}), **PROFILES.get(self.profile, {}), **self.parameters}
+        return INSTRUCTIONS if asked.get("count") else QPS
 
 
 def short(build: str) -> str:
@@ -304,13 +332,13 @@ def paired_effect(d: Sequence[float]) -> dict[str, float]:
             "lo": math.expm1(mean - t * se) * 100, "hi": math.expm1(mean + t * se) * 100}
 
 
-def interval_text(pct: float, lo: float, hi: float) -> str:
-    """An effect and its interval in %, with minus signs.
+def interval_text(pct: float, lo: float, hi: float, digits: int = 1) -> str:
+    """An effect and its interval in %, with minus signs (`digits` decimals: a `Metric`'s).
 
-    >>> interval_text(-31.46, -35.4, -27.4)
-    '−31.5 % [−35.4, −27.4]'
+    >>> interval_text(-31.46, -35.4, -27.4), interval_text(1.004, 0.951, 1.057, 2)
+    ('−31.5 % [−35.4, −27.4]', '+1.00 % [+0.95, +1.06]')
     """
-    return f"{pct:+.1f} % [{lo:+.1f}, {hi:+.1f}]".replace("-", "−")
+    return f"{pct:+.{digits}f} % [{lo:+.{digits}f}, {hi:+.{digits}f}]".replace("-", "−")
 
 
 def page(s: Series, parts: list[str]) -> Path:
