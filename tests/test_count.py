@@ -156,8 +156,12 @@ def test_functions_lump_a_stripped_binarys_addresses_and_differences_come_larges
     f.write_text(DUMP.replace("fn=(3) alloc_root", "fn=(3) 0x0000000000d93de0"))
     assert callgrind.serving_files(tmp_path / "callgrind.out.7.1", [3]) == [f]
     assert callgrind.functions([f])[callgrind.UNNAMED] == 300
+    # inclusively, the named keep their calls' cost; the unnamed (which call each other) get none
+    assert callgrind.functions([f], inclusive=True) == {"do_command(THD*, bool)": 1000, (
+        "dispatch_command(enum_server_command, THD*, char*, unsigned int, bool)"): 900}
     A, B = (type("Arm", (), {"label": x, "twin_of": None})() for x in ("a", "b"))
-    rows = [{"step": s, "arm": arm, "workload": "w", "threads": 1, "function": fn, "per_txn": v}
+    rows = [{"step": s, "arm": arm, "workload": "w", "threads": 1, "function": fn, "per_txn": v,
+             "inclusive_per_txn": float("nan") if fn == callgrind.UNNAMED else v + (2000.0 if fn == "parse" else 0.0)}
             for s, arm, scale in ((1, "a", 1.0), (2, "b", 1.0), (3, "a", 1.0), (4, "b", 1.0))
             for fn, v in (("parse", 1000 * scale), ("lock", 500.0 if arm == "a" else 560.0),
                           (callgrind.UNNAMED, 500.0 if s != 4 else 510.0))]
@@ -168,3 +172,4 @@ def test_functions_lump_a_stripped_binarys_addresses_and_differences_come_larges
     assert t["change, % of the baseline's total"].iloc[0] == 3.0  # 60 of 2,000
     assert t["b: windows"].iloc[1] == "500–510" and d["windows"] == {"a": 2, "b": 2}
     assert d["unnamed"]["a"] == pytest.approx(0.25)
+    assert t["inclusive/txn, with its calls"].tolist() == ["500 → 560", "– → –", "3,000 → 3,000"]

@@ -250,13 +250,20 @@ _ADDRESS = re.compile(r"^0x[0-9a-f]+$")
 UNNAMED = "(functions without a name)"  # a stripped binary's: only its exported symbols are named
 
 
-def functions(files: Iterable[Path]) -> Counter:
-    """Each function's own instructions summed over the dump files of one window's threads,
-    the functions a stripped binary leaves unnamed (bare addresses) as one entry (`UNNAMED`)."""
+def functions(files: Iterable[Path], inclusive: bool = False) -> Counter:
+    """Each function's own instructions (`inclusive`: with those of the calls it made) summed
+    over the dump files of one window's threads; the functions a stripped binary leaves unnamed
+    (bare addresses) as one entry (`UNNAMED`) of their own instructions — inclusively they
+    call each other, and a sum would count a nested call twice: none is given."""
     out: Counter = Counter()
     for f in files:
-        for name, cost in read(f).self_cost.items():
-            out[UNNAMED if _ADDRESS.match(name) else name] += cost
+        profile = read(f)
+        for name, cost in (profile.inclusive if inclusive else profile.self_cost).items():
+            if _ADDRESS.match(name):
+                if not inclusive:
+                    out[UNNAMED] += cost
+                continue
+            out[name] += cost
     return out
 
 

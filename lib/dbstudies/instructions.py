@@ -23,5 +23,5 @@ def count_functions(run: Run, steps: Any, arms: list[Any]) -> None:
         unnamed = "; ".join(f"{a}: {share:.0%}" for a, share in v["unnamed"].items())
         note(f"**{v['candidate']} against {v['baseline']}** ({cell}; medians of {v['windows'][v['baseline']]} and "
              f"{v['windows'][v['candidate']]} windows): the serving threads' instructions per transaction by function, "
-             f"its own only, largest change first. Without a name (a stripped binary exports only some): {unnamed}.")
+             f"its own (and inclusive of its calls: baseline → candidate), largest change of its own first. Without a name (a stripped binary exports only some): {unnamed}.")
         display(table(v["table"]))

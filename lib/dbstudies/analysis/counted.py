@@ -1,6 +1,6 @@
 """Where a count run's instructions went (`count`): from each window's dump, the instructions
-per transaction of every function the serving threads executed (its own, not what it called),
-per arm; then each candidate against the baseline, largest difference first. The counts are
+per transaction of every function the serving threads executed — its own, and inclusive of
+what it called — per arm; then each candidate against the baseline, largest difference first. The counts are
 nearly deterministic: what is shown beside each is its spread from window to window, not a
 test per function. On a stripped binary (Debian's) only exported symbols have names: the rest
 is one entry, and its share is said."""
@@ -20,17 +20,21 @@ TOP = 20  # functions shown per candidate
 
 def per_function(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
     """Per counted step × function: its instructions per transaction (the serving threads'
-    own), with the step's arm and cell; empty for a run that counted nothing."""
+    own, `per_txn`; with its calls', `inclusive_per_txn`, none for the unnamed), with the
+    step's arm and cell; empty for a run that counted nothing."""
+    columns = ["step", "arm", *BY, "function", "per_txn", "inclusive_per_txn"]
     if not run.has_table(COUNTS) or steps.empty:
-        return pd.DataFrame(columns=["step", "arm", *BY, "function", "per_txn"])
+        return pd.DataFrame(columns=columns)
     counts = run.table(COUNTS).merge(steps[["step", "arm", *BY, "events"]], on="step")
     rows = []
     for c in counts.itertuples(index=False):
         files = callgrind.serving_files(run.path / c.dump, [int(t) for t in str(c.serving).split(",") if t])
+        inclusive = callgrind.functions(files, inclusive=True)
         for name, cost in callgrind.functions(files).items():
             rows.append({"step": c.step, "arm": c.arm, **{k: getattr(c, k) for k in BY},
-                         "function": name, "per_txn": cost / c.events})
-    return pd.DataFrame(rows, columns=["step", "arm", *BY, "function", "per_txn"])
+                         "function": name, "per_txn": cost / c.events,
+                         "inclusive_per_txn": inclusive[name] / c.events if name in inclusive else float("nan")})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict[str, Any]]:
@@ -43,6 +47,9 @@ def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict
     baseline, out = arms[0].label, []
     windows = per.pivot_table(index=["function"], columns=["arm", *BY, "step"], values="per_txn",
                               aggfunc="sum", fill_value=0.0)
+    inclusive = (per.dropna(subset=["inclusive_per_txn"])
+                 .groupby(["arm", *BY, "function"])["inclusive_per_txn"].median()
+                 if "inclusive_per_txn" in per else pd.Series(dtype=float))
     for cell, _ in per.groupby(list(BY), sort=False):
         for arm in [a.label for a in arms[1:] if a.twin_of is None]:
             sides = {}
@@ -62,6 +69,8 @@ def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict
                 f"{baseline}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(a["low"], a["high"])],
                 f"{arm}: instructions/txn": b["median"].round(1),
                 f"{arm}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(b["low"], b["high"])],
+                "inclusive/txn, with its calls": [f"{_per(inclusive, (baseline, *cell, f))} → "
+                                                   f"{_per(inclusive, (arm, *cell, f))}" for f in a.index],
                 "change/txn": (b["median"] - a["median"]).round(1),
                 "change, % of the baseline's total": ((b["median"] - a["median"]) / total * 100).round(3),
             })
@@ -74,3 +83,10 @@ def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict
                                                                    and tuple(c[1:1 + len(BY)]) == tuple(cell))
                                                         for label in (baseline, arm)}})
     return out
+
+
+def _per(inclusive: pd.Series, key: tuple) -> str:
+    """A function's median inclusive instructions per transaction in one arm and cell ("–": none,
+    the unnamed functions' or one that arm did not run)."""
+    v = inclusive.get(key)
+    return f"{v:,.0f}" if v is not None and v == v else "–"
