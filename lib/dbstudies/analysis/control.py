@@ -31,10 +31,11 @@ import pandas as pd
 from ..comparisons import PER_SECOND, SYSBENCH, Comparison, judged
 from ..pauses import Pause
 from ..results import Run
+from ..stats import mde_text
 from ..studykit import Arm
 from ..tables import PAUSES
 from . import BY, design_table, interval, signed
-from .words import listing, percent
+from .words import listing
 
 # the metrics the pause's models speak of, by key: the closed loop's (`CONTROLLED`), the
 # checkpoint study's per-second ones (`per_second`) and the open loop's percentiles
@@ -108,7 +109,7 @@ def expectations(exp: pd.DataFrame, pause: Pause, mde: dict[str, pd.Series]) -> 
             if metric == "qps":
                 size = r.paused_pct
                 expected = "yes" if size >= mde_pct else UNDER
-                said = f"{signed(-size)}, the paused share (MDE {percent(mde_pct)} %)"
+                said = f"{signed(-size)}, the paused share (MDE {mde_text(mde_pct)})"
             elif metric in TAIL:
                 tail, base = TAIL[metric], getattr(r, f"latency_{metric}_ms", np.nan)
                 expected, moves = _percentile(d, tail, base, pause)
@@ -167,7 +168,7 @@ def second_expectations(exp: pd.DataFrame, own: pd.Series, pause: Pause, mde: di
                          "expected": ("no" if pause.every_s > 4 else "borderline" if pause.every_s > 1
                                       else "yes" if size >= m else UNDER),
                          "expectation": f"{signed(-size)}, the paused share, in "
-                                        f"{min(2 / pause.every_s, 1) * 100:.0f} % of the seconds at most (MDE {percent(m)} %)"})
+                                        f"{min(2 / pause.every_s, 1) * 100:.0f} % of the seconds at most (MDE {mde_text(m)})"})
         if "stalls" in mde and cell in mde["stalls"].index and cell in own.index:
             m = float(mde["stalls"].loc[cell])
             rise = r.pauses / (1 + own.loc[cell]) * 100
@@ -176,7 +177,7 @@ def second_expectations(exp: pd.DataFrame, own: pd.Series, pause: Pause, mde: di
                                             worst < need or pause.every_s <= 1 or rise < m / 2),
                          "expectation": f"{worst:.0f} ms of pause in a second against {need:.0f} ms to stall it; "
                                         f"{r.pauses:.0f} pauses a step over 1 + {own.loc[cell]:.0f} stall s: "
-                                        f"+{rise:.0f} % at one stall second a pause (MDE {percent(m)} %)"})
+                                        f"+{rise:.0f} % at one stall second a pause (MDE {mde_text(m)})"})
     return pd.DataFrame(rows)
 
 
