@@ -65,7 +65,7 @@ def measure(s: Series, say: Callable[[str], None] = print,
     out = {b: done[j.key] for b, j in jobs.items() if j.key in done}
     for i, b in enumerate(s.builds, 1):
         if b in out:
-            say(f"build {i} of {len(s.builds)}: {b} — measured already ({out[b].name})")
+            say(f"build {i} of {len(s.builds)}: {short(b)} — measured already ({out[b].name})")
     todo = [b for b in s.builds if b not in out]
     if scheduler and todo:
         swept = sweep.Sweep(STUDY, [jobs[b] for b in todo], runs_dir, s.folder / "sweeps", say=say)
@@ -76,7 +76,7 @@ def measure(s: Series, say: Callable[[str], None] = print,
     failed = []
     for b in todo:
         if not scheduler:
-            say(f"build {s.builds.index(b) + 1} of {len(s.builds)}: {b} against {s.reference} …")
+            say(f"build {s.builds.index(b) + 1} of {len(s.builds)}: {short(b)} against {short(s.reference)} …")
         record = execute(jobs[b], runs_dir)
         if record.get("interrupted"):  # Ctrl-C: the run ended as it could; no further build starts
             if record.get("status") == "complete":
@@ -92,7 +92,7 @@ def measure(s: Series, say: Callable[[str], None] = print,
             continue
         out[b] = Path(record["run_dir"])
         save_series(s, {k: str(p) for k, p in out.items()})
-        say(f"  {b}: {effect_words(effects_of(results.Run(out[b]), s.reference, b, s.metric), s.metric)}")
+        say(f"  {short(b)}: {effect_words(effects_of(results.Run(out[b]), s.reference, b, s.metric), s.metric)}")
     save_series(s, {k: str(p) for k, p in out.items()})
     if failed:
         raise RuntimeError("; ".join(failed))
@@ -251,7 +251,7 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str], metric: Me
         e = effects[(effects["workload"] == w) & (effects["threads"] == t)].sort_values("order")
         x = e["order"] + (k - 0.5) * 0.08
         ax.errorbar(x, e["pct"], yerr=[e["pct"] - e["lo"], e["hi"] - e["pct"]], fmt="o-", capsize=3,
-                    color=colours[f"{w}@{t}"], label=f"{w}, {t} threads")
+                    color=colours[f"{w}@{t}"], label=f"{w}, {t} client thread{'s' if t != 1 else ''}")
     ax.axhline(0, color="0.5", lw=0.8)
     for c in reported(found):
         if c["kept"]:
@@ -262,7 +262,7 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str], metric: Me
     ax.set_xticks(range(len(builds)), list(builds), rotation=30, ha="right")
     ax.set_ylabel(f"{metric.name} against the reference, %")
     ax.set_title("Each build against the reference (95 % intervals); dashed: a change point")
-    ax.legend(loc="lower left", fontsize=9)
+    ax.legend(loc="best", fontsize=9)  # a step up or down: the empty corner
     fig.dbstudies_alt = "effect of every build against the reference along the series, change points marked"
     return fig
 
