@@ -254,11 +254,10 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str], metric: Me
                     color=colours[f"{w}@{t}"], label=f"{w}, {t} client thread{'s' if t != 1 else ''}")
     ax.axhline(0, color="0.5", lw=0.8)
     for c in reported(found):
-        if c["kept"]:
-            ax.axvline(c["index"] - 0.5, color="0.2", ls="--", lw=1)
-            st = c["steps"][0]
-            ax.annotate(interval_text(st["pct"], st["lo"], st["hi"], metric.digits), (c["index"] - 0.45, ax.get_ylim()[1]),
-                        va="top", fontsize=9)
+        ax.axvline(c["index"] - 0.5, color="0.2", ls="--", lw=1)
+        st = c["steps"][0]
+        ax.annotate(interval_text(st["pct"], st["lo"], st["hi"], metric.digits), (c["index"] - 0.45, ax.get_ylim()[1]),
+                    va="top", fontsize=9)
     ax.set_xticks(range(len(builds)), list(builds), rotation=30, ha="right")
     ax.set_ylabel(f"{metric.name} against the reference, %")
     ax.set_title("Each build against the reference (95 % intervals); dashed: a change point")
