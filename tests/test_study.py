@@ -336,9 +336,10 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     cs = steps.set_index("threads")["cs_client_voluntary_per_txn"]
     # sysbench's own counters are read from its process, whose first reading may fall in its
     # start-up: one 2-s step's window can hold half its transactions (0.46 seen at one thread,
-    # 0.48 at 8 on a busy host). Per step: more than none and never twice; at one thread the
-    # median step about one (a wrong derivation moves every step)
-    assert cs.between(0.2, 1.4).all() and 0.85 <= cs.loc[[1]].median() <= 1.15, cs
+    # 0.48 at 8 on a busy host), or twice them (1.79 at one thread, a smoke run whose client
+    # shares its CPU with the server). Per step: more than none and under three; at one thread
+    # the median step about one decides (a wrong derivation moves every step)
+    assert cs.between(0.2, 3).all() and 0.85 <= cs.loc[[1]].median() <= 1.15, cs
     assert ((steps["cs_server_voluntary_per_txn"] + steps["cs_server_involuntary_per_txn"]) > 0.25).all()
     assert (steps["redo_bytes_per_txn"] < 1).all()
     cpu = steps["cpu_server_pct"] / 100 / steps["tps"] * 1e6
