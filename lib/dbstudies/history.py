@@ -157,17 +157,16 @@ def confirm(s: Series, found: dict, say: Callable[[str], None] = print,
     term. Returns (after, before) → run directory."""
     runs_dir = s.folder / "runs"
     execute = run_job or (lambda job, where: sweep.execute(job, where, sweep=f"history-{s.name}"))
-    out = {}
+    out, done = {}, sweep.completed(runs_dir, STUDY)  # read once: each run's marker is a file
     for after, before in neighbours(s, found):
         job = confirmation_job(s, after, before)
-        done = sweep.completed(runs_dir, STUDY)
         if job.key not in done:
             say(f"confirming the change between {short(after)} and {short(before)}: the two in one paired run …")
             record = execute(job, runs_dir)
             if record.get("status") != "complete":
                 say(f"  its run ended {record.get('status')}: the change stays unconfirmed")
                 continue
-            done = {job.key: Path(record["run_dir"])}
+            done[job.key] = Path(record["run_dir"])
         out[(after, before)] = done[job.key]
     return out
 

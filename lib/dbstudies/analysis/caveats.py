@@ -430,12 +430,12 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
                 settings.beyond_varied(meta)]
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
-    host = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)
+    cpus = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)  # the host's, or the pinned ones
     pinned = pinned_apart(p)
-    b = judged_budget(tables, throughput, host)
+    b = judged_budget(tables, throughput, cpus)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
     judged_seconds, changed = judged_seconds_of(run, tables, throughput, p)
-    out = [saturation(steps, b, host, pinned), ramp_up(run, steps, mde),
+    out = [saturation(steps, b, cpus, pinned), ramp_up(run, steps, mde),
            f"**Seconds judged.** {judged_seconds}." if changed else "", virtual_machine(meta),
            busy(steps, getattr(p, "busy_retries", 0)),  # a study that retries no step: none
            settings.beyond_varied(meta)]
