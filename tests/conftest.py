@@ -87,8 +87,7 @@ def kill_leftovers():
 # they are not the smoke profile's (a new study runs its smoke profile without being named
 # here). The thread-pool one is the README's example.
 SMOKE = ["--profile", "smoke"]
-SMOKE_RUNS = {"thread_pool": ["--profile", "smoke", "-p", "threads", "[1,64]",
-                                    "-p", "duration", "2", "-p", "cpu_profile", "true",
+SMOKE_RUNS = {"thread_pool": ["--profile", "smoke", "-p", "threads", "[1,64]", "-p", "cpu_profile", "true",
                                     "-p", "positive_control", '{"pause_ms": 200, "every_s": 1}']}
 
 

@@ -7,7 +7,6 @@ paths of this machine are written relative to the repository (or to the run dire
 from __future__ import annotations
 
 import html
-import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -34,17 +33,40 @@ def scrub_paths(text: str, run: Run) -> str:
     return re.sub(r"/tmp/dbs-[0-9a-f]+", "dbs-…", text)
 
 
-_NO_ALT = 'alt="No description has been provided for this image"'
-
-
 def _alt_texts(body: str, nb: Any) -> str:
     """nbconvert's lab template ignores the images' `alt` metadata (plots.publish sets it):
     put each PNG output's alt text on its <img>, in document order."""
     alts = iter([o.get("metadata", {}).get("image/png", {}).get("alt")
                  for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                  if "image/png" in o.get("data", {})])
-    return re.sub(re.escape(_NO_ALT),
-                  lambda m: f'alt="{html.escape(next(alts, None) or "figure", quote=True)}"', body)
+    return re.sub(r"<img(?![^>]*\balt=)",
+                  lambda m: f'<img alt="{html.escape(next(alts, None) or "figure", quote=True)}"', body)
+
+
+# what the keyboard can reach (an output may scroll), as nbconvert's own pass marks it
+_FOCUSABLE = re.compile(r'(<div class="[^"]*\bjp-(?:OutputArea-output|Cell-inputWrapper)\b[^"]*")')
+
+
+def _page(nb: Any) -> str:
+    """The notebook as an HTML page without its code: nbconvert's lab template, without the
+    exporter's last pass — it parses the whole page again with BeautifulSoup (0.6 CPU-s a report
+    here, more than the template) only to give images without an alt text a placeholder and
+    make cells and outputs focusable; `_alt_texts` and `_FOCUSABLE` do both on the text."""
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class Page(HTMLExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):  # noqa: ANN001 - nbconvert's signature
+            resources = self._init_resources(resources)
+            self.register_filter("highlight_code", html.escape)  # no input is shown
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    body, _ = Page(exclude_input=True, exclude_input_prompt=True,
+                   exclude_output_prompt=True).from_notebook_node(nb)
+    return _FOCUSABLE.sub(r'\1 tabindex="0"', _alt_texts(body, nb))
 
 
 PAPERMILL_ERROR = "papermill-error-cell-tag"  # the cells papermill adds around a failure
@@ -117,7 +139,6 @@ def render(run: Run) -> Path:
     """Write report.html from the run's executed notebook: header, then the notebook's
     outputs without code, progress bars or tracebacks."""
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb_path = run.notebook
     if not nb_path.exists():
@@ -127,10 +148,7 @@ def render(run: Run) -> Path:
     opening = first_outputs(nb)
     meta = run.metadata
     nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    exporter.log.setLevel(logging.ERROR)  # its "alternative text is missing": set just below
-    body, _ = exporter.from_notebook_node(nb)
-    body = css.prune_page(css.offline(_alt_texts(body, nb)))
+    body = css.prune_page(css.offline(_page(nb)))
     body = body.replace("</head>", css.STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page
     where = r"(</h1>)" if "</h1>" in body else r"(<body[^>]*>)"
