@@ -17,6 +17,9 @@ lock waits are not what they are natively); system calls and I/O are not counted
 
 >>> prefix(Path("/r/counts"))[:4]
 ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes']
+>>> w = wrapper(Path("/r/counts"), rootfs=True)
+>>> w.argv[:2], w.argv[-1], w.comm, w.mounts[0]
+(('env', 'GLIBCXX_FORCE_NEW=1'), '--vgdb-prefix=/r/counts/vgdb', 'callgrind-amd64-linux', ('--bind', PosixPath('/r/counts'), PosixPath('/r/counts')))
 >>> settings_for({"innodb_buffer_pool_size_max"}, {"innodb_buffer_pool_size": "1G"})
 {'innodb_use_native_aio': 'OFF', 'innodb_buffer_pool_size_max': '1G'}
 """
@@ -73,11 +76,37 @@ def problems(what: str = "count") -> list[str]:
             ] if missing else []
 
 
-def prefix(out_dir: Path) -> list[str]:
+def prefix(out_dir: Path, valgrind: str = VALGRIND) -> list[str]:
     """The argv before the server's: callgrind, counting nothing until a window opens,
-    dumping each thread to its own file under `out_dir`."""
-    return [VALGRIND, "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
-            f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
+    dumping each thread to its own file under `out_dir`, its pipes to callgrind_control
+    there too (`--vgdb-prefix`: a rootfs flavour's /tmp is its own)."""
+    return [valgrind, "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+            f"--callgrind-out-file={out_dir}/callgrind.out.%p", f"--vgdb-prefix={out_dir}/vgdb"]
+
+
+TOOL = "callgrind-amd64-linux"                 # the process a counted server runs as (its command name)
+HOST_TOOLS = Path("/usr/libexec/valgrind")     # valgrind's tools (static programs) and preloads
+INSIDE = Path("/run/dbstudies-valgrind")       # where a rootfs tree sees the host's launcher and C library
+LOADER = Path("/lib64/ld-linux-x86-64.so.2")
+
+
+def wrapper(out_dir: Path, rootfs: bool = False) -> launch.Wrapper:
+    """callgrind before a server (`prefix`), `out_dir` bound writable. In a rootfs flavour's
+    tree, the host's valgrind: its launcher run by the host's C library (it needs glibc 2.34;
+    bullseye has 2.31), its tools where it looks for them, and what Debian's `valgrind`
+    script sets (libstdc++'s allocator cache off, as for a host server)."""
+    out_dir = Path(out_dir)
+    if not rootfs:
+        return launch.Wrapper(tuple(prefix(out_dir)), comm=TOOL)
+    bin_dir, lib_dir = INSIDE / "bin", INSIDE / "lib"
+    launcher = Path(shutil.which(VALGRIND) or "/usr/bin/valgrind").resolve()
+    if launcher.with_name(launcher.name + ".bin").exists():  # Debian's valgrind: a script running it
+        launcher = launcher.with_name(launcher.name + ".bin")
+    argv = ["env", "GLIBCXX_FORCE_NEW=1", str(lib_dir / LOADER.name), "--library-path", str(lib_dir),
+            *prefix(out_dir, str(bin_dir / launcher.name))]
+    mounts = (("--bind", out_dir, out_dir), ("--ro-bind", launcher.parent, bin_dir),
+              ("--ro-bind", LOADER.resolve().parent, lib_dir), ("--ro-bind", HOST_TOOLS, HOST_TOOLS))
+    return launch.Wrapper(tuple(argv), mounts, TOOL)
 
 
 def settings_for(known: Iterable[str] | None, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,17 +123,13 @@ def settings_for(known: Iterable[str] | None, settings: Mapping[str, Any]) -> di
 
 def flavour_problems(name: str) -> list[str]:
     """Why a flavour's server cannot be counted (empty: it can): a remote server is not ours
-    to start under valgrind; a rootfs flavour (or a build that runs in one) runs in a tree the
-    host's valgrind cannot enter."""
+    to start under valgrind."""
     try:
         flavour = servers.load_flavour(name)
     except DbStudiesError:
         return []  # an unknown flavour is the flavour check's to say
     if flavour.remote:
         return [f"count: {name} is a remote server: only a server dbstudies starts itself can run under valgrind"]
-    if launch.root_of(flavour) is not None:
-        return [f"count: {name} runs in a Debian tree of its own, where the host's valgrind cannot run it "
-                "(yet): count the host's server or a build directory without a runtime"]
     return []
 
 
@@ -112,7 +137,7 @@ def server_options(flavour: Any, folder: Path, settings: Mapping[str, Any]) -> d
     """What a counted server is created with: valgrind before it, its dumps under `folder`,
     and the settings it needs to start under valgrind (`settings_for`) on top of `settings`."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {"wrapper": prefix(folder),
+    return {"wrapper": wrapper(folder, rootfs=launch.root_of(flavour) is not None),
             "settings": {**settings, **settings_for(servers.known_options(flavour), settings)}}
 
 
@@ -198,14 +223,15 @@ class Window:
 
     @classmethod
     def of(cls, server: Any) -> "Window | None":
-        """A window on `server`'s current process, if it runs under callgrind (`prefix`)."""
-        out = next((a.split("=", 1)[1] for a in getattr(server, "wrapper", None) or []
-                    if a.startswith("--callgrind-out-file=")), None)
+        """A window on `server`'s current process, if it runs under callgrind (`wrapper`)."""
+        argv = getattr(getattr(server, "wrapper", None), "argv", ())
+        out = next((a.split("=", 1)[1] for a in argv if a.startswith("--callgrind-out-file=")), None)
         return cls(server.pid, Path(out).parent) if out and server.pid is not None else None
 
     def _control(self, *args: str) -> None:
         try:
-            proc.run([CONTROL, *args, str(self.pid)], timeout=CONTROL_TIMEOUT)
+            proc.run([CONTROL, f"--vgdb-prefix={self.out_dir}/vgdb", *args, str(self.pid)],
+                     timeout=CONTROL_TIMEOUT)
         except proc.ProcError as e:
             raise CountError(f"`{CONTROL} {' '.join(args)}` failed on the server (pid {self.pid}): "
                              f"{proc.tail(e.output, 3) or e}") from None

@@ -70,10 +70,10 @@ def is_paired(steps: pd.DataFrame) -> bool:
 
 def design_table(steps: pd.DataFrame, **kw: Any) -> pd.DataFrame:
     """A comparison table of the design the steps (or executions) were measured in: pairs per
-    round (`stats.paired_table`), else independent repeats (`stats.compare_table`)."""
-    if is_paired(steps):
-        return stats.paired_table(steps, pair="repeat", **kw)
-    return stats.compare_table(steps, **kw)
+    round (`stats.paired_table`), else independent repeats (`stats.compare_table`); with
+    the draw threshold its verdicts were judged by (`threshold_pct`), which the words say."""
+    table = stats.paired_table(steps, pair="repeat", **kw) if is_paired(steps) else stats.compare_table(steps, **kw)
+    return table.assign(threshold_pct=kw.get("threshold", stats.THRESHOLD) * 100) if len(table) else table
 
 
 def compare_arms(steps: pd.DataFrame, arms: list[Arm], *, by: list[str], value: str,

@@ -25,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .. import paths, proc
 from ..errors import ConfigError, ServerError
@@ -124,8 +124,8 @@ class Server(SqlClient):
     at every start over the flavour's cnf fragments; a start's own intent and settings go on
     top, for that start only; `max_clients` raises max_connections to
     cover that many client connections; `cpus` pins the server (taskset list, e.g. "0-3");
-    `wrapper` is a host program the server runs under (valgrind, `callgrind`): the host's
-    binaries or a build's, not a rootfs flavour's, whose tree the host's program cannot enter.
+    `wrapper` is a program the server runs under (`launch.Wrapper`: valgrind, `callgrind`),
+    inside the flavour's tree for a rootfs flavour.
     """
     flavour: Flavour
     workdir: Path
@@ -136,7 +136,7 @@ class Server(SqlClient):
     cpus: str | None = None
     log_dir: Path | None = None
     ready_timeout: float = 120.0
-    wrapper: list[str] = field(default_factory=list)  # argv the server runs under (valgrind)
+    wrapper: launch.Wrapper | None = None  # what the server runs under (valgrind)
     cnf_dir: Path = paths.CNF_DIR
 
     def __post_init__(self) -> None:
@@ -189,19 +189,18 @@ class Server(SqlClient):
         self.cnf_path.write_text(text)
         return text
 
-    def launcher(self) -> list[str]:
+    def launcher(self, mounts: Iterable[tuple[str, Path, Path]] = ()) -> list[str]:
         """The argv prefix that runs the flavour's programs: nothing for the host's binaries,
-        bwrap into the flavour's rootfs (with our directories bound) for a rootfs flavour."""
-        return launch.prefix(self.flavour, [self.workdir, self.log_dir, self._sockdir])
+        bwrap into the flavour's rootfs (with our directories and `mounts` bound) for a rootfs flavour."""
+        return launch.prefix(self.flavour, [self.workdir, self.log_dir, self._sockdir], mounts=mounts)
 
     def server_argv(self) -> list[str]:
         pin = ["taskset", "-c", self.cpus] if self.cpus else []
-        if self.wrapper and launch.root_of(self.flavour) is not None:
-            raise ServerError(f"{self.flavour.name} runs in a Debian tree of its own, where "
-                              f"{Path(self.wrapper[0]).name} from the host cannot run it; a count needs "
-                              "the host's server or a build directory without a runtime")
-        # --defaults-file must be the first option, or /etc/mysql is read too
-        return [*pin, *self.wrapper, *self.launcher(), self.flavour.server, f"--defaults-file={self.cnf_path}"]
+        wrapper = self.wrapper or launch.Wrapper(())
+        # the wrapper inside the flavour's tree (bwrap, then valgrind, then the server); --defaults-file
+        # must be the server's first option, or /etc/mysql is read too
+        return [*pin, *self.launcher(wrapper.mounts), *wrapper.argv, self.flavour.server,
+                f"--defaults-file={self.cnf_path}"]
 
     def install_db_argv(self) -> list[str]:
         first, *rest = self.flavour.install_db
@@ -340,7 +339,8 @@ class Server(SqlClient):
     @property
     def pid(self) -> int | None:
         """The server's own PID (under bwrap: its child, not bwrap), for CPU sampling."""
-        return None if self._proc is None else launch.server_pid(self.flavour, self._proc.pid)
+        return None if self._proc is None else launch.server_pid(
+            self.flavour, self._proc.pid, self.wrapper.comm if self.wrapper else None)
 
     def query(self, sql: str) -> list[tuple]:
         """As SqlClient's; a connection that fails because the server is gone raises

@@ -10,11 +10,23 @@ mariadbd/mysqld below it — CPU and I/O sampling must measure the server, not i
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from . import rootfs
 from .rootfs import Flavour
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A program a server runs under (valgrind): its argv before the server's (paths as the
+    server sees them), what it needs bound into a rootfs flavour's tree — (bwrap's `--bind`
+    or `--ro-bind`, a host path, where it appears inside) — and the command name the
+    server's process takes under it (how `server_pid` finds it below bwrap)."""
+    argv: tuple[str, ...]
+    mounts: tuple[tuple[str, Path, Path], ...] = ()
+    comm: str | None = None
 
 
 def root_of(flavour: "Flavour") -> "Flavour | None":
@@ -25,10 +37,12 @@ def root_of(flavour: "Flavour") -> "Flavour | None":
     return flavour.runtime_flavour if flavour.source == "dir" else None
 
 
-def prefix(flavour: "Flavour", writable: Iterable[Path], root: Path = rootfs.ROOTFS_DIR) -> list[str]:
+def prefix(flavour: "Flavour", writable: Iterable[Path], root: Path = rootfs.ROOTFS_DIR,
+           mounts: Iterable[tuple[str, Path, Path]] = ()) -> list[str]:
     """The argv prefix that runs a program of the flavour: nothing for the host's binaries;
     bwrap into the flavour's tree (or its runtime's) for a rootfs flavour (a directory one),
-    with `writable` bound read-write (and the directory flavour's own folder read-only)."""
+    with `writable` bound read-write (and the directory flavour's own folder read-only), and
+    `mounts` — (bwrap's `--bind` or `--ro-bind`, a host path, where it appears inside) — too."""
     runtime = root_of(flavour)
     if runtime is None:
         return []
@@ -36,19 +50,22 @@ def prefix(flavour: "Flavour", writable: Iterable[Path], root: Path = rootfs.ROO
     argv = ["bwrap", "--ro-bind", str(top), "/", "--dev", "/dev",
             "--proc", "/proc", "--tmpfs", "/tmp", "--die-with-parent"]
     binds = [("--ro-bind", Path(flavour.path))] if flavour.source == "dir" else []
-    for how, path in [*binds, *(("--bind", Path(w)) for w in writable)]:
-        path = path.resolve()
-        if not path.is_relative_to("/tmp"):  # a mount point in the read-only tree
-            (top / path.relative_to("/")).mkdir(parents=True, exist_ok=True)
-        argv += [how, str(path), str(path)]
+    binds = [(how, path.resolve(), path.resolve()) for how, path in
+             [*binds, *(("--bind", Path(w)) for w in writable)]]
+    for how, source, inside in [*binds, *mounts]:
+        inside = Path(inside)
+        if not inside.is_relative_to("/tmp"):  # a mount point in the read-only tree
+            (top / inside.relative_to("/")).mkdir(parents=True, exist_ok=True)
+        argv += [how, str(Path(source).resolve()), str(inside)]
     return [*argv, "--"]
 
 
-def server_pid(flavour: "Flavour", spawned: int) -> int:
-    """The server's own PID given the PID we spawned (bwrap's, when it runs in a rootfs)."""
+def server_pid(flavour: "Flavour", spawned: int, wrapped: str | None = None) -> int:
+    """The server's own PID given the PID we spawned (bwrap's, when it runs in a rootfs);
+    `wrapped`: the command name the server runs under (valgrind's tool), if it has one."""
     if root_of(flavour) is None:
         return spawned
-    return descendant(spawned, Path(flavour.server).name) or spawned
+    return descendant(spawned, wrapped or Path(flavour.server).name) or spawned
 
 
 def descendant(pid: int, name: str) -> int | None:
