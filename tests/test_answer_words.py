@@ -57,6 +57,14 @@ def test_the_verdicts_in_words_name_sizes_directions_and_cells():
     assert "higher (better) at 1 client thread in both workloads" in better
 
 
+def test_a_significant_difference_inside_the_draw_threshold_names_the_threshold_it_was_judged_by():
+    """A count's 0.2 % band, not the default 5 % (a count run's words said "−4.8 … +5 %")."""
+    p = checks.resolve(tp, "quick", budget=0, target={}, draw_threshold=0.002)
+    text = words.paragraph("instructions per transaction", tp.relative(steps({1: 1.001}, cv=0.0002), p))
+    assert "significant, but within the draw threshold (−0.2 … +0.2 %) at 1 client thread" in text, text
+    assert "5 %" not in text
+
+
 def test_cells_in_words():
     every = [1, 16, 64, 256]
     assert words.thread_words([64, 256], every) == "from 64 client threads up"
