@@ -145,6 +145,17 @@ def test_a_rootfs_flavours_server_is_counted_as_the_hosts_is(tmp_path):
     assert len(count.serving) == 1 and 20_000 < count.served / 200 < 100_000, count.threads
 
 
+def test_a_count_runs_caveats_are_its_own_and_none_is_empty():
+    """Servers whose settings are alike add no caveat — not an empty item (a dir flavour's
+    A/A across sources printed "- " under the count's caveat)."""
+    from types import SimpleNamespace
+
+    from dbstudies.analysis import caveats
+    p = checks.resolve(load("versions"), "count")
+    (only,) = caveats.caveats(SimpleNamespace(metadata={"servers": []}), p, {}, None)
+    assert only.startswith("**A count, not a time.**")
+
+
 def test_a_count_refuses_what_it_cannot_judge_before_anything_starts():
     with pytest.raises(ParamError) as e:
         checks.resolve(load("thread_pool"), "smoke", count=3000)  # both schedulers: the pool among them

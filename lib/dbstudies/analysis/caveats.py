@@ -426,8 +426,8 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
     its throughput verdict table, whose judged cells get the CPU budget (None: no budget)."""
     meta = run.metadata
     if getattr(p, "count", 0):  # instructions, not time: what it rests on instead
-        return [*callgrind.caveats(p.threads, any(workloads.writes(w) for w in p.workloads)),
-                settings.beyond_varied(meta)]
+        return [c for c in (*callgrind.caveats(p.threads, any(workloads.writes(w) for w in p.workloads)),
+                            settings.beyond_varied(meta)) if c]
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
     cpus = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)  # the host's, or the pinned ones
