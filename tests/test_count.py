@@ -216,3 +216,23 @@ def test_functions_lump_a_stripped_binarys_addresses_and_differences_come_larges
     assert t["b: windows"].iloc[1] == "500–510" and d["windows"] == {"a": 2, "b": 2}
     assert d["unnamed"]["a"] == pytest.approx(0.25)
     assert t["inclusive/txn, with its calls"].tolist() == ["500 → 560", "– → –", "3,000 → 3,000"]
+
+
+COUNT_RUNS = sorted((Path(__file__).parent / "fixtures" / "count" / "versions").iterdir())
+
+
+def test_compare_and_pool_of_two_count_runs_judge_instructions_in_the_counts_decimals(capsys):
+    """Two recorded count runs (Debian's 10.11 against trixie's 11.8, and against the same
+    binary as a release tarball; their global variables trimmed to a few): `compare` and
+    `pool` read instructions per transaction, not the QPS valgrind slowed, with two decimals
+    (one would print −0.0 % [−0.0, +0.0]) and the count's MDE."""
+    from dbstudies import sharing
+    a, b = COUNT_RUNS
+    assert sharing.compare(a, b) == 0
+    out = capsys.readouterr().out
+    assert f"instructions: run {b.name} vs run {a.name} (baseline)" in out and "qps" not in out
+    assert "-0.05% [-0.10, +0.00]" in out and "draw 0.2 %" in out  # the 10.11 baseline of both runs, 30 min apart
+    assert "1.0005 [0.9997, 1.0013]" in out and "A change of the effect of 0.11 % could be seen" in out
+    assert sharing.pool([a, b]) == 0
+    out = capsys.readouterr().out
+    assert "-0.02% [-0.06, +0.02]    draw" in out and "MDE in the median cell 0.062 %" in out

@@ -132,8 +132,9 @@ COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]]]] = 
                 "cell (not interleaved: drift is confounded)", [
         _arg("run_a", type=Path, help="the baseline run (a directory or a packed run)"),
         _arg("run_b", type=Path),
-        _arg("--metric", choices=[c.key for c in comparisons.SYSBENCH], default="qps",
-             help="the comparison whose values are compared (the effects: every one)"),
+        _arg("--metric", choices=[c.key for c in (*comparisons.SYSBENCH, *comparisons.COUNTED)], default=None,
+             help="the comparison whose values are compared (default: run A's lead one — qps, or a count "
+                  "run's instructions; the effects: every one)"),
         _arg("--csv", type=Path, default=None, help="also write the whole table here")]),
     "pack": ("write a run as one file to share (tables, metadata, notebook, report, its workload scripts, "
              "each server's my.cnf; no datadir) — or a series' folder (data/series/NAME) with all its runs", [
@@ -349,31 +350,9 @@ def _clean(runs_dir: Path, unpacked: bool = False) -> int:
     return 0
 
 
-def _compare(path_a: Path, path_b: Path, metric: str, csv: Path | None) -> int:
-    from . import analysis, archive, sharing, stats
-    from .analysis import runs
-    run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
-    if sharing.compare_effects(run_a, run_b):
-        print("\nValues (each configuration of run B against the same configuration of run A):")
-    table = runs.compare_runs(run_a, run_b, metric, threshold=study.params_of(run_a).draw_threshold)
-    view = table.assign(
-        delta=table["delta_pct"].map("{:+.1f}%".format),
-        ci=[f"[{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
-            for lo, hi in zip(table["ci_low"], table["ci_high"])],
-        p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map("{:.0f}%".format))
-    print(f"{metric}: run {path_b.name} vs run {path_a.name} (baseline)")
-    print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
-                "p_holm", "verdict", "mde"]].to_string(index=False))
-    print("\n".join(stats.reachability(table)) + ".")
-    print(analysis.NOT_INTERLEAVED + " The comparison is unpaired (repeats of the two runs as "
-          "independent samples), whatever design each run was measured in.")
-    hosts = runs.different_hosts(run_a, run_b)
-    if hosts:
-        print(hosts)
-    if csv:
-        table.to_csv(csv, index=False)
-        print(f"dbstudies: table written to {csv}")
-    return 0
+def _compare(args: argparse.Namespace) -> int:
+    from . import sharing
+    return sharing.compare(args.run_a, args.run_b, args.metric, args.csv)
 
 
 def _servers(args: argparse.Namespace) -> int:
@@ -488,7 +467,7 @@ def _list(which: str | None, write_readme: bool) -> int:
 HANDLERS = {
     "run": _run, "plan": _plan, "list": lambda a: _list(a.study, a.write_readme), "report": _report,
     "runs": lambda a: _runs(a.study, a.runs_dir), "clean": lambda a: _clean(a.runs_dir, a.unpacked),
-    "servers": _servers, "compare": lambda a: _compare(a.run_a, a.run_b, a.metric, a.csv),
+    "servers": _servers, "compare": _compare,
     "history": _history, "bisect": _history, "pack": _sharing, "replicate": _sharing, "pool": _sharing, "sweep": _sweep_commands,
     "scheduler": _sweep_commands, "worker": _sweep_commands, "lab": _lab, "export": _export,
 }

@@ -15,10 +15,10 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from . import archive, checks, runner, series, servers
-from .analysis import replication
+from . import archive, checks, comparisons, runner, series, servers, stats
+from .analysis import NOT_INTERLEAVED, replication, runs
 from .results import Run
-from .study import load, reference
+from .study import load, params_of, reference
 
 Say = Callable[[str], None]
 
@@ -81,12 +81,14 @@ def effects_view(t: pd.DataFrame) -> pd.DataFrame:
     """A replication table as `compare` prints it: each run's effect with its word as its
     report says it, the ratio of the effects with its Holm-adjusted interval beside the Holm p
     and the word."""
+    k = t.attrs.get("digits", 1)  # a count's table: two decimals, four in a ratio
+
     def pct(x: float) -> str:
-        return f"{x:+.1f}%"
+        return f"{x:+.{k}f}%"
     by = t.attrs["by"]
     return t.assign(original=t["delta_pct_original"].map(pct) + " " + t["said_original"],
                     replication=t["delta_pct_replica"].map(pct) + " " + t["said_replica"],
-                    ratio=[f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in
+                    ratio=[f"{r:.{2 * k}f} [{lo:.{2 * k}f}, {hi:.{2 * k}f}]" for r, lo, hi in
                            zip(t["ratio_of_ratios"], t["rr_holm_low"], t["rr_holm_high"])],
                     p_holm=t["p_holm"].map("{:.2g}".format))[["candidate", *by, "original", "replication", "ratio",
                                                              "p_holm", "word"]]
@@ -110,18 +112,49 @@ def compare_effects(run_a: Run, run_b: Run) -> bool:
     return True
 
 
+def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | None = None) -> int:
+    """`dbstudies compare`: run B against run A — first their effects (`compare_effects`),
+    then their values per configuration and cell on `metric` (default: run A's lead
+    comparison — a count run's instructions), said with the decimals of run A's draw band."""
+    run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
+    if compare_effects(run_a, run_b):
+        print("\nValues (each configuration of run B against the same configuration of run A):")
+    p = params_of(run_a)
+    metric = metric or comparisons.judged(p.COMPARISONS)[0].key
+    table = runs.compare_runs(run_a, run_b, metric, threshold=p.draw_threshold, among=p.COMPARISONS)
+    k = stats.decimals(p.draw_threshold)
+    view = table.assign(
+        delta=table["delta_pct"].map(f"{{:+.{k}f}}%".format),
+        ci=[f"[{(lo - 1) * 100:+.{k}f}, {(hi - 1) * 100:+.{k}f}]"
+            for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map(stats.mde_text))
+    print(f"{metric}: run {Path(path_b).name} vs run {Path(path_a).name} (baseline)")
+    print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
+                "p_holm", "verdict", "mde"]].to_string(index=False))
+    print("\n".join(stats.reachability(table)) + ".")
+    print(NOT_INTERLEAVED + " The comparison is unpaired (repeats of the two runs as "
+          "independent samples), whatever design each run was measured in.")
+    hosts = runs.different_hosts(run_a, run_b)
+    if hosts:
+        print(hosts)
+    if csv:
+        table.to_csv(csv, index=False)
+        _say(f"table written to {csv}")
+    return 0
+
+
 def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
     """`dbstudies pool`: several runs of a study as one estimate per cell, with the between-run
     spread and where the runs disagree beyond their own noise."""
     runs = [archive.open_run(p) for p in paths]
     tables = replication.pooled(load(reference(runs[0].metadata)), runs)
     for t in tables.values():
-        by = t.attrs["by"]
-        view = t.assign(pooled=[f"{d:+.1f}% [{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]"
+        by, k = t.attrs["by"], t.attrs.get("digits", 1)
+        view = t.assign(pooled=[f"{d:+.{k}f}% [{(lo - 1) * 100:+.{k}f}, {(hi - 1) * 100:+.{k}f}]"
                                 for d, lo, hi in zip(t["delta_pct"], t["ci_low"], t["ci_high"])],
-                        tau=t["tau_pct"].map("{:.1f}%".format), I2=t["i2"].map("{:.0%}".format),
-                        p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map("{:.1f}%".format),
-                        mde_one_run=t["mde_runs_pct"].map("{:.1f}%".format))
+                        tau=t["tau_pct"].map(f"{{:.{k}f}}%".format), I2=t["i2"].map("{:.0%}".format),
+                        p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map(f"{{:.{k}f}}%".format),
+                        mde_one_run=t["mde_runs_pct"].map(f"{{:.{k}f}}%".format))
         print(f"\n{t.attrs['words']} — {len(runs)} runs pooled (random effects, Paule–Mandel):")
         print(view[["candidate", *by, "runs", "pooled", "verdict", "tau", "I2", "p_het", "mde",
                     "mde_one_run"]].to_string(index=False))

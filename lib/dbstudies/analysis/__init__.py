@@ -322,7 +322,24 @@ def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
         n = field(r, "n_baseline")
         unit = "pair" if field(r, "sd_diff") is not None else "repeat"
         return f"[unbounded: {int(n)} {unit}{'s' if n != 1 else ''}]" if n == n and n is not None else "[unbounded]"
-    return f"[{signed((lo - 1) * 100).removesuffix(' %')}, {signed((hi - 1) * 100).removesuffix(' %')}]"
+    d = digits(r)
+    return f"[{signed((lo - 1) * 100, d).removesuffix(' %')}, {signed((hi - 1) * 100, d).removesuffix(' %')}]"
+
+
+def digits(r: Any) -> int:
+    """The decimals a row's effect is said with: those of the draw band it was judged by
+    (`stats.decimals`: two for a count's 0.2 %)."""
+    return stats.decimals(_threshold_pct(r) / 100)
+
+
+def effect(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """A row's difference with its interval, as every view says it: '−3.4 % [−7.9, +1.3]'
+    ('−0.18 % [−0.21, −0.15]' in a count's 0.2 % band).
+
+    >>> effect(pd.Series({"delta_pct": -0.18, "ci_low": 0.9979, "ci_high": 0.9985, "threshold_pct": 0.2}))
+    '−0.18 % [−0.21, −0.15]'
+    """
+    return f"{signed(field(r, 'delta_pct'), digits(r))} {interval(r, low, high)}"
 
 
 def adjusted(r: Any) -> tuple[str, str]:
@@ -348,11 +365,11 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     if pd.isna(r.delta_pct):
         return str(r.verdict)
     if r.verdict == stats.NOT_JUDGED:  # one pair: its difference, no interval, no test
-        return f"{signed(r.delta_pct)} not judged: one pair, no test"
+        return f"{signed(r.delta_pct, digits(r))} not judged: one pair, no test"
     if r.ci_low == r.ci_high == 1:
         return f"{verdict_text(r)}: identical in every repeat"
     lo, hi = adjusted(r)
-    text = f"{signed(r.delta_pct)} {interval(r, lo, hi)} {verdict_text(r)}"
+    text = f"{effect(r, lo, hi)} {verdict_text(r)}"
     if r.verdict == "draw" and not field(r, "reading") and (r[lo] > 1 or r[hi] < 1):
         text += (f": not significant after Holm (p {p_text(r.p_holm)})" if r.p_holm >= alpha
                  else ": significant, but within the draw threshold")
@@ -446,13 +463,13 @@ def p_text(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"= {p:.2g}"
 
 
-def signed(pct: float) -> str:
+def signed(pct: float, digits: int = 1) -> str:
     """A difference as the reports write it.
 
-    >>> signed(-3.42), signed(17.2)
-    ('−3.4 %', '+17.2 %')
+    >>> signed(-3.42), signed(17.2), signed(-0.183, 2)
+    ('−3.4 %', '+17.2 %', '−0.18 %')
     """
-    return f"{pct:+.1f} %".replace("-", "−")
+    return f"{pct:+.{digits}f} %".replace("-", "−")
 
 
 NOT_INTERLEAVED = ("The two runs were not interleaved: anything that changed between them "

@@ -34,7 +34,7 @@ from ..results import Run
 from ..stats import mde_text
 from ..studykit import Arm
 from ..tables import PAUSES
-from . import BY, design_table, interval, signed
+from . import BY, design_table, effect, signed
 from .words import listing
 
 # the metrics the pause's models speak of, by key: the closed loop's (`CONTROLLED`), the
@@ -233,7 +233,7 @@ def found(tabs: dict[str, pd.DataFrame], exp: pd.DataFrame, by: list[str] = BY) 
         r = next(r.itertuples())
         rows.append({**{k: getattr(e, k) for k in by}, "metric": WORDS[e.metric],
                      "expected": e.expected, "expectation": e.expectation,
-                     "measured": f"{signed(r.delta_pct)} {interval(r)}", "verdict": r.verdict,
+                     "measured": effect(r), "verdict": r.verdict,
                      "outcome": outcome(e.expected, r.verdict)})
     return pd.DataFrame(rows, columns=columns)
 

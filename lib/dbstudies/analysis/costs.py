@@ -12,7 +12,7 @@ import pandas as pd
 from ..contract import Answer
 from ..probes import COSTS
 from ..studykit import Arm
-from . import BY, adjusted, caveats, compare_arms, interval, signed
+from . import BY, adjusted, caveats, compare_arms, effect, signed
 
 JUDGED = ("better", "worse")
 
@@ -126,7 +126,7 @@ def _moved_at(costs: dict[str, pd.DataFrame], key: dict[str, Any],
         if c["verdict"] not in JUDGED:
             steady += 1
             continue
-        text = f"{c['cost']} {signed(c['delta_pct'])} {interval(c, *adjusted(c))}"
+        text = f"{c['cost']} {effect(c, *adjusted(c))}"
         if column in points:
             text += f": {signed(points[column]).removesuffix(' %')} points of throughput"
             found.append(((0, -abs(points[column])), text))

@@ -81,7 +81,7 @@ def replication(study: Study, original: Run, replica: Run) -> dict[str, pd.DataF
     table); `attrs`: words, the cell columns, the cells only one run has."""
     same_comparisons([original, replica])
     a, b = effects(study, original), effects(study, replica)
-    out = {}
+    rule, out = original.params(study), {}
     for metric in [m for m in a if m in b]:
         words, by, ta = a[metric]
         tb = b[metric][2]
@@ -90,7 +90,7 @@ def replication(study: Study, original: Run, replica: Run) -> dict[str, pd.DataF
         if t.empty:
             continue
         t = t.merge(_said(ta, keys, "original"), on=keys, how="left").merge(_said(tb, keys, "replica"), on=keys, how="left")
-        t.attrs.update(words=words, by=by, metric=metric,
+        t.attrs.update(words=words, by=by, metric=metric, digits=stats.decimals(threshold(rule, metric)),
                        only_original=sorted(_cells(ta, keys) - _cells(tb, keys)),
                        only_replica=sorted(_cells(tb, keys) - _cells(ta, keys)))
         out[metric] = t
@@ -130,7 +130,7 @@ def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
         t = stats.pooled_table([e[metric][2] for e in per_run], ["candidate", *by],
                                threshold=threshold(rule, metric), higher_is_better=higher_is_better(study, metric))
         if not t.empty:
-            t.attrs.update(words=words, by=by, metric=metric)
+            t.attrs.update(words=words, by=by, metric=metric, digits=stats.decimals(threshold(rule, metric)))
             out[metric] = t
     return out
 
@@ -143,14 +143,14 @@ def cell_name(row: Any, by: Sequence[str]) -> str:
     return f"{row.candidate} at {' '.join(parts)}"
 
 
-def signed(x: float) -> str:
-    """'+4.1' / '−19.0' (a true minus sign)."""
-    return f"{x:+.1f}".replace("-", "−")
+def signed(x: float, digits: int = 1) -> str:
+    """'+4.1' / '−19.0' (a true minus sign; `digits`: a table's, `stats.decimals`)."""
+    return f"{x:+.{digits}f}".replace("-", "−")
 
 
-def effect_text(delta_pct: float, low: float, high: float) -> str:
+def effect_text(delta_pct: float, low: float, high: float, digits: int = 1) -> str:
     """'−19.0 % [−24.1, −14.2]' (a ratio's CI given as ratios)."""
-    return f"{signed(delta_pct)} % [{signed((low - 1) * 100)}, {signed((high - 1) * 100)}]"
+    return f"{signed(delta_pct, digits)} % [{signed((low - 1) * 100, digits)}, {signed((high - 1) * 100, digits)}]"
 
 
 def _more(n: int) -> list[str]:
@@ -163,17 +163,17 @@ def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[s
     with both effects."""
     lines = []
     for t in tables.values():
-        words, by = t.attrs["words"], t.attrs["by"]
+        words, by, d = t.attrs["words"], t.attrs["by"], t.attrs.get("digits", 1)
         decisive = t[t["verdict_original"].isin(stats.replication.DECISIVE)]
         held = decisive[decisive["word"] == stats.REPLICATED]
         failed = t[t["word"] == stats.NOT_REPLICATED]
         head = (f"**{words}**: {len(held)} of {len(decisive)} decisive cell{'s' if len(decisive) != 1 else ''} "
                 f"of the original replicated" if len(decisive) else f"**{words}**: the original decided no cell")
-        said = [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % replicated "
-                f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here)"
+        said = [f"{cell_name(r, by)}'s {signed(r.delta_pct_original, d)} % replicated "
+                f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica, d)} here)"
                 for r in held.head(named).itertuples()] + _more(len(held) - named)
-        said += [f"{cell_name(r, by)}'s {signed(r.delta_pct_original)} % did not "
-                 f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica)} here; ratio of the "
+        said += [f"{cell_name(r, by)}'s {signed(r.delta_pct_original, d)} % did not "
+                 f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica, d)} here; ratio of the "
                  f"effects {r.ratio_of_ratios:.2f} [{r.rr_holm_low:.2f}, {r.rr_holm_high:.2f}], Holm-adjusted)"
                  for r in failed.head(named).itertuples()] + _more(len(failed) - named)
         rest = len(t) - len(held.head(named)) - len(failed.head(named))
@@ -181,8 +181,8 @@ def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[s
         lines.append(head + (": " + "; ".join(said) if said else "") + "." +
                      (f" {len(failed)} not replicated in all, {(t['word'] == stats.CONSISTENT).sum()} "
                       f"consistent but not decisive (of {len(t)} cell{'s' if len(t) != 1 else ''})." if rest > 0 else "") +
-                     (f" A change of the effect of {mde:.0f} % could be seen in the median cell." if mde <= 1000 else
-                      " Only a change of the effect of more than 1,000 % could be seen in the median cell."))
+                     (f" A change of the effect of {stats.mde_text(mde)} could be seen in the median cell." if mde <= 1000
+                      else " Only a change of the effect of more than 1,000 % could be seen in the median cell."))
     return lines
 
 
@@ -197,8 +197,8 @@ def pooled_lines(tables: dict[str, pd.DataFrame], k: int) -> list[str]:
         verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
         ratio = (t["mde_pct"] / t["mde_runs_pct"]).median()
         het = t[t["p_het_holm"] < stats.ALPHA]
-        line = (f"**{words}** over {k} runs: {verdicts}; MDE in the median cell {t['mde_pct'].median():.0f} % "
-                f"pooled against {t['mde_runs_pct'].median():.0f} % for one run (× {ratio:.2f}; 1/√{k} = "
+        line = (f"**{words}** over {k} runs: {verdicts}; MDE in the median cell {stats.mde_text(t['mde_pct'].median())} "
+                f"pooled against {stats.mde_text(t['mde_runs_pct'].median())} for one run (× {ratio:.2f}; 1/√{k} = "
                 f"{k ** -0.5:.2f} when the runs agree)")
         if het.empty:
             line += "; no cell's runs disagree more than their own noise explains."
@@ -239,8 +239,8 @@ def rerun_lines(tables: dict[str, pd.DataFrame], most: int = 3) -> list[str]:
     verdicts changed of all the cells both runs judged, per table, and how many reversed
     (better ↔ worse); then the `most` least stable cells — the largest ratios of the two
     effects — with both effects."""
-    rows = pd.concat([t.assign(table=t.attrs["words"], by=[t.attrs["by"]] * len(t)) for t in tables.values()],
-                     ignore_index=True)
+    rows = pd.concat([t.assign(table=t.attrs["words"], by=[t.attrs["by"]] * len(t), digits=t.attrs.get("digits", 1))
+                      for t in tables.values()], ignore_index=True)
     changed = rows["verdict_original"] != rows["verdict_replica"]
     flipped = changed & rows["verdict_original"].isin(stats.replication.DECISIVE) \
         & rows["verdict_replica"].isin(stats.replication.DECISIVE)
@@ -250,6 +250,6 @@ def rerun_lines(tables: dict[str, pd.DataFrame], most: int = 3) -> list[str]:
              + (f"{int(flipped.sum())} reversed" if flipped.any() else "none reversed")]
     shaky = rows.assign(size=np.abs(np.log(rows["ratio_of_ratios"]))).sort_values("size", ascending=False)
     lines.append("least stable: " + "; ".join(
-        f"{r.table}, {cell_name(r, r.by)}: {signed(r.delta_pct_original)} % → {signed(r.delta_pct_replica)} %"
+        f"{r.table}, {cell_name(r, r.by)}: {signed(r.delta_pct_original, r.digits)} % → {signed(r.delta_pct_replica, r.digits)} %"
         for r in shaky.head(most).itertuples()))
     return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import results, stats
-from ..comparisons import SYSBENCH, by_key, with_tail_ratio
+from ..comparisons import SYSBENCH, Comparison, by_key, with_tail_ratio
 from ..errors import StoreError
 from ..results import Run
 from . import BY
@@ -27,15 +27,17 @@ def different_hosts(run_a: Run, run_b: Run) -> str | None:
             "difference between the hosts is confounded with the difference measured.")
 
 
-def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: float) -> pd.DataFrame:
+def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: float,
+                 among: tuple[Comparison, ...] = SYSBENCH) -> pd.DataFrame:
     """Run B against run A (the baseline), per arm × workload × threads present in both,
     with the rule of every study (one Holm family over the table). Both runs must be of the
-    same study. `threshold`: the draw threshold (run A's, `Run.params`)."""
+    same study. `threshold`: the draw threshold (run A's, `Run.params`); `among`: the
+    comparisons `metric` names one of (run A's: a count run's are instructions)."""
     meta_a, meta_b = run_a.metadata, run_b.metadata
     if meta_a.get("study") != meta_b.get("study"):
         raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
                          f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
-    if metric not in (keys := [c.key for c in SYSBENCH]):
+    if metric not in (keys := [c.key for c in among]):
         raise StoreError(f"metric must be one of {', '.join(keys)}, got {metric!r}")
     a, b = (with_tail_ratio(results.measured(r)) for r in (run_a, run_b))
     if a.empty or b.empty:
@@ -45,7 +47,7 @@ def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: floa
     if la == lb:
         la, lb = f"A {la}", f"B {lb}"
     steps = pd.concat([a.assign(run=la), b.assign(run=lb)], ignore_index=True)
-    c = by_key(SYSBENCH, metric)
+    c = by_key(among, metric)
     table = stats.compare_table(steps, by=["arm", *BY], factor="run", baseline=la,
                                 candidates=[lb], value=c.column, higher_is_better=c.higher_is_better,
                                 threshold=threshold)

@@ -17,7 +17,7 @@ from ..contract import Answer
 from ..results import Run
 from ..study import params_of
 from ..studykit import cpus_shared, pinned_apart
-from . import CELL_KEYS, adjusted, caveats, cell_name, field, interval, signed, word_of, words
+from . import CELL_KEYS, adjusted, caveats, cell_name, effect, field, word_of, words
 
 
 @dataclass
@@ -91,7 +91,7 @@ def grid(said: Answer) -> pd.DataFrame:
         for r in rel.itertuples(index=False):
             n = field(r, "n_baseline")
             entry = (str(r.verdict).split(":")[0] if r.delta_pct != r.delta_pct else  # its why: the tables below
-                     f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}")
+                     effect(r, *adjusted(r)))
             rows.append({"candidate": r.candidate, **{k: getattr(r, k) for k in by}, "comparison": c.short,
                          "entry": entry, "delta_pct": r.delta_pct, "word": word_of(r),
                          "n": int(n) if n is not None and n == n else None,

@@ -10,7 +10,7 @@ import pandas as pd
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
 from ..studykit import pinned_apart
-from . import adjusted, interval, p_text, signed, threads, verdicts
+from . import adjusted, effect, p_text, signed, threads, verdicts
 from .words import share_words
 
 
@@ -66,7 +66,7 @@ def _largest(rel: pd.DataFrame, client: pd.DataFrame | None) -> str:
         return "no cell reached its target" + left.replace(" not counted", "")
     big = at_target.loc[at_target["delta_pct"].abs().idxmax()]
     who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
-    return (f"largest difference {signed(big.delta_pct)} {interval(big, *adjusted(big))} ({who}{big.workload}, "
+    return (f"largest difference {effect(big, *adjusted(big))} ({who}{big.workload}, "
             f"{threads(big.threads)}, {_judged(big)}{_client(client, big)}){left}")
 
 

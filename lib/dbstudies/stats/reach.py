@@ -100,6 +100,16 @@ def reach_short(table: pd.DataFrame) -> str:
             + (f"; {few} cell{'s' if few != 1 else ''} with a single {unit} could not be tested" if few else ""))
 
 
+def decimals(threshold: float) -> int:
+    """The decimals an effect is said with: one; two where the draw band is under 1 % (a
+    count's 0.2 %: "−0.0 % [−0.0, +0.0]" would say nothing).
+
+    >>> decimals(0.05), decimals(0.002)
+    (1, 2)
+    """
+    return 2 if threshold < 0.01 else 1
+
+
 def mde_text(x: float) -> str:
     """An MDE as the text says it: '16 %', '> 1,000 %' for a design that cannot tell, and
     two significant digits under 10 % (a count's 0.5 % is not '0 %').

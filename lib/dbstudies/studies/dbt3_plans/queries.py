@@ -18,6 +18,7 @@ from ... import stats
 from ...analysis import (
     adjusted,
     compare_arms,
+    digits,
     interval,
     is_paired,
     signed,
@@ -261,7 +262,7 @@ def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: l
     lines = []
     for r in geo.itertuples():
         lines.append(f"- Geometric mean over {len(p.queries)} queries: {r.candidate} "
-                     f"{signed(r.delta_pct)} vs {base} {interval(r, *adjusted(r))} → **{r.verdict}** "
+                     f"{signed(r.delta_pct, digits(r))} vs {base} {interval(r, *adjusted(r))} → **{r.verdict}** "
                      "(lower time is better).")
     if not rel.empty:
         lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")

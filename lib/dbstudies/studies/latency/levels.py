@@ -16,7 +16,7 @@ from ...analysis import (
     compare_arms,
     control,
     design_table,
-    interval,
+    effect,
     is_paired,
     signed,
     with_unavailable,
@@ -409,7 +409,7 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
         if r.delta_pct == r.delta_pct:
             mde = getattr(r, "mde_pct", math.nan)
             lines.append(f"- **{r.candidate} vs {base}**: capacity at p99 ≤ {p.p99_target_ms:g} ms "
-                         f"{signed(r.delta_pct)} {interval(r, *adjusted(r))}: {r.verdict}"
+                         f"{effect(r, *adjusted(r))}: {r.verdict}"
                          + (f" (detectable: {mde:.0f} %)" if mde == mde else "") + ".")
         else:
             lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
