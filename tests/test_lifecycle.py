@@ -156,11 +156,15 @@ def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_pat
     assert table["same_host"].all() and "different hosts" not in p.stdout
     same = cli("compare", str(a.path), str(a.path))
     assert same.returncode == 0 and "better" not in same.stdout and "worse" not in same.stdout
-    # a run measured elsewhere (a sweep's worker) is said to be so, in the table too
-    b.update(host={**b.metadata["host"], "hostname": "bench-7"})
+    # a run measured elsewhere (a sweep's worker: another machine's identity) is said to be
+    # so, in the table too; a host that ran the fixed CPU loop 2× slower is said first
+    assert a.metadata["host"]["machine_id"] == b.metadata["host"]["machine_id"]
+    b.update(host={**b.metadata["host"], "hostname": "bench-7", "machine_id": "0123456789ab",
+                   "loop_ms": 2 * a.metadata["host"]["loop_ms"]})
     p = cli("compare", str(a.path), str(b.path), "--csv", str(tmp_path / "cmp2.csv"))
     assert "measured on different hosts" in p.stdout and "B: bench-7" in p.stdout
     assert not pd.read_csv(tmp_path / "cmp2.csv")["same_host"].any()
+    assert p.stdout.startswith("The hosts ran at different speeds: a fixed CPU loop took ") and "(× 2.0)" in p.stdout
 
 
 def test_compare_refuses_runs_of_different_studies_or_without_steps(tmp_path):
@@ -196,3 +200,31 @@ def test_a_stuck_dbstudies_process_prints_where_it_is_on_sigusr1_and_goes_on(tmp
     finally:
         p.kill()
         p.wait()
+
+
+def test_a_run_records_its_hosts_identity_and_speed_and_compare_names_a_slower_host_at_its_work(tmp_path):
+    """The fixed CPU loop at the run's start and end, the machine's identity, the kernel in the
+    set-up line; two runs whose one-client µs per transaction differ 2× are said to first."""
+    from dbstudies.analysis import runs
+    from dbstudies.described import setup_line
+    from dbstudies.tables import STEPS
+    made = []
+    for gain in (1.0, 0.5):  # the second host: half the transactions per second at one client
+        run = make_run(tmp_path / "runs", "complete")
+        run.update(arms=[{"label": a} for a in tp.SCHEDULERS])
+        run.append(STEPS, pd.DataFrame([{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure",
+                                        "repeat": 1, "arm": arm, "workload": "oltp_point_select", "threads": 1,
+                                        "tps": 2_000 * gain, "qps": 2_000 * gain}
+                                       for i, arm in enumerate(tp.SCHEDULERS)]))
+        made.append(run)
+    a, b = made
+    host = a.metadata["host"]
+    assert 0 < host["loop_ms"] < 10_000 and 0 < host["loop_ms_end"] < 10_000 and len(host["machine_id"]) == 12
+    assert f"kernel {host['kernel']}, a fixed CPU loop in {host['loop_ms']:g} ms at the start" in setup_line(a.metadata)
+    assert runs.one_client_us(a) == {"oltp_point_select": 500.0} and runs.host_relation(a, b) == "on the same host"
+    lines = runs.speed_lines([a, b])
+    assert lines[0].startswith("One client thread took 500 µs a transaction in run ") and "(× 2.0)" in lines[0]
+    for r in made:  # runs recorded before the identity: alike by their facts, and said so
+        r.update(host={k: v for k, v in r.metadata["host"].items() if k != "machine_id"})
+    assert runs.host_relation(a, b).startswith("on hosts alike in name, CPU model and kernel")
+

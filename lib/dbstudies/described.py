@@ -120,19 +120,22 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
 
 
 def setup_line(meta: dict[str, Any]) -> str:
-    """The set-up in one line: the host (machine, CPUs with threads per core, CPU model), the
-    servers (flavours that run one binary named so: an A/A of builds), sysbench, and the run.
+    """The set-up in one line: the host (machine, CPUs with threads per core, CPU model,
+    kernel, its speed at the run's start and end: `provenance.speed_probe`), the servers
+    (flavours that run one binary named so: an A/A of builds), sysbench, and the run.
 
-    >>> setup_line({"host": {"virtual_machine": "kvm", "cpu_model": "AMD EPYC", "cpus": 2, "threads_per_core": 1},
+    >>> setup_line({"host": {"virtual_machine": "kvm", "cpu_model": "AMD EPYC", "cpus": 2, "threads_per_core": 1,
+    ...                      "kernel": "6.1.0-28-amd64", "loop_ms": 37.5, "loop_ms_end": 61.0},
     ...             "servers": [{"flavour": "mariadb-10.11", "version": "10.11.19-MariaDB-0+deb12u1"}],
     ...             "sysbench": {"version": "1.0.20"}, "run_id": "20261126T211644Z-f2875f", "status": "complete"})
-    'virtual machine (kvm), 2 CPUs (1 thread per core), AMD EPYC · mariadb-10.11 10.11.19-MariaDB-0+deb12u1 · sysbench 1.0.20 · run 20261126T211644Z-f2875f, complete'
+    'virtual machine (kvm), 2 CPUs (1 thread per core), AMD EPYC, kernel 6.1.0-28-amd64, a fixed CPU loop in 37.5 ms at the start, 61 at the end · mariadb-10.11 10.11.19-MariaDB-0+deb12u1 · sysbench 1.0.20 · run 20261126T211644Z-f2875f, complete'
     """
     h = meta.get("host") or {}
     tpc = h.get("threads_per_core")
     per_core = f" ({tpc} thread{'s' if tpc != 1 else ''} per core)" if tpc else ""
     machine = (f"virtual machine ({h['virtual_machine']})" if h.get("virtual_machine") else "bare metal") \
-        + f", {h.get('cpus')} CPUs{per_core}, {h.get('cpu_model')}"
+        + f", {h.get('cpus')} CPUs{per_core}, {h.get('cpu_model')}" \
+        + (f", kernel {h['kernel']}" if h.get("kernel") else "") + speed_words(h)
     seen, binary = {}, {}
     for s in meta.get("servers") or []:
         seen.setdefault(s.get("flavour"), s.get("version"))
@@ -144,6 +147,15 @@ def setup_line(meta: dict[str, Any]) -> str:
     sysbench = (meta.get("sysbench") or {}).get("version")
     return " · ".join(x for x in (machine, servers, f"sysbench {sysbench}" if sysbench else "",
                                   f"run {meta.get('run_id')}, {meta.get('status')}") if x)
+
+
+def speed_words(host: dict[str, Any]) -> str:
+    """The host's speed as the set-up line says it (", a fixed CPU loop in 37.5 ms at the
+    start, 61 at the end"; "" for a run recorded before the probe)."""
+    start, end = host.get("loop_ms"), host.get("loop_ms_end")
+    if start is None:
+        return ""
+    return f", a fixed CPU loop in {start:g} ms at the start" + (f", {end:g} at the end" if end is not None else "")
 
 
 MAX_DIFFERENCES = 20

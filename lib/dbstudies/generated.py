@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import checks, paths, plots
 from . import params as P
-from .analysis import replication
+from .analysis import replication, runs
 from .analysis.said import answer_text, tldr
 from .contract import Study, study_name, title
 from .results import Run
@@ -172,7 +172,7 @@ def excerpt(run_dir: Path, figures: Path, rerun_of: Path | None = None) -> str:
     rerun = ""
     if rerun_of is not None:
         earlier = Run.open(rerun_of)
-        rerun = (f"Run {earlier.path.name}, then this run {run.path.name}, on the same host: "
+        rerun = (f"Run {earlier.path.name}, then this run {run.path.name}, {runs.host_relation(earlier, run)}: "
                  + "; ".join(replication.rerun_lines(replication.replication(s, earlier, run))) + ".")
     # each part under a label of its own: one part's last list and the next one's first
     # would otherwise render as one list

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import importlib.metadata
 import os
 import platform
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +63,33 @@ def virtual_machine() -> str | None:
     return None
 
 
+LOOP = 3_000_000  # the probe's additions: ≈ 37 ms on this machine's fast hosts
+
+
+def speed_probe(tries: int = 3) -> float:
+    """How fast this host runs a fixed piece of CPU work now: the fastest of `tries` runs of
+    one loop of additions, in ms (the least disturbed; ≈ 0.1 s in all). Recorded at a run's
+    start and end (`host_facts`, `results.Run.finish`): two runs' hosts differ in speed by
+    their ratio — the 2-vCPU hosts here ran it 1.6–2.6× apart while every other fact matched."""
+    def once() -> float:
+        t = time.perf_counter()
+        sum(range(LOOP))
+        return (time.perf_counter() - t) * 1000
+    return round(min(once() for _ in range(tries)), 1)
+
+
+def machine_id() -> str | None:
+    """This machine's identity (a hash of /etc/machine-id: every host here is named "vm"),
+    or None where it has none."""
+    with contextlib.suppress(OSError):
+        text = Path("/etc/machine-id").read_text().strip()
+        return hashlib.sha256(text.encode()).hexdigest()[:12] if text else None
+    return None
+
+
 def host_facts(where: Path) -> dict[str, Any]:
-    """CPU model, cores, memory, kernel, the hypervisor if any and the filesystem a run's
-    files live on."""
+    """CPU model, cores, memory, kernel, the hypervisor if any, the filesystem a run's
+    files live on, the machine's identity and its speed now (`speed_probe`)."""
     model = None
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:  # psutil does not say
         model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
@@ -76,7 +102,7 @@ def host_facts(where: Path) -> dict[str, Any]:
             "threads_per_core": psutil.cpu_count() // cores if cores else None,
             "cpus_usable": len(os.sched_getaffinity(0)), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "kernel": platform.release(), "os": _os_release(), "filesystem": fs,
-            "virtual_machine": virtual_machine(),
+            "virtual_machine": virtual_machine(), "machine_id": machine_id(), "loop_ms": speed_probe(),
             "storage": storage_facts(where), **kernel_knobs()}
 
 

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from . import errors, paths
 from . import params as P
-from .provenance import git_state, host_facts, package_versions
+from .provenance import git_state, host_facts, package_versions, speed_probe
 from .provenance import now as _now
 from .schema import Table
 from .tables import INTERVALS, STEPS
@@ -217,7 +217,10 @@ class Run:
         if status not in STATUSES[1:]:
             raise errors.StoreError(f"status must be one of {STATUSES[1:]}, got {status!r}")
         (self.path / RESERVE).unlink(missing_ok=True)  # its room, for this record and the report
-        self.update(status=status, error=error, finished_at=_now())
+        host = self.metadata.get("host") or {}
+        if status != "abandoned":  # its own process, on its own host: how fast that host is now
+            host = {**host, "loop_ms_end": speed_probe()}
+        self.update(status=status, error=error, finished_at=_now(), host=host)
 
     # -- its layout
     @property

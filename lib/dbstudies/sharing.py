@@ -117,6 +117,9 @@ def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | N
     then their values per configuration and cell on `metric` (default: run A's lead
     comparison — a count run's instructions), said with the decimals of run A's draw band."""
     run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
+    speed = runs.speed_lines([run_a, run_b])
+    if speed:  # before any number: values across hosts of different speeds compare the hosts
+        print(". ".join(speed) + ".\n")
     if compare_effects(run_a, run_b):
         print("\nValues (each configuration of run B against the same configuration of run A):")
     p = params_of(run_a)
@@ -146,8 +149,11 @@ def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | N
 def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
     """`dbstudies pool`: several runs of a study as one estimate per cell, with the between-run
     spread and where the runs disagree beyond their own noise."""
-    runs = [archive.open_run(p) for p in paths]
-    tables = replication.pooled(load(reference(runs[0].metadata)), runs)
+    opened = [archive.open_run(p) for p in paths]
+    speed = runs.speed_lines(opened)
+    if speed:
+        print(". ".join(speed) + ".")
+    tables = replication.pooled(load(reference(opened[0].metadata)), opened)
     for t in tables.values():
         by, k = t.attrs["by"], t.attrs.get("digits", 1)
         view = t.assign(pooled=[f"{d:+.{k}f}% [{(lo - 1) * 100:+.{k}f}, {(hi - 1) * 100:+.{k}f}]"
@@ -155,10 +161,10 @@ def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
                         tau=t["tau_pct"].map(f"{{:.{k}f}}%".format), I2=t["i2"].map("{:.0%}".format),
                         p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map(f"{{:.{k}f}}%".format),
                         mde_one_run=t["mde_runs_pct"].map(f"{{:.{k}f}}%".format))
-        print(f"\n{t.attrs['words']} — {len(runs)} runs pooled (random effects, Paule–Mandel):")
+        print(f"\n{t.attrs['words']} — {len(opened)} runs pooled (random effects, Paule–Mandel):")
         print(view[["candidate", *by, "runs", "pooled", "verdict", "tau", "I2", "p_het", "mde",
                     "mde_one_run"]].to_string(index=False))
-    print("\n" + "\n".join(line.replace("**", "") for line in replication.pooled_lines(tables, len(runs))))
+    print("\n" + "\n".join(line.replace("**", "") for line in replication.pooled_lines(tables, len(opened))))
     if csv:
         pd.concat([t.assign(metric=m) for m, t in tables.items()], ignore_index=True).to_csv(csv, index=False)
         _say(f"table written to {csv}")

@@ -11,20 +11,71 @@ from ..errors import StoreError
 from ..results import Run
 from . import BY
 
+SPEED_RATIO = 1.5  # hosts whose speeds differ more than this are said to, before anything else
+
 
 def host_of(run: Run) -> str:
-    """The host that measured a run: its name and CPU model (from its metadata)."""
+    """The host that measured a run: its name, CPU model and kernel (from its metadata)."""
     h = run.metadata.get("host") or {}
-    return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)"
+    return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs, kernel {h.get('kernel')})"
+
+
+def same_machine(run_a: Run, run_b: Run) -> bool | None:
+    """Whether two runs were measured on one machine by its recorded identity
+    (`provenance.machine_id`); None when a run recorded none (before it was recorded)."""
+    a, b = ((r.metadata.get("host") or {}).get("machine_id") for r in (run_a, run_b))
+    return None if a is None or b is None else a == b
+
+
+def host_relation(run_a: Run, run_b: Run) -> str:
+    """Where two runs were measured, from what they recorded: "on the same host", "on
+    different hosts", or — without a machine identity — on hosts that share every fact."""
+    same = same_machine(run_a, run_b)
+    if same is not None:
+        return "on the same host" if same else "on different hosts"
+    return ("on hosts alike in name, CPU model and kernel (no machine identity recorded)"
+            if host_of(run_a) == host_of(run_b) else "on different hosts")
 
 
 def different_hosts(run_a: Run, run_b: Run) -> str | None:
     """The warning a comparison of runs measured on different hosts carries, or None."""
-    a, b = host_of(run_a), host_of(run_b)
-    if a == b:
+    if host_relation(run_a, run_b) != "on different hosts":
         return None
-    return (f"The two runs were measured on different hosts (A: {a}; B: {b}): every "
+    return (f"The two runs were measured on different hosts (A: {host_of(run_a)}; B: {host_of(run_b)}): every "
             "difference between the hosts is confounded with the difference measured.")
+
+
+def one_client_us(run: Run) -> dict[str, float]:
+    """Per workload, the baseline's median µs per transaction at one client thread (a
+    host's speed at the work itself; {} when the run has no such cell)."""
+    steps = results.measured(run)
+    arms = [a.get("label") for a in run.metadata.get("arms") or []]
+    if steps.empty or "threads" not in steps or not arms:
+        return {}
+    one = steps[(steps["threads"] == 1) & (steps["arm"] == arms[0]) & (steps["tps"] > 0)]
+    return {w: float(1e6 / g["tps"].median()) for w, g in one.groupby("workload")}
+
+
+def speed_lines(runs: list[Run]) -> list[str]:
+    """What a comparison of runs says first when their hosts ran at different speeds (more
+    than `SPEED_RATIO` apart): the fixed CPU loop each recorded at its start
+    (`provenance.speed_probe`) and the baseline's µs per transaction at one client thread."""
+    out = []
+    name = [r.path.name for r in runs]
+    loops = [(r.metadata.get("host") or {}).get("loop_ms") for r in runs]
+    if all(x for x in loops) and max(loops) / min(loops) > SPEED_RATIO:
+        out.append("The hosts ran at different speeds: a fixed CPU loop took "
+                   + ", ".join(f"{x:g} ms in run {n}" for x, n in zip(loops, name))
+                   + f" (× {max(loops) / min(loops):.1f})")
+    per = [one_client_us(r) for r in runs]
+    for w in sorted(set(per[0]).intersection(*per[1:])):
+        us = [p[w] for p in per]
+        if max(us) / min(us) > SPEED_RATIO:
+            out.append(f"One client thread took {', '.join(f'{u:,.0f} µs a transaction in run {n}' for u, n in zip(us, name))} "
+                       f"of {w} (× {max(us) / min(us):.1f})")
+    if out:
+        out.append("Compare the runs' effects (each arm against its own baseline), not their values")
+    return out
 
 
 def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: float,
