@@ -88,7 +88,7 @@ def test_smoke_run_probes_series_and_report(smoke_run):
         assert (run.path / "figures" / f"{figure}.png").exists()
     assert html.count("<img") == 5 and "Traceback" not in html
     assert "checkpoint age" in html and "KB written per transaction" in html
-    assert "redo 16M" in proc.stdout and "Conclusion" in proc.stdout
+    assert "redo 16M" in proc.stdout and "\nThe answer\n" in proc.stdout
     json.dumps(meta)  # metadata stays plain JSON
 
 

@@ -78,7 +78,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     assert "Geometric mean over 4 queries" in proc.stdout and "Join orders differ" in proc.stdout
     # every measured execution's rows checked against the reference answers (SF 0.01)
     n = 16 + len(fx)
-    assert f"Answers: {n} of {n} checked executions match DuckDB's reference answers at SF 0.01." in proc.stdout
+    assert f"Answers: {n} of {n} checked executions match DuckDB's reference answers at SF 0.01\n" in proc.stdout
     assert (run.table(d3.QUERIES).query("phase != 'warmup'")["answer"] == "ok").all()
 
 

@@ -146,6 +146,8 @@ def run_with_steps(root, gain, seed):
 def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_path):
     a = run_with_steps(tmp_path / "runs", 1.0, seed=1)
     b = run_with_steps(tmp_path / "runs", 1.25, seed=2)
+    for r in (a, b):  # one host at one speed, as recorded (a live probe reads this machine's load too)
+        r.update(host={**r.metadata["host"], "loop_ms": 40.0, "loop_ms_end": 41.0})
     p = cli("compare", str(a.path), str(b.path), "--csv", str(tmp_path / "cmp.csv"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith(f"qps: run {b.path.name} vs run {a.path.name} (baseline)")
@@ -160,7 +162,7 @@ def test_compare_two_runs_finds_the_drift_and_says_it_is_not_interleaved(tmp_pat
     # so, in the table too; a host that ran the fixed CPU loop 2× slower is said first
     assert a.metadata["host"]["machine_id"] == b.metadata["host"]["machine_id"]
     b.update(host={**b.metadata["host"], "hostname": "bench-7", "machine_id": "0123456789ab",
-                   "loop_ms": 2 * a.metadata["host"]["loop_ms"]})
+                   "loop_ms": 80.0, "loop_ms_end": 82.0})
     p = cli("compare", str(a.path), str(b.path), "--csv", str(tmp_path / "cmp2.csv"))
     assert "measured on different hosts" in p.stdout and "B: bench-7" in p.stdout
     assert not pd.read_csv(tmp_path / "cmp2.csv")["same_host"].any()

@@ -53,7 +53,7 @@ def test_a_study_of_your_own_runs_from_its_folder_with_paired_verdicts(outside):
     assert meta["status"] == "complete" and meta["study"] == "outside_study"
     assert meta["study_dir"] == str(home / "outside_study")
     assert [a["label"] for a in meta["arms"]] == ["redo 1G", "redo 16M"] and meta["design"] == "paired"
-    assert "redo 16M vs redo 1G" in out  # the conclusion, printed from the executed notebook
+    assert "against redo 1G: redo 16M " in out and "**" not in out  # the lead words, printed in plain text
     assert (run / "report.html").stat().st_size > 0 and (run / "figures" / "qps_vs_threads.png").exists()
     assert report_problems((run / "report.html").read_text()) == []  # a researcher's report is held to ours
     aimed = meta["precision"]  # the rounds to the target: what the loop decided, kept in the run

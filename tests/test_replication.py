@@ -249,7 +249,7 @@ def test_replicate_measures_a_packed_run_again_and_its_report_says_whether_the_a
     assert f"replicating run {original.name}" in again.stderr
     said = again.stdout[again.stdout.index(f"Replication of run {original.name}"):]
     # the words per table (live noise decides which: "k of n decisive cells …" or "decided no cell")
-    assert all(f"**{w}**: " in said for w in ("throughput (QPS)", "p95 latency", "p99 latency", "tail ratio (p99 ÷ p50)"))
+    assert all(f"\n- {w}: " in said for w in ("throughput (QPS)", "p95 latency", "p99 latency", "tail ratio (p99 ÷ p50)"))
     (replica,) = [m.parent for m in runs_dir.glob("*/*/metadata.json")]
     before, after = Run(original).metadata["parameters"], Run(replica).metadata["parameters"]
     assert after.pop("replicate") == str(packed.resolve())

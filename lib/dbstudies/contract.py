@@ -25,12 +25,14 @@ class Answer:
     summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
     in the order the answer lists them), its `conclusion` (Markdown, computed from the
     tables, no claim hard-coded), the source's `claims` it tests (`analysis.words.Claim`) and
-    the `comparisons` its tables are of."""
+    the `comparisons` its tables are of; `headline`: its own decisive lines (Markdown), which
+    join the comparisons' at a glance (dbt3's geometric mean: not one of its per-query cells)."""
     tables: dict[str, Any]
     verdicts: dict[str, str]
     conclusion: str
     claims: list[Any] = field(default_factory=list)
     comparisons: tuple[Comparison, ...] = ()  # the study's (`Params.COMPARISONS`)
+    headline: list[str] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> Any:
         return self.tables[key]

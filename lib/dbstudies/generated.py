@@ -12,8 +12,9 @@ from pathlib import Path
 from . import checks, paths, plots
 from . import params as P
 from .analysis import replication, runs
-from .analysis.said import answer_text, tldr
+from .analysis.said import answer_text, glance_markdown, tldr
 from .contract import Study, study_name, title
+from .render import terminal_text
 from .results import Run
 from .study import faces, load, names, notebook_of
 
@@ -154,11 +155,11 @@ def with_excerpt(text: str, figures: Path | None = None) -> str:
 
 
 def excerpt(run_dir: Path, figures: Path, rerun_of: Path | None = None) -> str:
-    """What `make study` prints at its end — at a glance, the lead comparisons in words, the
-    conclusion — of a recorded run re-analysed here, as a quote for the README, with what a
-    rerun on the same host changed (against `rerun_of`, an earlier recorded quick run) and its
-    throughput figure drawn into `figures` (qps_vs_threads: .png, and .json, what matplotlib
-    drew)."""
+    """What `make study` prints at its end (`render.terminal_text`: the glance's lines and the
+    lead comparisons in words, plain text) for a recorded run re-analysed here, quoted for the
+    README; then what a rerun changed (against `rerun_of`, an earlier recorded quick run, on
+    the host their records say); its throughput figure drawn into `figures` (qps_vs_threads:
+    .png, and .json, what matplotlib drew)."""
     import matplotlib.pyplot as plt
 
     run = Run.open(run_dir)
@@ -169,14 +170,12 @@ def excerpt(run_dir: Path, figures: Path, rerun_of: Path | None = None) -> str:
     plt.close(fig)
     (figures / "qps_vs_threads.svg").unlink()  # the README shows the PNG
     told = answer_text(said, run)
-    rerun = ""
-    if rerun_of is not None:
-        earlier = Run.open(rerun_of)
-        rerun = (f"Run {earlier.path.name}, then this run {run.path.name}, {runs.host_relation(earlier, run)}: "
-                 + "; ".join(replication.rerun_lines(replication.replication(s, earlier, run))) + ".")
-    # each part under a label of its own: one part's last list and the next one's first
-    # would otherwise render as one list
-    parts = (("At a glance", "\n".join(f"- {line}" for line in tldr(said, run))), ("The answer", told.lead),
-             ("A rerun on this host", rerun), ("The conclusion", told.conclusion))
-    text = "\n\n".join(f"**{label}**\n\n{t}" for label, t in parts if t)
-    return "\n".join(f"> {line}".rstrip() for line in text.splitlines())
+    # exactly what the terminal gets (`render.terminal_text`), quoted; then what a rerun changed
+    printed = terminal_text([x for x in (glance_markdown(tldr(said, run)), told.lead) if x])
+    quote = "\n".join(f"> {line}".rstrip() for line in printed.splitlines())
+    if rerun_of is None:
+        return quote
+    earlier = Run.open(rerun_of)
+    return (f"{quote}\n\nA rerun: run {earlier.path.name}, then this run {run.path.name}, "
+            f"{runs.host_relation(earlier, run)}: "
+            + "; ".join(replication.rerun_lines(replication.replication(s, earlier, run))) + ".")

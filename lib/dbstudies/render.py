@@ -159,15 +159,43 @@ def render(run: Run) -> Path:
     return out
 
 
-def conclusion_text(nb_path: Path) -> str | None:
-    """What an executed notebook showed as its answer and conclusion (Markdown: every
-    marked output, in order), or None."""
+def plain(markdown: str) -> str:
+    """Markdown as a terminal prints it: no emphasis marks, code spans or link targets.
+
+    >>> plain("- **QPS** (2 cells): *the same* in `x`, 2 * 3, [docs](d.md)")
+    '- QPS (2 cells): the same in x, 2 * 3, docs'
+    """
+    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    text = re.sub(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"\1", text)
+    return text.replace("`", "")
+
+
+TERMINAL = "The answer"  # the heading `dbstudies run` prints the answer under (`terminal_text`)
+
+
+def terminal_text(parts: list[str]) -> str:
+    """What `dbstudies run` ends with (before the report's path): the answer its notebook
+    marked to be printed (`printed`: the glance's lines, the lead words), in plain text under
+    one heading. The README quotes exactly this (`generated.excerpt`)."""
+    return f"{TERMINAL}\n\n" + plain("\n\n".join(parts))
+
+
+def printed(nb_path: Path) -> list[str]:
+    """What an executed notebook marked to be printed (Markdown, every marked output in
+    order: the glance's lines and the lead words; a replication's answer); [] when it has
+    none or cannot be read."""
     import nbformat
     try:
         nb = nbformat.read(nb_path, as_version=4)
     except (OSError, ValueError):
-        return None
-    said = [out.get("data", {}).get("text/markdown") or ""
+        return []
+    return [out.get("data", {}).get("text/markdown") or ""
             for cell in nb.cells if cell.cell_type == "code"
             for out in cell.get("outputs", []) if out.get("metadata", {}).get(CONCLUSION)]
+
+
+def conclusion_text(nb_path: Path) -> str | None:
+    """`printed` as one Markdown text, or None."""
+    said = printed(nb_path)
     return "\n\n".join(said) if said else None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import analysis, ownership, plots, replicated, results, schedule, tails
-from .analysis.said import GRID_FIELDS, answer_text, tldr
+from .analysis.said import GRID_FIELDS, answer_text, glance_markdown, tldr
 from .analysis.said import grid as said_grid
 from .comparisons import server_cost, throughput
 from .contract import Answer
@@ -343,11 +343,11 @@ def answer(said: Answer, run: Run | None = None) -> None:
     comparisons in words (those three open the report: `shown.first`), then the verdicts in
     one short table (`analysis.verdict_summary`), every other comparison, the source's
     claims and the caveats in words, and the study's conclusion (Markdown, computed from the
-    tables) — all but the tables printed by `dbstudies run` too."""
+    tables). `dbstudies run` prints the glance's lines and the lead words, in plain text."""
     from IPython.display import display
     lines = tldr(said, run)
     if lines:
-        first("\n".join(f"- {line}" for line in lines), printed=True)
+        first(glance_markdown(lines), printed=True)
     at_a_glance = grid(said)
     first(html=at_a_glance)
     fill_here(glance(lines, at_a_glance, "The answer in words, the tables and figures: the Answer section below"))
@@ -357,9 +357,8 @@ def answer(said: Answer, run: Run | None = None) -> None:
     verdicts = analysis.verdict_summary(said.verdict_tables())
     if len(verdicts):
         display(table(verdicts))
-    if words.more:
-        conclusion(words.more)
-    conclusion(words.conclusion)
+    note(words.more)  # the report's, not the terminal's: `dbstudies run` prints what opens it
+    note(words.conclusion)
     if run is not None:
         replicated.section(run)  # a replication: did the original's answer hold here?
 

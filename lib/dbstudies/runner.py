@@ -31,7 +31,7 @@ from .ownership import (
     report_command,
 )
 from .params import as_dict, written
-from .render import conclusion_text, render
+from .render import printed, render, terminal_text
 from .results import Run
 from .study import load, notebook_face, notebook_of, reference
 
@@ -155,9 +155,9 @@ def _conclude(run: Run, kernel: str | None, verbose: bool) -> int:
         print(f"dbstudies: report not written, the disk is full; with room again: {report_command(run)}\n"
               f"dbstudies: run {run.status}: {run.path}", file=sys.stderr)
         return 0
-    text = conclusion_text(run.notebook)
-    if text:
-        print("\nConclusion\n" + text + "\n")
+    parts = printed(run.notebook)
+    if parts:
+        print("\n" + terminal_text(parts) + "\n")
     print(f"dbstudies: report {report}")
     print(f"dbstudies: run {run.status}: {run.path}")
     return 0

@@ -56,13 +56,21 @@ def one_client_us(run: Run) -> dict[str, float]:
     return {w: float(1e6 / g["tps"].median()) for w, g in one.groupby("workload")}
 
 
+def loop_ms(run: Run) -> float | None:
+    """A run's host speed: the faster of its fixed CPU loop's readings at its start and end
+    (the less disturbed by whatever else ran then), or None before the probe was recorded."""
+    h = run.metadata.get("host") or {}
+    seen = [x for x in (h.get("loop_ms"), h.get("loop_ms_end")) if x]
+    return min(seen) if seen else None
+
+
 def speed_lines(runs: list[Run]) -> list[str]:
     """What a comparison of runs says first when their hosts ran at different speeds (more
-    than `SPEED_RATIO` apart): the fixed CPU loop each recorded at its start
-    (`provenance.speed_probe`) and the baseline's µs per transaction at one client thread."""
+    than `SPEED_RATIO` apart): the fixed CPU loop each recorded (`loop_ms`) and the
+    baseline's µs per transaction at one client thread."""
     out = []
     name = [r.path.name for r in runs]
-    loops = [(r.metadata.get("host") or {}).get("loop_ms") for r in runs]
+    loops = [loop_ms(r) for r in runs]
     if all(x for x in loops) and max(loops) / min(loops) > SPEED_RATIO:
         out.append("The hosts ran at different speeds: a fixed CPU loop took "
                    + ", ".join(f"{x:g} ms in run {n}" for x, n in zip(loops, name))

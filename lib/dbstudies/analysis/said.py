@@ -99,11 +99,17 @@ def grid(said: Answer) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def glance_markdown(lines: list[str]) -> str:
+    """The glance's lines (`tldr`) as the report shows them and `dbstudies run` prints them."""
+    return "\n".join(f"- {line}" for line in lines)
+
+
 def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
     """At most `most` lines a busy reader takes in at once, Markdown: per judged comparison
     its verdict counts, the largest effect among the cells measured to their target (with
-    its interval), and how many cells were left short; then, where the run's own CPU budget
-    puts a judged change on a client sharing the server's CPUs, that."""
+    its interval), and how many cells were left short; the study's own decisive lines
+    (`Answer.headline`); then, where the run's own CPU budget puts a judged change on a
+    client sharing the server's CPUs, that."""
     g = grid(said)
     lines = []
     server_cost = {c.short: c for c in said.comparisons if c.server_cost}
@@ -121,6 +127,7 @@ def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
         lines.append(f"**{comparison}** ({len(part)} cell{'s' if len(part) != 1 else ''}): {said_counts}{top}"
                      + (f"; {short} cell{'s' if short != 1 else ''} left short of the target" if short else "")
                      + (_f_words(said, server_cost[comparison]) if comparison in server_cost else ""))
+    lines += said.headline  # the study's own decisive lines
     if run is not None and len(lines) < most:
         note = _client_note(said, run)
         if note:

@@ -316,8 +316,10 @@ def answer(run: "Run", p: Params) -> Answer:
     t = {"ex": ex, "summary": qa.summary(ex), "seconds": qa.relative(ex, measured, p),
          "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
          "forced": qa.forced(run.table(FORCED), executions(run, "forced"), p)}
-    said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers_line(run, p))
-    return Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS)
+    answers = answers_line(run, p)
+    said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers)
+    return Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS,
+                  headline=qa.headline(t["geo"], t["diff"], measured, p, answers))
 
 
 class Dbt3Plans(SysbenchStudy):

@@ -255,15 +255,32 @@ def forced_summary(fo: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def geo_lines(geo: pd.DataFrame, arms: list[Arm], p: Any) -> list[str]:
+    """Each candidate's geometric mean over the queries against the baseline (Markdown):
+    the study's decisive answer, which opens its report (`headline`)."""
+    return [f"Geometric mean over {len(p.queries)} queries: {r.candidate} {signed(r.delta_pct, digits(r))} vs "
+            f"{arms[0].label} {interval(r, *adjusted(r))} → **{r.verdict}** (lower time is better)"
+            for r in geo.itertuples()]
+
+
+def orders_line(diff: pd.DataFrame) -> str:
+    """In how many queries the candidates' join orders differ."""
+    differ = diff[diff["differs"]]["query"].tolist()
+    return (f"Join orders differ between candidates in {len(differ)} of {len(diff)} queries"
+            + (f": {', '.join(differ)}" if differ else ""))
+
+
+def headline(geo: pd.DataFrame, diff: pd.DataFrame, arms: list[Arm], p: Any, answers: str = "") -> list[str]:
+    """What opens the report and the terminal beside the per-query verdicts: the geometric
+    means, whether the answers were right, whether the plans differ."""
+    return [*geo_lines(geo, arms, p), *([answers.rstrip(".")] if answers else []), orders_line(diff)]
+
+
 def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: list[Arm], p: Any,
                fo: pd.DataFrame | None = None, answers: str = "") -> str:
     """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
     base = arms[0].label
-    lines = []
-    for r in geo.itertuples():
-        lines.append(f"- Geometric mean over {len(p.queries)} queries: {r.candidate} "
-                     f"{signed(r.delta_pct, digits(r))} vs {base} {interval(r, *adjusted(r))} → **{r.verdict}** "
-                     "(lower time is better).")
+    lines = [f"- {x}." for x in geo_lines(geo, arms, p)]
     if not rel.empty:
         lines.append(f"- Per query, vs {base}: {verdicts(rel)}.")
         tested = rel.dropna(subset=["p_value"]) if "p_value" in rel else rel.iloc[0:0]
@@ -271,9 +288,7 @@ def conclusion(rel: pd.DataFrame, geo: pd.DataFrame, diff: pd.DataFrame, arms: l
             lines += [f"  - {stats.reach_short(tested)}."]
     if answers:
         lines.append(f"- {answers}")
-    differ = diff[diff["differs"]]["query"].tolist()
-    lines.append(f"- Join orders differ between candidates in {len(differ)} of {len(diff)} queries"
-                 + (f": {', '.join(differ)}." if differ else "."))
+    lines.append(f"- {orders_line(diff)}.")
     for r in (fo.itertuples() if fo is not None and not fo.empty else []):
         what = f"  - Q{r.query} on {r.candidate} with the join order of {r.order_of}"
         if not r.forced:
