@@ -338,7 +338,7 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
 
 def answer(said: Answer, run: Run | None = None) -> None:
     """The report's answer, the same for every study, in the order a busy reader wants it:
-    at a glance — at most five lines (`said.tldr`) and one grid, a row per cell and a column
+    at a glance — a line per comparison of the grid (`said.tldr`, at most seven) and the grid, a row per cell and a column
     per comparison, each effect with its interval coloured by its word (`grid`) —, the lead
     comparisons in words (those three open the report: `shown.first`), then the verdicts in
     one short table (`analysis.verdict_summary`), every other comparison, the source's
@@ -391,8 +391,8 @@ GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "wit
 
 def grid(said: Answer) -> str:
     """The answer at a glance as HTML (`said.grid`): a row per cell (and candidate, where
-    several are compared), a column per judged comparison, each entry the effect with its
-    Holm-adjusted interval and its word, coloured by the word; the cell's pairs beside, a
+    several are compared), a column per comparison at a glance, each entry the effect, its
+    Holm-adjusted interval under it and its word, coloured by the word; the cell's pairs beside, a
     cell left short of its precision target marked so; a legend of the colours shown."""
     g = said_grid(said)
     if g.empty:
@@ -413,7 +413,7 @@ def grid(said: Answer) -> str:
             r = by.get(c)
             tds += ("<td></td>" if r is None else
                     f"<td style='background:{GRID_COLOURS.get(r['word'], '#ffffff')};white-space:nowrap'>"
-                    f"{_e(r['entry'])}<br><small>{_e(r['word'])}</small></td>")
+                    f"{_e(r['entry']).replace(' [', '<br>[', 1)}<br><small>{_e(r['word'])}</small></td>")
         rows.append(f"<tr>{tds}<td>{count}{short}</td></tr>")
     shown = [w for w in GRID_COLOURS if w in set(g["word"])]
     legend = " ".join(f"<span style='background:{GRID_COLOURS[w]};padding:0 .5em'>{_e(w)}</span>" for w in shown)

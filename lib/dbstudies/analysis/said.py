@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .. import settings
-from ..comparisons import judged, primary, throughput
+from ..comparisons import primary, throughput
 from ..contract import Answer
 from ..results import Run
 from ..study import params_of
@@ -77,13 +77,13 @@ GRID_FIELDS = ("candidate", "comparison", "entry", "delta_pct", "word", "n", "un
 
 
 def grid(said: Answer) -> pd.DataFrame:
-    """The answer at a glance, long form: one row per cell × candidate × judged comparison
-    (`comparisons.judged`, in the study's order): the effect with its Holm-adjusted interval
+    """The answer at a glance, long form: one row per cell × candidate × comparison shown at a
+    glance (`Comparison.at_glance`: the judged ones and p50, in the study's order): the effect with its Holm-adjusted interval
     (`entry`; `delta_pct` alone), its `word` (`word_of`), the cell's pairs (or repeats), and whether the cell
     was left `short` of its precision target. `report.grid` draws it, a row per cell and a
     column per comparison."""
     rows = []
-    for c in judged(said.comparisons):
+    for c in (c for c in said.comparisons if c.at_glance):
         rel = said.tables.get(c.key)
         if rel is None or rel.empty:
             continue
@@ -104,8 +104,8 @@ def glance_markdown(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-def tldr(said: Answer, run: Run | None = None, most: int = 5) -> list[str]:
-    """At most `most` lines a busy reader takes in at once, Markdown: per judged comparison
+def tldr(said: Answer, run: Run | None = None, most: int = 7) -> list[str]:
+    """At most `most` lines a busy reader takes in at once, Markdown: per comparison of the grid
     its verdict counts, the largest effect among the cells measured to their target (with
     its interval), and how many cells were left short; the study's own decisive lines
     (`Answer.headline`); then, where the run's own CPU budget puts a judged change on a
