@@ -143,7 +143,7 @@ def test_a_verdict_the_client_explains_says_so_in_its_own_sentence_and_a_claim_i
 def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the_cell():
     """A draw where the pool's server CPU per transaction fell and sysbench's rose by more, on
     CPUs both saturate: the claim that the pool gains is not testable here — as it would be
-    for a worse verdict — never "not reproduced"; pinned apart, the same draw tests it. A
+    for a worse verdict — never "not shown"; pinned apart, the same draw tests it and does not show it. A
     client share over 100 % is said as what it is."""
     s = steps({16: 1.0, 64: 1.0, 256: 1.0}, cpu={PC: (10.0, 5.0), POOL: (8.0, 7.5)})
     rel = qps_table(s)
@@ -153,8 +153,8 @@ def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the
     assert len(decides) == len(rel) and caveats.client_decides(b, pinned=True).empty
     gains = words.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
     said = words.held(gains, {"qps": rel}, None, pinned=False, cpus=2, decides=decides)
-    assert "**not testable here**" in said and "not reproduced" not in said and "What was tested" in said
-    assert "**not reproduced**" in words.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
+    assert "**not testable here**" in said and "not shown" not in said and "What was tested" in said
+    assert "**not shown**" in words.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
                                              decides=caveats.client_decides(b, pinned=True))
     assert words.share_words([68.0, 115.0]).endswith("over 100 %: the server's own went the other way")
 

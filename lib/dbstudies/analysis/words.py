@@ -284,7 +284,8 @@ def moving_apart(tables: dict[str, pd.DataFrame | None], body: str = "p50 latenc
 def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | None = None,
          pinned: bool = True, cpus: int = 0, decides: pd.DataFrame | None = None) -> str:
     """One claim against this run: reproduced, contradicted, consistent (expected no
-    difference, none found), inconclusive or untested (what is missing), with sizes — or
+    difference, none found), not shown (only draws: no evidence either way beyond what their
+    MDE could see), inconclusive or untested (what is missing), with sizes — or
     **not testable here** in throughput where the run's set-up differs from the source's in what
     the claim depends on: the source ran the client on cores of its own and this run did not
     (`claim.client_apart`, `pinned`), or the run's own CPU budget says the client decides
@@ -350,7 +351,8 @@ def _outcome(expected: str, found: pd.Series) -> str:
         return "reproduced"
     if (found == other).any():
         return "contradicted"
-    return "partly reproduced" if (found == expected).any() else "not reproduced"
+    # only draws: the run did not show it — which is not showing it false (the draws' MDE says how far it could see)
+    return "partly reproduced" if (found == expected).any() else "not shown"
 
 
 def in_server_terms(claim: Claim, tables: dict[str, pd.DataFrame], cells: pd.DataFrame) -> str:
