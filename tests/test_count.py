@@ -236,3 +236,23 @@ def test_compare_and_pool_of_two_count_runs_judge_instructions_in_the_counts_dec
     assert sharing.pool([a, b]) == 0
     out = capsys.readouterr().out
     assert "-0.02% [-0.06, +0.02]    draw" in out and "MDE in the median cell 0.062 %" in out
+
+
+@pytest.mark.notebook
+def test_a_recorded_count_runs_report_says_instructions_with_their_caveat_and_two_decimals(tmp_path):
+    """The recorded count run (Debian's 10.11 against trixie's 11.8) re-analysed through its
+    notebook: the grid and the words judge instructions per transaction in the count's 0.2 %
+    band, with two decimals; the caveat says it is a count, not a time; no QPS verdict."""
+    import shutil
+    import subprocess
+    import sys
+    run_dir = tmp_path / COUNT_RUNS[0].name
+    shutil.copytree(COUNT_RUNS[0], run_dir)
+    p = subprocess.run([sys.executable, "-m", "dbstudies", "report", str(run_dir), "--analyse"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    html = (run_dir / "report.html").read_text()
+    opening = html.split("class='dbs-first", 1)[1].split("The run's facts", 1)[0]
+    assert "<th>instructions/txn</th>" in opening and "<th>QPS</th>" not in opening
+    assert "−0.17 %<br>[−0.23, −0.11]" in opening  # mariadb-11.8 against 10.11: two decimals
+    assert "within the draw threshold (−0.2 … +0.2 %)" in opening and "A count, not a time." in html

@@ -278,7 +278,7 @@ def test_ctrl_c_during_a_run_interrupts_within_seconds(tmp_path):
 def test_cli_runs_the_study_end_to_end(smoke_run):
     """The README/issue example: a smoke run with two thread counts, report rendered
     (the suite's one execution of the notebook, shared with test_notebooks.py)."""
-    cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,64]' -p cpu_profile true "
+    cmd = ("dbstudies run thread_pool --profile smoke -p threads '[1,64]' -p duration 2 -p cpu_profile true "
            """-p positive_control '{"pause_ms": 200, "every_s": 1}'""")
     assert cmd in (REPO / "README.md").read_text()
     assert shlex.split(cmd)[2:] == ["thread_pool", *SMOKE_RUNS["thread_pool"]]
@@ -287,7 +287,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     run = Run.open(run_dir)
     meta = run.metadata
     assert meta["status"] == "complete" and meta["parameters"]["threads"] == [1, 64]
-    assert meta["parameters"]["duration"] == 1 and meta["parameters"]["profile"] == "smoke"
+    assert meta["parameters"]["duration"] == 2 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
     arms = [*tp.SCHEDULERS, tp.PER_CONNECTION + pauses.SUFFIX]  # the positive control's paused twin too
@@ -316,7 +316,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert sorted(steps["threads"].unique()) == [1, 64] and len(steps) == 12
     # each step asked sysbench for the profile's 2 s (how long it ran is the host's business)
     asked = [c["argv"] for c in meta["sysbench"]["calls"] if c["command"] == "run"]
-    assert sum("--time=1" in argv for argv in asked) >= len(steps)
+    assert sum("--time=2" in argv for argv in asked) >= len(steps)
     steps = steps[steps["arm"].isin(tp.SCHEDULERS)]  # the costs of normal steps: not of a paused server
     # per-transaction costs: a point select reads one row; its client blocks on each answer
     # (≈ 1 voluntary switch: with one connection always; with 64 on 2 CPUs an answer is
@@ -363,7 +363,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert "<a href='server/pool-of-threads/my.cnf'>pool-of-threads</a>" in html  # each arm's my.cnf
     assert processes_mentioning(str(run_dir)) == []
     # the terminal: progress, the conclusion as text, the report's path — not the notebook
-    assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 1 min; run directory {run_dir}\n")
+    assert p.stdout.startswith(f"dbstudies: thread_pool (smoke), about 2 min; run directory {run_dir}\n")
     # the answer in plain text: at a glance first, then the lead words; the rest is the report's
     assert "\nThe answer\n\n- QPS (2 cells): " in p.stdout and "**" not in p.stdout
     glance, words = p.stdout.index("\n- QPS (2 cells): "), p.stdout.index("\nThroughput (QPS) against one-thread-per-connection: pool-of-threads ")

@@ -255,7 +255,8 @@ def answer(run: "Run", p: Params) -> Answer:
     p50 per level and the capacity at the p99 target against the baseline, and the
     conclusion."""
     t = tables(run, p)
-    return Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS)
+    return Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS,
+                  headline=L.headline(t, p, S.with_control(arms(p), p)))
 
 
 class Latency(SysbenchStudy):

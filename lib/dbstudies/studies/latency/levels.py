@@ -397,30 +397,51 @@ def baseline_peak(closed: pd.DataFrame, baseline: str) -> pd.Series:
     return mine.groupby(["workload", "threads"])["tps"].median() if len(mine) else pd.Series(dtype=float)
 
 
-def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded): the
-    capacity verdicts first (the headline, with what they could detect), then each arm's
-    capacity and closed-loop peak, the per-level verdicts, the levels not sustained and the
-    positive control."""
-    base = arms[0].label
-    lines = []
+def capacity_lines(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> list[str]:
+    """The capacity at the p99 target (Markdown, a line each): each candidate's verdict against
+    the baseline, with what it could detect, then each arm's capacity — a bound said as one."""
+    base, lines = arms[0].label, []
     cap, rel = t["capacity"], t["capacity_rel"]
     for r in rel.itertuples() if len(rel) else []:
         if r.delta_pct == r.delta_pct:
             mde = getattr(r, "mde_pct", math.nan)
-            lines.append(f"- **{r.candidate} vs {base}**: capacity at p99 ≤ {p.p99_target_ms:g} ms "
+            lines.append(f"**{r.candidate} vs {base}**: capacity at p99 ≤ {p.p99_target_ms:g} ms "
                          f"{effect(r, *adjusted(r))}: {r.verdict}"
-                         + (f" (detectable: {mde:.0f} %)" if mde == mde else "") + ".")
+                         + (f" (detectable: {mde:.0f} %)" if mde == mde else ""))
         else:
-            lines.append(f"- **{r.candidate} vs {base}**: capacity {r.verdict}.")
+            lines.append(f"**{r.candidate} vs {base}**: capacity {r.verdict}")
     for r in cap.itertuples():
         bound = ("≥ " if r.at_least == r.n else "< " if r.below == r.n else "")
         partly = r.at_least + r.below
         spread = ("the same in every round" if r.capacity_min == r.capacity_max
                   else f"{r.capacity_min:,.0f}–{r.capacity_max:,.0f}")
-        lines.append(f"- Capacity at p99 ≤ {p.p99_target_ms:g} ms ({r.workload}): {r.arm} "
+        lines.append(f"Capacity at p99 ≤ {p.p99_target_ms:g} ms ({r.workload}): {r.arm} "
                      f"{bound}{r.capacity_median:,.0f}/s (median of {r.n} rounds, {spread}"
-                     + (f"; in {partly} of them only a bound" if 0 < partly < r.n else "") + ").")
+                     + (f"; in {partly} of them only a bound" if 0 < partly < r.n else "") + ")")
+    return lines
+
+
+def sustained_line(t: dict[str, pd.DataFrame]) -> str:
+    """The offered levels an arm did not sustain (its latency there a lower bound), or ""."""
+    lv = t["levels"]
+    if not len(lv) or not lv["lower_bound"].any():
+        return ""
+    return "Not sustained (latency a lower bound): " + "; ".join(
+        f"{r.arm} at {r.offered}" for r in lv[lv["lower_bound"]].itertuples())
+
+
+def headline(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> list[str]:
+    """What opens the report and the terminal beside the per-level verdicts: the capacity
+    (the study's answer) and the levels not sustained."""
+    return [*capacity_lines(t, p, arms), *([sustained_line(t)] if sustained_line(t) else [])]
+
+
+def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
+    """A short Markdown conclusion computed from the tables (no claim is hard-coded): the
+    capacity verdicts first (the headline, with what they could detect), then each arm's
+    capacity and closed-loop peak, the per-level verdicts, the levels not sustained and the
+    positive control."""
+    lines = [f"- {x}." for x in capacity_lines(t, p, arms)]
     for r in t["peaks"].itertuples():
         lines.append(f"- Closed loop at {r.threads} connections ({r.workload}): {r.arm} peaks at "
                      f"{r.tps_median:,.0f} transactions/s (median of {r.n}), closed-loop p99 "
@@ -438,11 +459,8 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
             line += (f"; the largest difference {signed(big.delta_pct)} at {big.offered} "
                      f"({big.candidate}, {big.verdict})")
         lines.append(line + ".")
-    lv = t["levels"]
-    if len(lv) and lv["lower_bound"].any():
-        behind = lv[lv["lower_bound"]]
-        lines.append("- Not sustained (latency a lower bound): " + "; ".join(
-            f"{r.arm} at {r.offered}" for r in behind.itertuples()) + ".")
+    if sustained_line(t):
+        lines.append(f"- {sustained_line(t)}.")
     paused = control.control_arm(arms)
     lines += control.lines(t.get("control", pd.DataFrame()), paused.pause if paused else None)
     return "\n".join(lines)
