@@ -309,11 +309,12 @@ def _variant_line(run: Any, name: str, changed: dict) -> str:
     """A re-analysis variant as `runs` lists it: what it changed, its report — or, where it
     has none (a notebook's re-analysis writes none), the command that writes it."""
     from . import results
+    from .ownership import report_command
     what = ", ".join(f"{k} {c.get('variant')} (run: {c.get('run')})" for k, c in changed.items())
     if (run.path / results.VARIANTS / name / "report.html").exists():
         return f"  └ re-analysis {name}: {what}; {results.VARIANTS}/{name}/report.html"
-    again = "".join(f" -p {k} {c.get('variant')}" for k, c in changed.items())
-    return f"  └ re-analysis {name}: {what}; no report yet (`dbstudies report {run.path.name}{again}` writes one)"
+    again = "".join(f" -p {k} {c.get('variant')}" for k, c in changed.items())  # the run by its path: a bare id is no run
+    return f"  └ re-analysis {name}: {what}; no report yet (`{report_command(run)}{again}` writes one)"
 
 
 def _duration(meta: dict) -> str:
