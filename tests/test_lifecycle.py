@@ -1,6 +1,7 @@
 """Run lifecycle from the command line: `runs` (abandoned runs detected and marked),
 `clean` (leftovers of runs that did not end cleanly, never a complete run's data) and
 `export` (tidy tables for other tools). No server needed: the runs are made by hand."""
+import json
 import os
 import subprocess
 import sys
@@ -238,4 +239,22 @@ def test_runs_suggests_a_report_command_for_a_variant_that_names_the_run_by_its_
     run = make_run(tmp_path / "runs", "complete")
     line = cli._variant_line(run, "draw_threshold-0.3", {"draw_threshold": {"variant": 0.3, "run": 0.05}})
     assert line.endswith(f"dbstudies report {run.path} -p draw_threshold 0.3` writes one)"), line
+
+
+def test_a_smoke_run_never_replaces_a_larger_runs_exported_figures(tmp_path):
+    """figures/<study>/ keeps the latest complete run's figures, but seconds of machinery
+    (a smoke run, e.g. one started in JupyterLab) do not replace a quick run's."""
+    figures = tmp_path / "figures"
+    made = {}
+    for profile in ("quick", "smoke", "quick"):
+        run = make_run(tmp_path / "runs", "complete")
+        run.update(parameters={**run.metadata["parameters"], "profile": profile})
+        run.figures.mkdir(parents=True, exist_ok=True)
+        (run.figures / "qps_vs_threads.png").write_bytes(profile.encode())
+        made.setdefault(profile, []).append((run, results.export_figures(run, figures)))
+    (quick, first), (quick2, again) = made["quick"]
+    (smoke, kept) = made["smoke"][0]
+    assert first == again == figures / "thread_pool" and kept is None
+    assert json.loads((figures / "thread_pool" / results.EXPORTED).read_text()) == {"run": quick2.path.name,
+                                                                                     "profile": "quick"}
 

@@ -392,12 +392,23 @@ def export_tables(run: Run, out: Path, fmt: str) -> list[Path]:
     return files
 
 
-def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path:
-    """Copy a run's figures to figures/<study>/ (the latest run's figures live there)."""
+EXPORTED = "exported-from.json"  # in figures/<study>/: the run its figures came from, and its profile
+
+
+def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path | None:
+    """Copy a run's figures to figures/<study>/ (the latest run's figures live there) — unless
+    the run is a smoke run and those figures are a larger run's: a few seconds of machinery
+    never replace a study's measured figures. Returns where they went, or None."""
     dest = Path(dest_root) / run.study
+    profile = (run.metadata.get("parameters") or {}).get("profile")
+    with contextlib.suppress(OSError, ValueError):
+        before = json.loads((dest / EXPORTED).read_text()).get("profile")
+        if profile == "smoke" and before not in (None, "smoke"):
+            return None
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(run.figures, dest)
+    (dest / EXPORTED).write_text(json.dumps({"run": run.path.name, "profile": profile}) + "\n")
     return dest
 
 
