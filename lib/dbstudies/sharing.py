@@ -112,11 +112,17 @@ def compare_effects(run_a: Run, run_b: Run) -> bool:
     return True
 
 
+def _interval(low: float, high: float, k: int) -> str:
+    """A ratio's interval in % as a terminal table prints it, with `k` decimals: '[-0.10, +0.00]'."""
+    return f"[{(low - 1) * 100:+.{k}f}, {(high - 1) * 100:+.{k}f}]"
+
+
 def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | None = None) -> int:
     """`dbstudies compare`: run B against run A — first their effects (`compare_effects`),
     then their values per configuration and cell on `metric` (default: run A's lead
     comparison — a count run's instructions), said with the decimals of run A's draw band."""
     run_a, run_b = archive.open_run(path_a), archive.open_run(path_b)
+    runs.same_study(run_a, run_b)
     speed = runs.speed_lines([run_a, run_b])
     if speed:  # before any number: values across hosts of different speeds compare the hosts
         print(". ".join(speed) + ".\n")
@@ -128,8 +134,7 @@ def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | N
     k = stats.decimals(p.draw_threshold)
     view = table.assign(
         delta=table["delta_pct"].map(f"{{:+.{k}f}}%".format),
-        ci=[f"[{(lo - 1) * 100:+.{k}f}, {(hi - 1) * 100:+.{k}f}]"
-            for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        ci=[_interval(lo, hi, k) for lo, hi in zip(table["ci_low"], table["ci_high"])],
         p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map(stats.mde_text))
     print(f"{metric}: run {Path(path_b).name} vs run {Path(path_a).name} (baseline)")
     print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
@@ -156,7 +161,7 @@ def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
     tables = replication.pooled(load(reference(opened[0].metadata)), opened)
     for t in tables.values():
         by, k = t.attrs["by"], t.attrs.get("digits", 1)
-        view = t.assign(pooled=[f"{d:+.{k}f}% [{(lo - 1) * 100:+.{k}f}, {(hi - 1) * 100:+.{k}f}]"
+        view = t.assign(pooled=[f"{d:+.{k}f}% {_interval(lo, hi, k)}"
                                 for d, lo, hi in zip(t["delta_pct"], t["ci_low"], t["ci_high"])],
                         tau=t["tau_pct"].map(f"{{:.{k}f}}%".format), I2=t["i2"].map("{:.0%}".format),
                         p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map(f"{{:.{k}f}}%".format),

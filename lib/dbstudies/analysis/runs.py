@@ -86,16 +86,21 @@ def speed_lines(runs: list[Run]) -> list[str]:
     return out
 
 
+def same_study(run_a: Run, run_b: Run) -> None:
+    """A clear error unless the two runs are of one study (before anything of them is said)."""
+    a, b = run_a.metadata.get("study"), run_b.metadata.get("study")
+    if a != b:
+        raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
+                         f"{a}, {run_b.path.name} is {b}")
+
+
 def compare_runs(run_a: Run, run_b: Run, metric: str = "qps", *, threshold: float,
                  among: tuple[Comparison, ...] = SYSBENCH) -> pd.DataFrame:
     """Run B against run A (the baseline), per arm × workload × threads present in both,
     with the rule of every study (one Holm family over the table). Both runs must be of the
     same study. `threshold`: the draw threshold (run A's, `Run.params`); `among`: the
     comparisons `metric` names one of (run A's: a count run's are instructions)."""
-    meta_a, meta_b = run_a.metadata, run_b.metadata
-    if meta_a.get("study") != meta_b.get("study"):
-        raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
-                         f"{meta_a.get('study')}, {run_b.path.name} is {meta_b.get('study')}")
+    same_study(run_a, run_b)
     if metric not in (keys := [c.key for c in among]):
         raise StoreError(f"metric must be one of {', '.join(keys)}, got {metric!r}")
     a, b = (with_tail_ratio(results.measured(r)) for r in (run_a, run_b))

@@ -433,7 +433,8 @@ def sustained_line(t: dict[str, pd.DataFrame]) -> str:
 def headline(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> list[str]:
     """What opens the report and the terminal beside the per-level verdicts: the capacity
     (the study's answer) and the levels not sustained."""
-    return [*capacity_lines(t, p, arms), *([sustained_line(t)] if sustained_line(t) else [])]
+    behind = sustained_line(t)
+    return [*capacity_lines(t, p, arms), *([behind] if behind else [])]
 
 
 def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
@@ -459,8 +460,9 @@ def conclusion(t: dict[str, pd.DataFrame], p: Any, arms: list[Arm]) -> str:
             line += (f"; the largest difference {signed(big.delta_pct)} at {big.offered} "
                      f"({big.candidate}, {big.verdict})")
         lines.append(line + ".")
-    if sustained_line(t):
-        lines.append(f"- {sustained_line(t)}.")
+    behind = sustained_line(t)
+    if behind:
+        lines.append(f"- {behind}.")
     paused = control.control_arm(arms)
     lines += control.lines(t.get("control", pd.DataFrame()), paused.pause if paused else None)
     return "\n".join(lines)
