@@ -153,7 +153,7 @@ def words_of(html: str) -> int:
 
 def opening_problems(html: str, above: int = 250, lead: int = 300) -> list[str]:
     """How a report must open (issue 54): under its title the set-up in one line, then the
-    answer at a glance — at most seven lines and the coloured grid — with at most `above`
+    answer at a glance — at most eight lines and the coloured grid — with at most `above`
     words of text above the grid, then the lead comparisons in words (at most `lead` words),
     and only then anything else (the run's facts folded, the narrative, the sections)."""
     body = html.split("<body", 1)[-1]
@@ -171,8 +171,8 @@ def opening_problems(html: str, above: int = 250, lead: int = 300) -> list[str]:
     if grid < 0:
         return ["no grid in the opening"]
     glance = re.findall(r"<li>", opening[:grid])
-    if not 1 <= len(glance) <= 7:  # a line per comparison of the grid (p50 with the judged ones), a note
-        problems.append(f"{len(glance)} lines at a glance (1 to 7)")
+    if not 1 <= len(glance) <= 8:  # a line per comparison of the grid (p50 with the judged ones), the short cells, a note
+        problems.append(f"{len(glance)} lines at a glance (1 to 8)")
     if words_of(after[:first + grid]) > above:
         problems.append(f"{words_of(after[:first + grid])} words above the grid (at most {above})")
     table_end = opening.find("</table>", grid)

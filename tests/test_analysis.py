@@ -97,7 +97,7 @@ def test_conclusion_says_when_no_verdict_is_possible():
     p = checks.resolve(tp, "quick", repeats=1, budget=0, target={})
     tables = {"qps": tp.relative(steps, p)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
-    assert "no verdict is possible" in text and "8 not judged; no cell judged" in text
+    assert "no verdict is possible" in text and "over 8 comparisons: 8 not judged." in text
 
 
 def test_a_noisy_aa_is_reported_as_such():
@@ -164,7 +164,7 @@ def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells(
     assert layout.iloc[0][f"mysql-9.7 · {POOL} vs {base}"] == "not available on mysql-9.7"
     text = tp.conclusion(tp.summary(steps), {"qps": rel}, p, host_cpus=2)
     assert (f"throughput (QPS), each server × scheduler vs {base} over 4 comparisons: 2 worse, 2 draw, "
-            "2 not available on mysql-9.7" in text)
+            "2 not available" in text)
     assert "4 comparisons" in text  # the untested cells are not in the Holm family
 
 

@@ -12,8 +12,9 @@ from conftest import FIXTURES
 
 from dbstudies import analysis, checks, described, experiment, planner, precision, schedule, stats
 from dbstudies.analysis import words
+from dbstudies.analysis.said import verdict_summary
 from dbstudies.comparisons import Comparison
-from dbstudies.contract import Study
+from dbstudies.contract import Answer, Study
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -69,15 +70,16 @@ def test_a_draw_measured_to_a_target_says_the_same_or_undecided():
     assert cells.loc[256].endswith("undecided: precise to the target (could see "
                                    f"{t.loc[256, 'target_mde_pct']:.1f} %), but its interval reaches past −4.8 … +5 %")
     assert analysis.verdicts(t) == "1 better, 1 the same within −4.8 … +5 %, 2 undecided"
-    summary = analysis.verdict_summary({"throughput": t}).iloc[0]
-    assert (summary["better"], summary["draw"], summary["the same"], summary["undecided"]) == (1, 0, 1, 2)
+    summary = verdict_summary(Answer({"qps": t}, {"throughput": "qps"}, "")).iloc[0]
+    assert (summary["better"], summary["same"], summary["undecided"], summary["cells"]) == (1, 1, 2, 4)
+    assert "draw" not in summary  # a draw measured to a target is read: never a plain draw
     said = words.candidate_clause(t)
     assert "the same within −4.8 … +5 % at 1 client thread" in said and "undecided at 16 client threads" in said
     assert ("undecided at 256 client threads (1 of 4 cells: precise to the target, but the interval reaches past "
             "−4.8 … +5 %)") in said
     assert "no detectable difference" not in said  # a draw measured to a target is never a plain draw here
     # without a target nothing changes: no reading columns, plain draws
-    assert "the same" not in analysis.verdict_summary({"t": t.drop(columns=["reading"])}).columns
+    assert "same" not in verdict_summary(Answer({"t": t.drop(columns=["reading"])}, {"t": "t"}, "")).columns
 
 
 def test_a_stable_effect_never_reads_the_same_under_a_wide_target():

@@ -90,7 +90,8 @@ def test_a_recorded_run_replicates_itself_exactly_and_two_recorded_runs_compare_
     assert decisive.any() and (qps.loc[decisive, "word"] == stats.REPLICATED).all()
     two = replication.replication(study, Run(QUICK), Run(TARGETED))
     assert set(two) == {"qps", "p95", "p99", "tail", "server_cpu"}
-    assert len(two["qps"]) == 8 and set(two["qps"]["word"]) <= {stats.REPLICATED, stats.CONSISTENT, stats.NOT_REPLICATED}
+    assert len(two["qps"]) == 8 and set(two["qps"]["word"]) <= {stats.REPLICATED, stats.RESIZED, stats.CONSISTENT,
+                                                                 stats.NOT_REPLICATED}
     lines = replication.replication_lines(two)
     assert lines[0].startswith("**throughput (QPS)**: ") and "decisive cell" in lines[0]
     assert "could be seen in the median cell" in lines[0]

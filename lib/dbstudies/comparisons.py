@@ -40,7 +40,7 @@ class Comparison:
     tail's: its slowest 1 %) — a cell whose steps give it fewer than `FEWEST_TAIL`
     transactions is not judged on it; `server_cost`: what the server spends per transaction,
     said with f, the client's CPU per server CPU µs (a change k of it shows in throughput as
-    about k / (1 + f) where the two share saturated CPUs)."""
+    about 1 ÷ (1 + k ÷ (1 + f)) − 1 where the two share saturated CPUs)."""
     key: str
     column: str
     higher_is_better: bool
@@ -54,6 +54,7 @@ class Comparison:
     rests_on: float = 1.0  # the share of a step's transactions the statistic rests on (p99: its slowest 1 %)
     server_cost: bool = False  # the server's own cost per transaction: the answer gives f beside it
     glance: bool | None = None  # at a glance and in the grid (None: where it is judged)
+    over: str = ""  # a ratio's denominator, a comparison's key: what moves it besides its numerator (p50 under the tail ratio)
 
     def __post_init__(self) -> None:
         if not self.short:
@@ -149,9 +150,9 @@ SYSBENCH = (
     Comparison("p50", "latency_p50_ms", False, "p50 latency", "p50", target=False, judged=False, glance=True),
     Comparison("p95", "latency_p95_ms", False, "p95 latency", "p95", rests_on=0.05),
     Comparison("p99", "latency_p99_ms", False, "p99 latency", "p99", rests_on=0.01),
-    Comparison("tail", "tail_ratio", False, "tail ratio (p99 ÷ p50)", "tail ratio", rests_on=0.01),
+    Comparison("tail", "tail_ratio", False, "tail ratio (p99 ÷ p50)", "tail ratio", rests_on=0.01, over="p50"),
     # the server's own cost: on a host it shares with its client, what the server did, apart
-    # from how much CPU sysbench left it (a change k shows in QPS as about k / (1 + f))
+    # from how much CPU sysbench left it (a change k moves QPS by about 1 ÷ (1 + k ÷ (1 + f)) − 1)
     Comparison("server_cpu", "cpu_server_us_per_txn", False, "server CPU per transaction", "server CPU/txn",
                target=False, explained=False, server_cost=True),
 )

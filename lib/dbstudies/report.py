@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import analysis, ownership, plots, replicated, results, schedule, tails
-from .analysis.said import GRID_FIELDS, answer_text, glance_markdown, tldr
+from .analysis.said import GRID_FIELDS, answer_text, glance_markdown, tldr, verdict_summary
 from .analysis.said import grid as said_grid
 from .comparisons import server_cost, throughput
 from .contract import Answer
@@ -338,10 +338,10 @@ def cpu_profiles(run: Run, arms: list[Any]) -> None:
 
 def answer(said: Answer, run: Run | None = None) -> None:
     """The report's answer, the same for every study, in the order a busy reader wants it:
-    at a glance — a line per comparison of the grid (`said.tldr`, at most seven) and the grid, a row per cell and a column
+    at a glance — a line per comparison of the grid (`said.tldr`, at most eight) and the grid, a row per cell and a column
     per comparison, each effect with its interval coloured by its word (`grid`) —, the lead
     comparisons in words (those three open the report: `shown.first`), then the verdicts in
-    one short table (`analysis.verdict_summary`), every other comparison, the source's
+    one short table (`said.verdict_summary`), every other comparison, the source's
     claims and the caveats in words, and the study's conclusion (Markdown, computed from the
     tables). `dbstudies run` prints the glance's lines and the lead words, in plain text."""
     from IPython.display import display
@@ -354,7 +354,7 @@ def answer(said: Answer, run: Run | None = None) -> None:
     words = answer_text(said, run)
     if words.lead:
         first(words.lead, printed=True)
-    verdicts = analysis.verdict_summary(said.verdict_tables())
+    verdicts = verdict_summary(said)
     if len(verdicts):
         display(table(verdicts))
     note(words.more)  # the report's, not the terminal's: `dbstudies run` prints what opens it

@@ -167,8 +167,9 @@ def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
                         p_het=t["p_het_holm"].map("{:.2g}".format), mde=t["mde_pct"].map(f"{{:.{k}f}}%".format),
                         mde_one_run=t["mde_runs_pct"].map(f"{{:.{k}f}}%".format))
         print(f"\n{t.attrs['words']} — {len(opened)} runs pooled (random effects, Paule–Mandel):")
-        print(view[["candidate", *by, "runs", "pooled", "verdict", "tau", "I2", "p_het", "mde",
-                    "mde_one_run"]].to_string(index=False))
+        print(view.rename(columns={"said_runs": "each run"})[
+            ["candidate", *by, "runs", "pooled", "verdict", "each run", "tau", "I2", "p_het", "mde",
+             "mde_one_run"]].to_string(index=False))
     print("\n" + "\n".join(line.replace("**", "") for line in replication.pooled_lines(tables, len(opened))))
     if csv:
         pd.concat([t.assign(metric=m) for m, t in tables.items()], ignore_index=True).to_csv(csv, index=False)

@@ -394,41 +394,6 @@ def cell_name(r: Any) -> str:
     return ", ".join(parts)
 
 
-def verdict_summary(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
-    """The answer at a glance, one row per comparison table (its name → the table): what was
-    compared with what, how many comparisons, how many came out better, worse, draw (or not
-    available), the largest difference with its cell and verdict, and the minimum detectable
-    effect in the median cell. Tables that are missing or empty are left out."""
-    rows = []
-    for name, rel in tables.items():
-        if rel is None or rel.empty:
-            continue
-        tested = rel[rel["delta_pct"].notna()]
-        pairs = (rel["candidate"] + " vs " + rel["baseline"]) if "baseline" in rel else rel["candidate"]
-        counts = rel["verdict"].astype(str).value_counts()
-        readings = rel["reading"].value_counts() if "reading" in rel else pd.Series(dtype=int)
-        big = tested.loc[tested["delta_pct"].abs().idxmax()] if len(tested) else None
-        largest = "–" if big is None else (
-            f"{big.delta_pct:+.1f}".replace("-", "−") + f" % ({cell_name(big)}"
-            f"{', ' + big.candidate if pairs.nunique() > 1 else ''}), {big.verdict}")
-        mde = tested["mde_pct"].median() if "mde_pct" in tested and len(tested) else float("nan")
-        rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)),
-                     "n": len(tested), "better": int(counts.get("better", 0)),
-                     "worse": int(counts.get("worse", 0)),
-                     "draw": int(counts.get("draw", 0) - readings.get("same", 0) - readings.get("bounded", 0)
-                                 - readings.get("undecided", 0)),
-                     "the same": int(readings.get("same", 0)),
-                     "within target": int(readings.get("bounded", 0)),
-                     "undecided": int(readings.get("undecided", 0)),
-                     "largest difference": largest,
-                     "MDE, median cell": stats.mde_text(mde) if mde == mde else "–"})
-    out = pd.DataFrame(rows, columns=["comparison", "compared", "n", "better", "worse", "draw",
-                                      "the same", "within target", "undecided", "largest difference",
-                                      "MDE, median cell"])
-    judged = any("reading" in rel for rel in tables.values() if rel is not None)  # measured to a target
-    return out if judged else out.drop(columns=["the same", "within target", "undecided"])
-
-
 def wide(frame: pd.DataFrame, cell: pd.Series, column: pd.Series) -> pd.DataFrame:
     """Threads down, one column per distinct `column` value (in the frame's order, not the
     alphabet's), `cell` text in each."""

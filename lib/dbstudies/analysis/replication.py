@@ -23,7 +23,7 @@ from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
 from ..settings import between_runs, knobs
-from . import design_table, threshold, to_target, word_of
+from . import design_table, tail_rests, threshold, to_target, word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
 
@@ -44,18 +44,26 @@ def compared(run: Run) -> tuple[str, list[str]]:
 
 def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFrame]]:
     """A run's comparison tables: {metric: (words, cell columns, table)} — every arm against
-    the baseline per cell (`compared`), by the rule and with the draw threshold the run's
-    report used, one Holm family per table (empty tables left out)."""
+    the baseline per cell (`compared`), as the run's report judged them: the compared arms in
+    one Holm family, the twins (the A/A and positive controls) in another, a tail cell resting
+    on too few transactions not judged (`tail_rests`: left out here), by the draw threshold and
+    targets the report used (empty tables left out)."""
     rule = run.params(study)  # its draw threshold and targets
     baseline, candidates = compared(run)
+    twins = {a["label"] for a in run.metadata.get("arms") or [] if a.get("twin_of") is not None}
+    listed = getattr(rule, "COMPARISONS", study.Params.COMPARISONS)
     out = {}
     for metric, (words, frame, by, value) in precision.paired_tables(study, run, rule).items():
         if frame.empty or value not in frame:
             continue
-        t = design_table(frame, by=by, factor="arm", baseline=baseline, candidates=candidates, value=value,
-                         higher_is_better=higher_is_better(study, metric), threshold=threshold(rule, metric))
-        if not t.empty:
-            out[metric] = (words, list(by), to_target(t, rule, metric))
+        kept, _ = tail_rests(frame, by_key(listed, metric))
+        parts = [to_target(t, rule, metric) for family in ([c for c in candidates if c not in twins],
+                                                           [c for c in candidates if c in twins]) if family
+                 for t in [design_table(kept, by=by, factor="arm", baseline=baseline, candidates=family,
+                                        value=value, higher_is_better=higher_is_better(study, metric),
+                                        threshold=threshold(rule, metric))] if not t.empty]
+        if parts:
+            out[metric] = (words, list(by), pd.concat(parts, ignore_index=True))
     return out
 
 
@@ -111,7 +119,8 @@ def _cells(t: pd.DataFrame, keys: list[str]) -> set[tuple[str, ...]]:
 
 def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     """Per table: `stats.pooled_table` over the runs' effects (each row: a compared arm × cell
-    at least two runs measured)."""
+    at least two runs measured), with each run's own word for the cell (`said_runs`, in the
+    runs' order, as their reports say it)."""
     named: dict[str, list[str]] = {}
     for r in runs:  # a packed run's copy, or the copy a replication measured from, is the run itself
         named.setdefault(r.metadata.get("run_id") or r.path.name, []).append(str(r.path))
@@ -127,15 +136,30 @@ def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     rule = runs[0].params(study)  # the first run's draw threshold and targets judge the pooled effects
     for metric in [m for m in per_run[0] if all(m in e for e in per_run)]:
         words, by, _ = per_run[0][metric]
-        t = stats.pooled_table([e[metric][2] for e in per_run], ["candidate", *by],
+        keys = ["candidate", *by]
+        t = stats.pooled_table([e[metric][2] for e in per_run], keys,
                                threshold=threshold(rule, metric), higher_is_better=higher_is_better(study, metric))
         if not t.empty:
+            said = [_said(e[metric][2], keys, str(i)).set_index(keys)[f"said_{i}"] for i, e in enumerate(per_run)]
+            each = pd.concat(said, axis=1).fillna("–").astype(str).agg(" · ".join, axis=1).rename("said_runs")
+            t = t.merge(each.reset_index(), on=keys, how="left")  # each run's word, as its report says it
             t.attrs.update(words=words, by=by, metric=metric, digits=stats.decimals(threshold(rule, metric)))
             out[metric] = t
     return out
 
 
 # ---------------------------------------------------------------- in words
+
+def verdict_counts(t: pd.DataFrame) -> str:
+    """A table's verdicts counted in the order every view says them: '2 better, 6 draw'.
+
+    >>> verdict_counts(pd.DataFrame({"verdict": ["draw", "worse", "draw"]}))
+    '1 worse, 2 draw'
+    """
+    counts = t["verdict"].astype(str).value_counts()
+    order = [*stats.VERDICTS, *(v for v in counts.index if v not in stats.VERDICTS)]
+    return ", ".join(f"{counts[v]} {v}" for v in order if v in counts)
+
 
 def cell_name(row: Any, by: Sequence[str]) -> str:
     """'pool-of-threads at oltp_read_only @16' (threads after an @, other cell columns as they are)."""
@@ -165,12 +189,14 @@ def replication_lines(tables: dict[str, pd.DataFrame], named: int = 3) -> list[s
     for t in tables.values():
         words, by, d = t.attrs["words"], t.attrs["by"], t.attrs.get("digits", 1)
         decisive = t[t["verdict_original"].isin(stats.replication.DECISIVE)]
-        held = decisive[decisive["word"] == stats.REPLICATED]
+        held = decisive[decisive["word"].isin([stats.REPLICATED, stats.RESIZED])]  # the direction held
         failed = t[t["word"] == stats.NOT_REPLICATED]
         head = (f"**{words}**: {len(held)} of {len(decisive)} decisive cell{'s' if len(decisive) != 1 else ''} "
                 f"of the original replicated" if len(decisive) else f"**{words}**: the original decided no cell")
         said = [f"{cell_name(r, by)}'s {signed(r.delta_pct_original, d)} % replicated "
-                f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica, d)} here)"
+                f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica, d)} here"
+                + (f"; the size differs: ratio of the effects {r.ratio_of_ratios:.2f} [{r.rr_holm_low:.2f}, "
+                   f"{r.rr_holm_high:.2f}], Holm-adjusted" if r.word == stats.RESIZED else "") + ")"
                 for r in held.head(named).itertuples()] + _more(len(held) - named)
         said += [f"{cell_name(r, by)}'s {signed(r.delta_pct_original, d)} % did not "
                  f"({effect_text(r.delta_pct_replica, r.ci_low_replica, r.ci_high_replica, d)} here; ratio of the "
@@ -193,8 +219,7 @@ def pooled_lines(tables: dict[str, pd.DataFrame], k: int) -> list[str]:
     lines = []
     for t in tables.values():
         words, by = t.attrs["words"], t.attrs["by"]
-        counts = t["verdict"].value_counts()
-        verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
+        verdicts = verdict_counts(t)
         ratio = (t["mde_pct"] / t["mde_runs_pct"]).median()
         het = t[t["p_het_holm"] < stats.ALPHA]
         line = (f"**{words}** over {k} runs: {verdicts}; MDE in the median cell {stats.mde_text(t['mde_pct'].median())} "

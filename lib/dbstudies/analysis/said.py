@@ -11,13 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from .. import settings
-from ..comparisons import primary, throughput
+from .. import settings, stats
+from ..comparisons import Comparison, primary, throughput
 from ..contract import Answer
 from ..results import Run
 from ..study import params_of
 from ..studykit import cpus_shared, pinned_apart
-from . import CELL_KEYS, adjusted, caveats, cell_name, effect, field, word_of, words
+from . import caveats, findings, words
 
 
 @dataclass
@@ -77,26 +77,14 @@ GRID_FIELDS = ("candidate", "comparison", "entry", "delta_pct", "word", "n", "un
 
 
 def grid(said: Answer) -> pd.DataFrame:
-    """The answer at a glance, long form: one row per cell × candidate × comparison shown at a
-    glance (`Comparison.at_glance`: the judged ones and p50, in the study's order): the effect with its Holm-adjusted interval
-    (`entry`; `delta_pct` alone), its `word` (`word_of`), the cell's pairs (or repeats), and whether the cell
-    was left `short` of its precision target. `report.grid` draws it, a row per cell and a
-    column per comparison."""
-    rows = []
-    for c in (c for c in said.comparisons if c.at_glance):
-        rel = said.tables.get(c.key)
-        if rel is None or rel.empty:
-            continue
-        by = [k for k in dict.fromkeys((*c.by, *CELL_KEYS)) if k in rel]
-        for r in rel.itertuples(index=False):
-            n = field(r, "n_baseline")
-            entry = (str(r.verdict).split(":")[0] if r.delta_pct != r.delta_pct else  # its why: the tables below
-                     effect(r, *adjusted(r)))
-            rows.append({"candidate": r.candidate, **{k: getattr(r, k) for k in by}, "comparison": c.short,
-                         "entry": entry, "delta_pct": r.delta_pct, "word": word_of(r),
-                         "n": int(n) if n is not None and n == n else None,
-                         "unit": "pair" if "sd_diff" in rel else "repeat", "short": bool(field(r, "short") or False)})
-    return pd.DataFrame(rows)
+    """The answer at a glance, long form (`findings.of_answer`): one row per cell × candidate ×
+    comparison shown at a glance, in the study's order — the effect with its Holm-adjusted
+    interval (`entry`; `delta_pct` alone), its `word`, the cell's pairs (or repeats), and
+    whether the loop left the cell `short` of the run's target. `report.grid` draws it, a row
+    per cell and a column per comparison."""
+    return pd.DataFrame([{"candidate": r.candidate, **dict(r.cell), "comparison": r.comparison, "entry": r.entry,
+                          "delta_pct": r.delta_pct, "word": r.word, "n": r.n, "unit": r.unit, "short": r.short}
+                         for f in findings.of_answer(said) for r in f.rows])
 
 
 def glance_markdown(lines: list[str]) -> str:
@@ -104,29 +92,22 @@ def glance_markdown(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-def tldr(said: Answer, run: Run | None = None, most: int = 7) -> list[str]:
+def tldr(said: Answer, run: Run | None = None, most: int = 8) -> list[str]:
     """At most `most` lines a busy reader takes in at once, Markdown: per comparison of the grid
-    its verdict counts, the largest effect among the cells measured to their target (with
-    its interval), and how many cells were left short; the study's own decisive lines
-    (`Answer.headline`); then, where the run's own CPU budget puts a judged change on a
-    client sharing the server's CPUs, that."""
-    g = grid(said)
-    lines = []
+    its line (`findings.Findings.line`: the counts, the largest effect), the cells left short
+    of the target once (`findings.short_line`), the steps measured on a busy host (`busy_line`);
+    the study's own decisive lines (`Answer.headline`); then, where the run's own CPU budget puts
+    a judged change on a client sharing the server's CPUs, that."""
     server_cost = {c.short: c for c in said.comparisons if c.server_cost}
-    for comparison, part in (g.groupby("comparison", sort=False) if len(g) else []):
-        counts = part["word"].value_counts()
-        order = ["better", "worse", "same", "within target", "undecided", "draw"]
-        said_counts = ", ".join(f"{counts[w]} {w}" for w in [*order, *(w for w in counts.index if w not in order)]
-                                if w in counts)
-        decided = part[part["word"].isin(["better", "worse"]) & ~part["short"]]
-        top = ""
-        if len(decided):
-            big = decided.loc[decided["delta_pct"].abs().idxmax()]
-            top = f"; largest {big['entry']} ({_cell(big)})"
-        short = int(part["short"].sum())
-        lines.append(f"**{comparison}** ({len(part)} cell{'s' if len(part) != 1 else ''}): {said_counts}{top}"
-                     + (f"; {short} cell{'s' if short != 1 else ''} left short of the target" if short else "")
-                     + (_f_words(said, server_cost[comparison]) if comparison in server_cost else ""))
+    found = findings.of_answer(said)
+    by_key = {c.key: f for f in found for c in said.comparisons if c.short == f.comparison}
+    over = {c.short: by_key[c.over] for c in said.comparisons if c.over in by_key}
+    lines = []
+    for f in found:
+        moved = findings.moved_by(f, over[f.comparison]) if f.comparison in over else ""
+        lines.append(f.line() + (_f_words(said, server_cost[f.comparison]) if f.comparison in server_cost else "")
+                     + (f"; {moved}" if moved else ""))
+    lines += [x for x in (findings.short_line(found), busy_line(said.tables.get("steps"))) if x]
     lines += said.headline  # the study's own decisive lines
     if run is not None and len(lines) < most:
         note = _client_note(said, run)
@@ -135,24 +116,66 @@ def tldr(said: Answer, run: Run | None = None, most: int = 7) -> list[str]:
     return lines[:most]
 
 
+def busy_line(steps: pd.DataFrame | None) -> str:
+    """'**Busy host**: 6 of 6 measured steps …' where steps still ran on a busy host after their
+    retries — on the first screen, not only among the caveats: every number of those steps
+    carries the other load ('' when none).
+
+    >>> busy_line(pd.DataFrame({"host_busy": [True, False, True]}))
+    '**Busy host**: 2 of 3 measured steps ran while other processes or the hypervisor took the CPU: their numbers carry that load (the caveats say how much)'
+    """
+    if steps is None or "host_busy" not in steps or not len(steps):
+        return ""
+    busy = int(steps["host_busy"].fillna(False).astype(bool).sum())
+    return (f"**Busy host**: {busy} of {len(steps)} measured steps ran while other processes or the hypervisor "
+            "took the CPU: their numbers carry that load (the caveats say how much)") if busy else ""
+
+
+def verdict_summary(said: Answer) -> pd.DataFrame:
+    """The verdicts in one table, a row per verdict table of the answer (its words → key): what
+    was compared with what, how many cells, the count of each word, the cells left short of
+    the target, the largest effect (`findings.Findings.largest`: as the glance says it) and the
+    minimum detectable effect in the median cell. Words no table has are left out."""
+    rows = []
+    short = findings.short_cells(said.tables)
+    known = {c.key: c for c in said.comparisons}
+    for name, key in said.verdicts.items():
+        rel = said.tables.get(key)
+        if not isinstance(rel, pd.DataFrame) or rel.empty:
+            continue
+        f = findings.of_table(known.get(key) or Comparison(key, "", True, name), rel, short)
+        pairs = (rel["candidate"] + " vs " + rel["baseline"]) if "baseline" in rel else rel["candidate"]
+        tested = rel[rel["delta_pct"].notna()]
+        mde = tested["mde_pct"].median() if "mde_pct" in tested and len(tested) else float("nan")
+        big = f.largest()
+        rows.append({"comparison": name, "compared": "; ".join(dict.fromkeys(pairs)), "cells": len(f.rows),
+                     **f.counts(), "short of target": len(f.short()),
+                     "largest difference": f"{big.entry} ({big.where})" if big is not None else "–",
+                     "MDE, median cell": stats.mde_text(mde) if mde == mde else "–"})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    fixed = ("comparison", "compared", "cells", "short of target", "largest difference", "MDE, median cell")
+    words = [w for w in out.columns if w not in fixed]
+    words = [*(w for w in findings.WORDS if w in words), *(w for w in words if w not in findings.WORDS)]
+    out[words] = out[words].fillna(0).astype(int)
+    keep = ["comparison", "compared", "cells", *words,
+            *(["short of target"] if out["short of target"].any() else []), "largest difference", "MDE, median cell"]
+    return out[keep]
+
+
 def _f_words(said: Answer, c: Any) -> str:
-    """'; f 0.52–0.98 (sysbench's CPU per server CPU µs): …' for the server's own cost line
-    (`c`: its comparison, whose table names the baseline)."""
+    """'; sysbench used 0.52–0.98 µs of CPU per µs the server used (f): …' for the server's own
+    cost line (`c`: its comparison, whose table names the baseline), with the one formula the
+    report's server view uses (`server_view`)."""
     rel = said.tables.get(c.key)
     f = caveats.client_per_server(said.tables.get("steps"), rel["baseline"].iloc[0]) \
         if rel is not None and len(rel) and "baseline" in rel else pd.Series(dtype=float)
     if f.empty:
         return ""
     span = f"{f.min():.2f}" if f.min().round(2) == f.max().round(2) else f"{f.min():.2f}–{f.max():.2f}"
-    return (f"; f {span} (sysbench's CPU per server CPU µs): on CPUs they share and fill, "
-            "a server change k shows in QPS as about k / (1 + f)")
-
-
-def _cell(r: Any) -> str:
-    keys = [k for k in r.index if k not in GRID_FIELDS
-            and r[k] == r[k] and r[k] is not None]
-    cell = cell_name({k: r[k] for k in keys})
-    return cell if not r.get("candidate") else f"{r['candidate']}, {cell}"
+    return (f"; sysbench used {span} µs of CPU per server µs (f): on full shared CPUs a server change k "
+            "moves QPS by about 1 ÷ (1 + k ÷ (1 + f)) − 1")
 
 
 def _client_note(said: Answer, run: Run) -> str:
@@ -168,4 +191,4 @@ def _client_note(said: Answer, run: Run) -> str:
         return ""
     n = len(client)
     return (f"**Client and server share {cpus} CPUs**: in {n} judged cell{'s' if n != 1 else ''} most of the "
-            "change in CPU per transaction is sysbench's own — a measure of both, not of the server alone")
+            "change in CPU per transaction is sysbench's own: QPS there measures both")

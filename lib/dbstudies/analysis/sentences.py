@@ -10,7 +10,7 @@ import pandas as pd
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
 from ..studykit import pinned_apart
-from . import adjusted, effect, p_text, signed, threads, verdicts
+from . import findings, p_text, signed, threads, verdicts
 from .words import share_words
 
 
@@ -35,48 +35,39 @@ def peak_lines(summ: pd.DataFrame) -> list[str]:
 
 def comparison_lines(tables: dict[str, pd.DataFrame], versus: str,
                      comparisons: tuple[Comparison, ...] = SYSBENCH) -> list[str]:
-    """For each judged comparison with a table in `tables`: verdict counts, the largest
-    difference (with what the run's CPU budget attributes to the client in the throughput
-    table, `tables["client"]`), what the table can detect. `versus`: how the comparison is
+    """For each judged comparison with a table in `tables`: its findings' counts, largest
+    effect (with its Holm p, and what the run's CPU budget attributes to the client in the
+    throughput table, `tables["client"]`), as the glance says them (`findings.Findings`), and
+    what the table can detect; then the cells left short of the target (`findings.short_line`). `versus`: how the comparison is
     named, e.g. 'pool vs per-connection'."""
-    lines = []
+    lines, found = [], []
+    short = findings.short_cells(tables)
     for c in judged(comparisons):
-        metric, what, rel = c.key, c.words, tables.get(c.key)
+        rel = tables.get(c.key)
         if rel is None or rel.empty:
             continue
+        f = findings.of_table(c, rel, short)
         n = int((~rel["verdict"].astype(str).str.startswith("not available")).sum())
-        lines.append(f"- {what}, {versus} over {n} comparison{'s' if n != 1 else ''}: {verdicts(rel)}; "
-                     + _largest(rel, tables.get("client") if metric == throughput(comparisons) else None) + ".")
+        big = f.largest()
+        largest = (f.largest_text() if big is None else
+                   f"{f.largest_text()[:-1]}, {_judged(pd.Series(big.row))}"
+                   + _client(tables.get("client") if c.key == throughput(comparisons) else None, big) + ")")
+        lines.append(f"- {c.words}, {versus} over {n} comparison{'s' if n != 1 else ''}: "
+                     + "; ".join(x for x in (f.counts_text(), largest) if x) + ".")
         lines += [f"  - {stats.reach_short(rel)}."]
-    return lines
+        found.append(f)
+    short = findings.short_line(found)
+    return lines + ([f"- {short}."] if short else [])
 
 
-def _largest(rel: pd.DataFrame, client: pd.DataFrame | None) -> str:
-    """The largest difference of a table, with its interval — among the cells that reached
-    their precision target (a verdict reached on a cell's first few pairs is never the
-    headline: it does not survive a rerun); how many cells were left short."""
-    tested = rel[rel["delta_pct"].notna() & rel["verdict"].isin(stats.VERDICTS)]
-    if tested.empty:
-        return "no cell judged"
-    short = tested["short"].fillna(False).astype(bool) if "short" in tested else pd.Series(False, index=tested.index)
-    at_target = tested[~short]
-    left = f"; {int(short.sum())} cell{'s' if short.sum() != 1 else ''} left short of the target not counted" \
-        if short.any() else ""
-    if at_target.empty:
-        return "no cell reached its target" + left.replace(" not counted", "")
-    big = at_target.loc[at_target["delta_pct"].abs().idxmax()]
-    who = f"{big.candidate}, " if rel["candidate"].nunique() > 1 else ""
-    return (f"largest difference {effect(big, *adjusted(big))} ({who}{big.workload}, "
-            f"{threads(big.threads)}, {_judged(big)}{_client(client, big)}){left}")
-
-
-def _client(client: pd.DataFrame | None, r: Any) -> str:
+def _client(client: pd.DataFrame | None, big: findings.Finding) -> str:
     """'; 71 % of its change in CPU per transaction is sysbench's own: …' where the run's CPU
     budget attributes this judged cell mostly to the client (`caveats.client_explained` rows)."""
-    if client is None or client.empty or r.verdict not in ("better", "worse"):
+    r = big.row
+    if client is None or client.empty or not big.decisive:
         return ""
-    hit = client[(client["workload"] == r.workload) & (client["threads"] == r.threads)
-                 & (client["candidate"] == r.candidate)]
+    hit = client[(client["workload"] == r["workload"]) & (client["threads"] == r["threads"])
+                 & (client["candidate"] == r["candidate"])]
     if hit.empty:
         return ""
     return f"; {share_words([float(hit['client_share_pct'].iloc[0])])}, on the server's CPUs: mostly the client's cost"

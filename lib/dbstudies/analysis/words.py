@@ -128,7 +128,7 @@ def client_clause(sub: pd.DataFrame, client: pd.DataFrame | None, cpus: int) -> 
 
     >>> sub = pd.DataFrame({"workload": ["w", "w"], "threads": [16, 64], "candidate": ["p", "p"]})
     >>> client_clause(sub, pd.DataFrame({"workload": ["w"], "threads": [64], "candidate": ["p"], "client_share_pct": [71.0]}), 2)
-    "— in 1 of these 2 cells 71 % of the change in CPU per transaction is sysbench's own, on the same 2 CPUs as the server: mostly the client's cost, not shown to be the server's"
+    "— in 1 of these 2 cells 71 % of the change in CPU per transaction is sysbench's own and 29 % the server's, on the same 2 CPUs as the server: mostly the client's cost"
     """
     if client is None or client.empty or sub.empty:
         return ""
@@ -138,7 +138,7 @@ def client_clause(sub: pd.DataFrame, client: pd.DataFrame | None, cpus: int) -> 
     which = ("in this cell" if len(sub) == 1 else f"in {len(hit)} of these {len(sub)} cells" if len(hit) < len(sub)
              else "in both these cells" if len(sub) == 2 else f"in all {len(sub)} of these cells")
     return (f"— {which} {share_words(hit['client_share_pct'].tolist())}, on the same {cpus} CPUs as the "
-            "server: mostly the client's cost, not shown to be the server's")
+            "server: mostly the client's cost")
 
 
 def share_words(shares: list[float]) -> str:
@@ -146,12 +146,16 @@ def share_words(shares: list[float]) -> str:
     to 100 %, and over it the client's own growth outrunning the whole change.
 
     >>> share_words([59.0, 81.0]), share_words([68.0, 115.0])
-    ("59–81 % of the change in CPU per transaction is sysbench's own", "of the change in CPU per transaction, sysbench's own is 68–115 % — over 100 %: the server's own went the other way")
+    ("59–81 % of the change in CPU per transaction is sysbench's own and 19–41 % the server's", "of the change in CPU per transaction, sysbench's own is 68–115 % — over 100 %: the server's own went the other way")
+    >>> share_words([100.0])
+    "100 % of the change in CPU per transaction is sysbench's own"
     """
     if max(shares) >= 100.5:  # as said: 100 % is all of it
         return (f"of the change in CPU per transaction, sysbench's own is {span(shares)} — over 100 %: the "
                 "server's own went the other way")
-    return f"{span(shares)} of the change in CPU per transaction is sysbench's own"
+    server = [100 - x for x in shares]
+    rest = f" and {span(server)} the server's" if max(server) >= 0.5 else ""  # both shares: the server's too
+    return f"{span(shares)} of the change in CPU per transaction is sysbench's own{rest}"
 
 
 def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,

@@ -169,7 +169,7 @@ def paired_mde(sd_diff: float, n: int, m: int = 1, df: float | None = None, *, a
     return max(math.expm1(z * sd_diff / math.sqrt(n)), threshold)
 
 
-PAIRED_COLUMNS = [*COMPARE_COLUMNS, "sd_diff", "df", "prior_df"]
+PAIRED_COLUMNS = [*COMPARE_COLUMNS, "sd_diff", "sd_own", "df", "prior_df"]
 
 
 def pair_up(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: Any, candidate: Any,
@@ -193,7 +193,8 @@ def paired_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: 
 
     Per cell: the ratio of geometric means exp(mean d), its CI and p from a one-sample t on
     the differences, whose variance is moderated across the table's cells (`moderated`;
-    `prior_df` says how many degrees of freedom the other cells lent, 0 when none);
+    `prior_df` says how many degrees of freedom the other cells lent, 0 when none; `sd_own`:
+    the cell's own standard deviation, before);
     `p_holm` corrects across the whole table; `mde_pct` is the cell's paired MDE at the
     table's number of comparisons. `n_baseline` = `n_candidate` = the pairs. Robustness:
     the Hodges–Lehmann ratio of the pairs with its exact signed-rank CI and the signed-rank p.
@@ -225,6 +226,7 @@ def paired_table(df: pd.DataFrame, *, by: Sequence[str], factor: str, baseline: 
     if out.empty:
         return pd.DataFrame(columns=columns)
     s2, dof = out["s2"].to_numpy(), out["df"].to_numpy()
+    out["sd_own"] = np.sqrt(s2)  # the cell's own, unmoderated: what the loop's precision reads (`about_zero`)
     if moderate:
         s2, dof, d0 = moderated(s2, dof)
     else:

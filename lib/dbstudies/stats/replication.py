@@ -31,6 +31,7 @@ from .lazy import sps
 from .samples import ALPHA, LEVEL, POWER, THRESHOLD, holm, holm_intervals, verdict
 
 REPLICATED, CONSISTENT, NOT_REPLICATED = "replicated", "consistent, not decisive", "not replicated"
+RESIZED = "replicated, size differs"  # both decided the same way, the effects' sizes differ beyond their noise
 DECISIVE = ("better", "worse")
 
 
@@ -63,21 +64,24 @@ def welch_df(se_a: np.ndarray, df_a: np.ndarray, se_b: np.ndarray, df_b: np.ndar
 
 
 def replication_word(original: str, replica: str, p_holm: float, alpha: float = ALPHA) -> str:
-    """The word for one cell: *not replicated* when the two effects differ beyond their noise
-    (the ratio of ratios' Holm p < α) or the verdicts are opposite; *replicated* when both
-    runs decided the same way; else *consistent, not decisive* (a draw in one or both, the
-    effects not shown to differ).
+    """The word for one cell: *replicated* when both runs decided the same way — *replicated,
+    size differs* where the two effects differ beyond their noise (the ratio of ratios' Holm p
+    < α: the direction held, the size did not); *not replicated* when the verdicts are
+    opposite, or the effects differ beyond their noise without both runs deciding the same
+    way; else *consistent, not decisive* (a draw in one or both, the effects not shown to differ).
 
     >>> replication_word("better", "better", 0.6), replication_word("better", "draw", 0.3)
     ('replicated', 'consistent, not decisive')
     >>> replication_word("better", "worse", 0.2), replication_word("draw", "draw", 0.001)
     ('not replicated', 'not replicated')
+    >>> replication_word("worse", "worse", 0.001)
+    'replicated, size differs'
     """
-    if p_holm < alpha or (original in DECISIVE and replica in DECISIVE and original != replica):
+    if original in DECISIVE and replica in DECISIVE and original != replica:
         return NOT_REPLICATED
     if original in DECISIVE and original == replica:
-        return REPLICATED
-    return CONSISTENT
+        return RESIZED if p_holm < alpha else REPLICATED
+    return NOT_REPLICATED if p_holm < alpha else CONSISTENT
 
 
 def _mde_pct(se: np.ndarray, dof: np.ndarray, m: int, alpha: float) -> np.ndarray:

@@ -117,16 +117,17 @@ def target_readings(table: pd.DataFrame, target: float, *, threshold: float = TH
         lo, hi = (holm_low, r.holm_ci_high) if holm_low == holm_low else (r.ci_low, r.ci_high)
         reading = reading_of(r.verdict, lo, hi, threshold, target)
         need = rounds_for(math.sqrt(s0[i]), target, m, d0, alpha=alpha, power=power) if s0[i] == s0[i] else math.inf
-        rows.append({"target_mde_pct": mde * 100, "reading": reading, "short": not mde <= target,
-                     "more_pairs": (max(need - n[i], 1) if math.isfinite(need) else math.inf)
-                     if reading == "undecided" and not mde <= target else 0})
+        short = not need <= n[i]  # the loop's estimator (`precision.shortfall`): it would measure the cell again
+        rows.append({"target_mde_pct": mde * 100, "reading": reading, "short": short,
+                     "more_pairs": (need - n[i] if math.isfinite(need) else math.inf) if short else 0})
     extra = pd.DataFrame(rows, index=table.index)
     return table.assign(target_pct=target * 100, threshold_pct=threshold * 100, **{c: extra[c] for c in extra})
 
 
 def spread_about_zero(table: pd.DataFrame) -> np.ndarray:
     """Each row's `about_zero` from its summary: Σd² / (n − 1) = s² + n / (n − 1) · (mean d)²,
-    the mean log ratio being log(`ratio`); NaN below two pairs.
+    s being the cell's own (`sd_own`, before moderation: the loop's `precision.cell_variances`
+    reads the pairs themselves) and the mean log ratio log(`ratio`); NaN below two pairs.
 
     >>> d = np.log([1.1, 0.95, 1.2])
     >>> t = pd.DataFrame({"sd_diff": [d.std(ddof=1)], "n_baseline": [3], "ratio": [np.exp(d.mean())]})
@@ -135,7 +136,7 @@ def spread_about_zero(table: pd.DataFrame) -> np.ndarray:
     """
     n = table["n_baseline"].astype(float).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (table["sd_diff"].astype(float).to_numpy() ** 2
+        out = (table["sd_own" if "sd_own" in table else "sd_diff"].astype(float).to_numpy() ** 2
                + n / (n - 1) * np.log(table["ratio"].astype(float).to_numpy()) ** 2)
     return np.where(n >= 2, out, np.nan)
 
