@@ -81,9 +81,10 @@ def test_conclusion_states_verdicts_mde_aa_and_busy_steps():
     tables = {"qps": tp.relative(steps, p), "p99": tp.relative(steps, p, "p99"),
               "aa": tp.relative(steps, p, aa=True)}
     text = tp.conclusion(tp.summary(steps), tables, p, host_cpus=2)
-    assert "throughput (QPS), pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, 6 draw" in text
+    assert ("throughput (QPS), pool-of-threads vs one-thread-per-connection over 8 comparisons: 2 better, "
+            "6 inconclusive (could see ±") in text
     assert "detectable: " in text and "in the median cell" in text
-    assert "A/A control (one-thread-per-connection twice, 8 cells): 8 draw — no false difference (its median MDE" in text
+    assert "A/A control (one-thread-per-connection twice, 8 cells): 8 inconclusive — no false difference (its median MDE" in text
     busy = caveats.busy(steps)  # a caveat of the Answer now, not a line of the conclusion
     assert "2 measured steps still ran on a busy host after 2 retries" in busy
     assert "3 attempts ran on a busy host (other processes used more than 10 % of the machine, or " \
@@ -136,7 +137,7 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
     qps = vs.qps_table(vs.summary(steps))
     assert list(qps.columns) == ["threads", *labels] and re.fullmatch(r"[\d,]+ \([\d,]+–[\d,]+\)", qps.iloc[0, 1])
     text = vs.conclusion(vs.summary(steps), {"qps": rel}, p, host_cpus=2)
-    assert "throughput (QPS), mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 comparisons: 4 worse, 8 draw" in text
+    assert "throughput (QPS), mariadb-10.5, mariadb-11.8, mysql-9.7 vs mariadb-10.11 over 12 comparisons: 4 worse, 3 same, 5 inconclusive" in text
 
 
 def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells():
@@ -163,7 +164,7 @@ def test_several_servers_give_every_arm_vs_the_baseline_and_not_available_cells(
     layout = tp.relative_layout(rel)
     assert layout.iloc[0][f"mysql-9.7 · {POOL} vs {base}"] == "not available on mysql-9.7"
     text = tp.conclusion(tp.summary(steps), {"qps": rel}, p, host_cpus=2)
-    assert (f"throughput (QPS), each server × scheduler vs {base} over 4 comparisons: 2 worse, 2 draw, "
+    assert (f"throughput (QPS), each server × scheduler vs {base} over 4 comparisons: 2 worse, 2 same, "
             "2 not available" in text)
     assert "4 comparisons" in text  # the untested cells are not in the Holm family
 

@@ -255,4 +255,5 @@ def test_a_recorded_count_runs_report_says_instructions_with_their_caveat_and_tw
     opening = html.split("class='dbs-first", 1)[1].split("The run's facts", 1)[0]
     assert "<th>instructions/txn</th>" in opening and "<th>QPS</th>" not in opening
     assert "−0.17 %<br>[−0.23, −0.11]" in opening  # mariadb-11.8 against 10.11: two decimals
-    assert "within the draw threshold (−0.2 … +0.2 %)" in opening and "A count, not a time." in html
+    assert "shown to differ (Holm p &lt; 0.05), not whether by more than −0.2 … +0.2 %" in opening  # [−0.23, −0.11]
+    assert "inconclusive" in opening and "A count, not a time." in html

@@ -78,7 +78,8 @@ def expected(grid: dict) -> dict:
 
 
 def counts_of(said: str) -> Counter:
-    """'4 worse, 4 within target' → Counter."""
+    """'4 worse, 4 inconclusive (could see ±14 %)' → Counter."""
+    said = re.sub(r" \([^)]*\)", "", said)
     return Counter({m.group(2): int(m.group(1)) for m in re.finditer(r"(\d+) ([a-z][a-z ]*?)(?=, \d|$)", said)})
 
 
@@ -120,8 +121,8 @@ def words_counts(paragraph: str) -> Counter:
         k = int(next(x for x in n[-1] if x)) if n else 0
         judged = re.search(r"\((better|worse)\)", clause)
         word = (judged.group(1) if judged else "within target" if clause.startswith("within the target's")
-                else "same" if clause.startswith("the same within") else "undecided" if clause.startswith("undecided")
-                else "draw" if clause.startswith(("no detectable difference", "significant, but within")) else None)
+                else "same" if clause.startswith("the same within")
+                else "inconclusive" if clause.startswith("inconclusive") else None)
         if word:
             out[word] += k
     return out

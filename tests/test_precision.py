@@ -51,7 +51,7 @@ def known_table(target: float = 0.05) -> pd.DataFrame:
     return stats.target_readings(t.assign(baseline="A"), target).set_index("threads", drop=False)
 
 
-def test_a_draw_measured_to_a_target_says_the_same_or_undecided():
+def test_a_draw_measured_to_a_target_says_the_same_or_inconclusive():
     t = known_table()
     assert t.loc[1, "verdict"] == "draw" and t.loc[1, "reading"] == "same"
     assert t.loc[16, "verdict"] == "draw" and t.loc[16, "reading"] == "undecided"
@@ -65,21 +65,21 @@ def test_a_draw_measured_to_a_target_says_the_same_or_undecided():
     assert not stats.within(t.loc[16, "holm_ci_low"], t.loc[16, "holm_ci_high"], 0.05)
     cells = t.apply(analysis.cell_text, axis=1)
     assert cells.loc[1].endswith("the same within −4.8 … +5 %")
-    assert f"undecided: could see {stats.mde_text(t.loc[16, 'target_mde_pct'])}, the target −4.8 … +5 % needs about " \
-           f"{int(t.loc[16, 'more_pairs'])} more rounds" in cells.loc[16]
-    assert cells.loc[256].endswith("undecided: precise to the target (could see "
-                                   f"{t.loc[256, 'target_mde_pct']:.1f} %), but its interval reaches past −4.8 … +5 %")
-    assert analysis.verdicts(t) == "1 better, 1 the same within −4.8 … +5 %, 2 undecided"
+    assert f"inconclusive: could see ±{stats.mde_text(t.loc[16, 'target_mde_pct'])}, the target −4.8 … +5 % needs " \
+           f"about {int(t.loc[16, 'more_pairs'])} more rounds" in cells.loc[16]
+    assert cells.loc[256].endswith("inconclusive: precise to the target (could see "
+                                   f"±{t.loc[256, 'target_mde_pct']:.1f} %), but its interval reaches past −4.8 … +5 %")
+    assert analysis.verdicts(t) == "1 better, 1 the same within −4.8 … +5 %, 2 inconclusive"
     summary = verdict_summary(Answer({"qps": t}, {"throughput": "qps"}, "")).iloc[0]
-    assert (summary["better"], summary["same"], summary["undecided"], summary["cells"]) == (1, 1, 2, 4)
-    assert "draw" not in summary  # a draw measured to a target is read: never a plain draw
+    assert (summary["better"], summary["same"], summary["inconclusive"], summary["cells"]) == (1, 1, 2, 4)
+    assert "draw" not in summary  # a draw is read by its interval: never a plain draw
     said = words.candidate_clause(t)
-    assert "the same within −4.8 … +5 % at 1 client thread" in said and "undecided at 16 client threads" in said
-    assert ("undecided at 256 client threads (1 of 4 cells: precise to the target, but the interval reaches past "
+    assert "the same within −4.8 … +5 % at 1 client thread" in said and "inconclusive at 16 client threads" in said
+    assert ("inconclusive at 256 client threads (1 of 4 cells: precise to the target, but the interval reaches past "
             "−4.8 … +5 %)") in said
-    assert "no detectable difference" not in said  # a draw measured to a target is never a plain draw here
-    # without a target nothing changes: no reading columns, plain draws
-    assert "same" not in verdict_summary(Answer({"t": t.drop(columns=["reading"])}, {"t": "t"}, "")).columns
+    # without a target the same words, by the draw band: the quiet cell the same, the others inconclusive
+    plain = verdict_summary(Answer({"t": t.drop(columns=["reading"])}, {"t": "t"}, "")).iloc[0]
+    assert (plain["same"], plain["inconclusive"]) == (1, 2) and "within target" not in plain
 
 
 def test_a_stable_effect_never_reads_the_same_under_a_wide_target():
@@ -320,7 +320,8 @@ def test_the_loop_never_starts_a_round_that_would_end_past_its_budget(tmp_path, 
 def test_every_word_agrees_with_the_interval_printed_beside_it_in_the_recorded_quick_runs(where):
     """Over a recorded quick run's verdict tables, as its report prints them: "the same" only
     where the printed interval lies inside the draw threshold's band, "within the target"
-    inside the target's band and not the threshold's, "undecided" past the target's band,
+    inside the target's band and not the threshold's, "inconclusive" past the band (the target's, or
+    the threshold's where the table has no target),
     "better" and "worse" only where it excludes no change — read back from the printed text."""
     from pathlib import Path
 
@@ -344,8 +345,8 @@ def test_every_word_agrees_with_the_interval_printed_beside_it_in_the_recorded_q
             elif "within the target's" in text:
                 band = float(re.search(r"… \+([\d.]+) %", text).group(1)) / 100
                 assert stats.within(lo, hi, band) and not stats.within(lo, hi, r["threshold_pct"] / 100), (name, text)
-            elif text.split("] ", 1)[1].startswith("undecided"):
-                band = r["target_pct"] / 100
+            elif text.split("] ", 1)[1].startswith("inconclusive"):
+                band = (r["target_pct"] if r.get("reading") == "undecided" else r["threshold_pct"]) / 100
                 assert not stats.within(lo, hi, band), (name, text)
             elif r["verdict"] in ("better", "worse"):
                 assert lo > 1 or hi < 1, (name, text)

@@ -385,7 +385,7 @@ def finish(run: Run, said: Answer) -> None:
 
 # how a grid entry is coloured, by its word (`said.word_of`)
 GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "within target": "#edf2f8",
-                "undecided": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa",
+                "inconclusive": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa",
                 "not judged": "#fafafa"}
 
 

@@ -84,7 +84,7 @@ class StudyParams:
             "the smallest difference the run must be able to detect there. Every cell gets `repeats` "
             "rounds first; then rounds go only to the cells still above their target (fewest rounds "
             "to go first) until every cell meets it or the `budget` (required) cannot take a cell's "
-            "rounds; a draw then reads *the same* (inside the draw threshold), *within the target* or *undecided* (see Statistics)"),
+            "rounds; a draw then reads *the same* (inside the draw threshold), *within the target* or *inconclusive* (see Statistics)"),
         "restart_every": (
             "paired design: every this many rounds all servers are restarted and warmed up, so that"
             " start-to-start variance stays in the estimate"),

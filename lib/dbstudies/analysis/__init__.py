@@ -19,7 +19,7 @@ import pandas as pd
 from .. import stats
 from ..comparisons import COUNTED, FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
 from ..studykit import BY, Arm  # a sysbench cell
-from .words import WIDE
+from .words import WIDE, WORDS, _threshold_pct, adjusted, field, word_of  # noqa: F401 - the vocabulary, said here too
 
 # ---------------------------------------------------------------- comparison tables of any study
 
@@ -219,26 +219,10 @@ def to_target(rel: pd.DataFrame, p: Any, metric: str | None) -> pd.DataFrame:
     return stats.target_readings(rel, target, threshold=p.draw_threshold)
 
 
-def _threshold_pct(r: Any) -> float:
-    """The draw threshold a row's reading used, in % (a table read before it was recorded: 5)."""
-    v = field(r, "threshold_pct")
-    return float(v) if v is not None and v == v else stats.THRESHOLD * 100
-
-
-def word_of(r: Any) -> str:
-    """The one word a grid entry is coloured by: better, worse, same, within target,
-    undecided, draw, or not available (the reading of a draw measured to a target first)."""
-    reading = field(r, "reading")
-    if r.verdict == "draw" and reading in ("same", "bounded", "undecided"):
-        return {"same": "same", "bounded": "within target", "undecided": "undecided"}[reading]
-    verdict = str(r.verdict)
-    return verdict if verdict in stats.VERDICTS else "not available" if verdict.startswith("not available") \
-        else verdict.split(":")[0]
-
-
 def verdict_text(r: Any) -> str:
-    """A comparison's verdict as a table says it: better, worse, draw — or, measured to a
-    precision target, what its interval says (`stats.reading_of`), its band as applied.
+    """A comparison's verdict as a table says it: better, worse — or, for a draw, what its
+    interval says (`word_of`), its band as applied: the same within the draw band, within a
+    precision target's band, or inconclusive with what the cell could see.
 
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "same", "target_pct": 20.0, "threshold_pct": 5.0}))
     'the same within −4.8 … +5 %'
@@ -246,30 +230,36 @@ def verdict_text(r: Any) -> str:
     "within the target's −16.7 … +20 %: not shown to exceed 5 %, nor to be under it"
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 25.0,
     ...                         "target_mde_pct": 38.2, "more_pairs": 14}))
-    'undecided: could see 38 %, the target −20.0 … +25 % needs about 14 more rounds'
+    'inconclusive: could see ±38 %, the target −20.0 … +25 % needs about 14 more rounds'
     >>> verdict_text(pd.Series({"verdict": "draw", "reading": "undecided", "target_pct": 5.0,
     ...                         "target_mde_pct": 4.9, "more_pairs": 0}))
-    'undecided: precise to the target (could see 4.9 %), but its interval reaches past −4.8 … +5 %'
+    'inconclusive: precise to the target (could see ±4.9 %), but its interval reaches past −4.8 … +5 %'
+    >>> verdict_text(pd.Series({"verdict": "draw", "ci_low": 0.663, "ci_high": 1.012, "mde_pct": 27.0, "threshold_pct": 5.0}))
+    'inconclusive: could see ±27 %'
+    >>> verdict_text(pd.Series({"verdict": "draw", "ci_low": 0.97, "ci_high": 1.04, "threshold_pct": 5.0}))
+    'the same within −4.8 … +5 %'
     """
     reading = field(r, "reading")
-    if reading not in ("same", "bounded", "undecided"):
+    word = word_of(r)
+    if field(r, "verdict") != "draw" or word not in WORDS:
         return str(field(r, "verdict"))
-    target = stats.bounds_text(field(r, "target_pct") / 100)
-    if reading == "same":
+    if word == "same":
         return f"the same within {stats.bounds_text(_threshold_pct(r) / 100)}"
+    if reading not in ("bounded", "undecided"):  # no target: what the draw could have seen
+        mde = field(r, "mde_pct")
+        return (f"inconclusive: could see ±{stats.mde_text(mde)}" if mde is not None and mde == mde and mde <= 1000
+                else "inconclusive: too few repeats to see any size")
+    target = stats.bounds_text(field(r, "target_pct") / 100)
     if reading == "bounded":
         return (f"within the target's {target}: not shown to exceed {_threshold_pct(r):g} %, "
                 "nor to be under it")
-    if reading == "undecided" and not field(r, "more_pairs"):
-        return (f"undecided: precise to the target (could see {field(r, 'target_mde_pct'):.1f} %), but its "
+    if not field(r, "more_pairs"):
+        return (f"inconclusive: precise to the target (could see ±{field(r, 'target_mde_pct'):.1f} %), but its "
                 f"interval reaches past {target}")
-    if reading == "undecided":
-        more = field(r, "more_pairs")
-        need = ("is out of reach" if not more < float("inf") else
-                f"needs about {int(more)} more round{'s' if more != 1 else ''}")
-        return (f"undecided: could see {stats.mde_text(field(r, 'target_mde_pct'))}, the target "
-                f"{target} {need}")
-    return str(field(r, "verdict"))
+    more = field(r, "more_pairs")
+    need = ("is out of reach" if not more < float("inf") else
+            f"needs about {int(more)} more round{'s' if more != 1 else ''}")
+    return f"inconclusive: could see ±{stats.mde_text(field(r, 'target_mde_pct'))}, the target {target} {need}"
 
 
 def with_unavailable(rel: pd.DataFrame, missing: list[tuple[str, str]],
@@ -298,12 +288,6 @@ def layout(rel: pd.DataFrame) -> pd.DataFrame:
     return wide(rel, cell, column)
 
 
-def field(r: Any, key: str) -> Any:
-    """A comparison row's value, whether the row is a Series or dict (`apply`) or a tuple
-    (`itertuples`); None where it has no such field."""
-    return r.get(key) if isinstance(r, (pd.Series, dict)) else getattr(r, key, None)
-
-
 def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     """A comparison's interval in %, '[−3.0, +9.2]'; '[unbounded: 2 pairs]' when its ends
     are more than `WIDE` times apart (too few pairs or repeats for this noise) — unless its
@@ -328,8 +312,25 @@ def interval(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
 
 def digits(r: Any) -> int:
     """The decimals a row's effect is said with: those of the draw band it was judged by
-    (`stats.decimals`: two for a count's 0.2 %)."""
-    return stats.decimals(_threshold_pct(r) / 100)
+    (`stats.decimals`: two for a count's 0.2 %) — one more where an end of its interval would
+    print as the band's edge, so that an interval just past it never reads as a tie.
+
+    >>> digits(pd.Series({"ci_low": 0.9523, "ci_high": 1.03, "threshold_pct": 5.0}))  # −4.77 %: just past −4.76
+    2
+    >>> digits(pd.Series({"ci_low": 0.96, "ci_high": 1.03, "threshold_pct": 5.0}))
+    1
+    """
+    th = _threshold_pct(r)
+    d = stats.decimals(th / 100)
+    edges = ((1 / (1 + th / 100) - 1) * 100, th)
+    for col in adjusted(r):
+        v = field(r, col)
+        if v is None or not v == v or v <= 0:
+            continue
+        end = (v - 1) * 100
+        if any(round(end, d) == round(e, d) and abs(end - e) > 1e-9 for e in edges):
+            return d + 1
+    return d
 
 
 def effect(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
@@ -342,25 +343,21 @@ def effect(r: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     return f"{signed(field(r, 'delta_pct'), digits(r))} {interval(r, low, high)}"
 
 
-def adjusted(r: Any) -> tuple[str, str]:
-    """The interval columns to show beside a Holm verdict: the Holm-adjusted ones where the
-    table has them (`stats.holm_intervals`), else the raw CI's."""
-    value = field(r, "holm_ci_low")
-    return ("holm_ci_low", "holm_ci_high") if value is not None and value == value else ("ci_low", "ci_high")
-
-
 def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     """One comparison as a table cell: difference, its Holm-adjusted 95 % interval (both in
     %; the raw CI for tables without one), verdict — and why an interval that excludes 0
     is still a draw.
 
-    >>> r = pd.Series({"delta_pct": -28.1, "ci_low": 0.570, "ci_high": 0.908, "p_holm": 0.2, "verdict": "draw"})
+    >>> r = pd.Series({"delta_pct": -28.1, "ci_low": 0.570, "ci_high": 0.908, "p_holm": 0.2, "verdict": "draw",
+    ...                "mde_pct": 45.0})
     >>> cell_text(r)
-    '−28.1 % [−43.0, −9.2] draw: not significant after Holm (p = 0.2)'
+    '−28.1 % [−43.0, −9.2] inconclusive: could see ±45 % — not significant after Holm (p = 0.2)'
     >>> cell_text(pd.Series({**r, "holm_ci_low": 0.45, "holm_ci_high": 1.1}))
-    '−28.1 % [−55.0, +10.0] draw'
+    '−28.1 % [−55.0, +10.0] inconclusive: could see ±45 %'
     >>> cell_text(pd.Series({**r, "delta_pct": 0.0, "ci_low": 1.0, "ci_high": 1.0}))
-    'draw: identical in every repeat'
+    'the same within −4.8 … +5 %: identical in every repeat'
+    >>> cell_text(pd.Series({**r, "delta_pct": 4.0, "ci_low": 1.026, "ci_high": 1.045, "p_holm": 0.017}))
+    '+4.0 % [+2.6, +4.5] the same within −4.8 … +5 % — significant, but within the draw threshold'
     """
     if pd.isna(r.delta_pct):
         return str(r.verdict)
@@ -371,8 +368,8 @@ def cell_text(r: Any, alpha: float = stats.ALPHA) -> str:
     lo, hi = adjusted(r)
     text = f"{effect(r, lo, hi)} {verdict_text(r)}"
     if r.verdict == "draw" and not field(r, "reading") and (r[lo] > 1 or r[hi] < 1):
-        text += (f": not significant after Holm (p {p_text(r.p_holm)})" if r.p_holm >= alpha
-                 else ": significant, but within the draw threshold")
+        text += (f" — not significant after Holm (p {p_text(r.p_holm)})" if r.p_holm >= alpha
+                 else " — significant, but within the draw threshold")
     return text
 
 
@@ -406,17 +403,14 @@ def threads(n: int) -> str:
 
 
 def verdicts(rel: pd.DataFrame) -> str:
-    """'2 better, 5 draw' for a table (measured to a target: '1 better, 4 the same within −4.8 … +5 %,
-    1 within the target, 2 undecided')."""
-    order = list(stats.VERDICTS)
-    if "reading" in rel:
-        same = f"the same within {stats.bounds_text(_threshold_pct(rel.iloc[0]) / 100)}"
-        order = ["better", "worse", same, "within the target", "undecided", "draw"]
-        word = {"same": same, "bounded": "within the target", "undecided": "undecided"}
-        rel = rel.assign(verdict=[word.get(g, v) for v, g in zip(rel["verdict"], rel["reading"])])
-    counts = rel["verdict"].value_counts().to_dict()
-    known = [f"{counts[v]} {v}" for v in order if v in counts]
-    return ", ".join(known + [f"{n} {v}" for v, n in counts.items() if v not in order])
+    """A table's cells counted by their words (`word_of`), in `WORDS`' order, the band of
+    'same' said as applied: '1 better, 1 the same within −4.8 … +5 %, 2 inconclusive'."""
+    if rel.empty:
+        return ""
+    said = pd.Series([word_of(r) for r in rel.itertuples(index=False)], dtype=object).value_counts()
+    same = f"the same within {stats.bounds_text(_threshold_pct(rel.iloc[0]) / 100)}"
+    order = [*WORDS, *(w for w in said.index if w not in WORDS)]
+    return ", ".join(f"{said[w]} {same if w == 'same' else w}" for w in order if w in said)
 
 
 def p_text(p: float) -> str:

@@ -6,8 +6,9 @@ and nowhere else; the glance, the grid, the verdict table, the conclusion, the t
 the README render these (`said`, `sentences`), and the words, compare and pool say the same
 word per cell (`word_of`).
 
-- **word**: better or worse (the Holm verdict); a draw measured to a target reads its interval
-  (the same, within target, undecided); not judged, not available (`word_of`).
+- **word**: better or worse (the Holm verdict); a draw reads its interval, whatever the
+  metric: the same (inside the draw band), within target (inside a target's band only),
+  inconclusive (reaching past the band); not judged, not available (`word_of`).
 - **short**: a cell the loop would measure again — on any metric with a target, its pairs'
   spread about zero still needs more pairs than it has (`stats.target_readings`, the loop's
   `precision.shortfall` read on the same pairs). A property of the cell: short on every
@@ -27,10 +28,9 @@ import pandas as pd
 
 from ..comparisons import Comparison
 from ..contract import Answer
-from . import CELL_KEYS, adjusted, cell_name, effect, field, word_of
+from ..stats import mde_text
+from . import CELL_KEYS, WORDS, adjusted, cell_name, effect, field, word_of
 from .words import where
-
-WORDS = ("better", "worse", "same", "within target", "undecided", "draw")  # the order counts are said in
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Finding:
     unit: str                                 # "pair" or "repeat"
     short: bool
     more_rounds: float = 0.0                  # the most any target metric still wants (inf: out of reach)
+    could_see: float = math.nan               # its MDE in % (to its target where it has one)
     row: dict[str, Any] = dc_field(default_factory=dict, compare=False, repr=False)  # the table's row
 
     @property
@@ -79,8 +80,12 @@ class Findings:
         return tuple(r for r in self.rows if r.short)
 
     def counts_text(self) -> str:
-        """'4 worse, 4 within target'."""
-        return ", ".join(f"{n} {w}" for w, n in self.counts().items())
+        """'4 worse, 3 within target, 1 inconclusive (could see ±24 %)': an inconclusive count
+        with what its median cell could see."""
+        seen = [r.could_see for r in self.rows if r.word == "inconclusive" and r.could_see == r.could_see]
+        see = pd.Series(seen, dtype=float).median() if seen else math.nan
+        return ", ".join(f"{n} {w}" + (f" (could see ±{mde_text(see)})" if w == "inconclusive" and see <= 1000 else "")
+                         for w, n in self.counts().items())
 
     def largest_text(self) -> str:
         """'largest −20.4 % [−26.8, −13.4] (pool-of-threads, …)'; '' where no cell is decisive,
@@ -111,23 +116,23 @@ def moved_by(ratio: Findings, under: Findings) -> str:
             f"is {under.comparison}'s cost")
 
 
-def short_line(found: list[Findings]) -> str:
+def short_line(found: list[Findings], named: bool = False) -> str:
     """The cells the loop left short, once for every comparison (short is a cell's, not a
     metric's), with the pairs more the loop wanted, Markdown; '' when none: '**Short of the
-    target**: 3 of 8 cells (in oltp_point_select at 16 and 256 client threads and …; 1–281
-    pairs more), never taken as the largest'."""
+    target**: 3 of 8 cells (marked in the grid; 1–281 pairs more), never taken as the largest'
+    (`named`: the cells in words instead, as the conclusion says them)."""
     cells = {r.cell: r for f in found for r in f.rows}
     short = [r for r in cells.values() if r.short]
     if not short:
         return ""
-    full = pd.DataFrame([dict(c) for c in cells])
-    named = where(pd.DataFrame([dict(r.cell) for r in short]), full)
     more = sorted({r.more_rounds for r in short})
     wanted = ("out of reach" if not math.isfinite(more[0]) else
               f"{more[0]:,.0f} pair{'s' if more[0] != 1 else ''} more" if len(more) == 1 else
               f"{more[0]:,.0f}–{more[-1]:,.0f} pairs more" if math.isfinite(more[-1]) else
               f"{more[0]:,.0f} pairs more or out of reach")
-    return f"**Short of the target**: {len(short)} of {len(cells)} cells ({named}; {wanted}), never taken as the largest"
+    which = (where(pd.DataFrame([dict(r.cell) for r in short]), pd.DataFrame([dict(c) for c in cells]))
+             if named else "marked in the grid")
+    return f"**Short of the target**: {len(short)} of {len(cells)} cells ({which}; {wanted}), never taken as the largest"
 
 
 def short_cells(tables: dict[str, Any]) -> dict[tuple[tuple[str, Any], ...], float]:
@@ -161,7 +166,9 @@ def of_table(c: Comparison, rel: pd.DataFrame, short: dict[tuple[tuple[str, Any]
             delta_pct=float(r["delta_pct"]) if not untested else math.nan,
             entry=str(r["verdict"]).split(":")[0] if untested else effect(r, *adjusted(r)),  # its why: the tables below
             word=word_of(pd.Series(r)), n=int(n) if n is not None and n == n else None, unit=unit,
-            short=cell in short, more_rounds=short.get(cell, 0.0), row=r))
+            short=cell in short, more_rounds=short.get(cell, 0.0), row=r,
+            could_see=float(next((r[k] for k in ("target_mde_pct", "mde_pct") if r.get(k) is not None
+                                  and r[k] == r[k]), math.nan))))
     return Findings(c.short, c.words, tuple(rows))
 
 

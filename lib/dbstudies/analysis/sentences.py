@@ -56,7 +56,7 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str,
                      + "; ".join(x for x in (f.counts_text(), largest) if x) + ".")
         lines += [f"  - {stats.reach_short(rel)}."]
         found.append(f)
-    short = findings.short_line(found)
+    short = findings.short_line(found, named=True)
     return lines + ([f"- {short}."] if short else [])
 
 

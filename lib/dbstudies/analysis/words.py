@@ -38,6 +38,58 @@ class Claim:
     client_apart: bool = False                        # the source ran the client on cores of its own
 
 
+# ---------------------------------------------------------------- one word per cell
+
+def field(r: Any, key: str) -> Any:
+    """A comparison row's value, whether the row is a Series or dict (`apply`) or a tuple
+    (`itertuples`); None where it has no such field."""
+    return r.get(key) if isinstance(r, (pd.Series, dict)) else getattr(r, key, None)
+
+
+def adjusted(r: Any) -> tuple[str, str]:
+    """The interval columns to show beside a Holm verdict: the Holm-adjusted ones where the
+    table has them (`stats.holm_intervals`), else the raw CI's."""
+    value = field(r, "holm_ci_low")
+    return ("holm_ci_low", "holm_ci_high") if value is not None and value == value else ("ci_low", "ci_high")
+
+
+def _threshold_pct(r: Any) -> float:
+    """The draw threshold a row's reading used, in % (a table read before it was recorded: 5)."""
+    v = field(r, "threshold_pct")
+    return float(v) if v is not None and v == v else stats.THRESHOLD * 100
+
+
+# the words a cell is said with, in every view and in this order: a Holm verdict (better,
+# worse), else what a draw's Holm-adjusted interval shows — inside the draw band (same), inside
+# a precision target's band only (within target), or reaching past the band (inconclusive)
+WORDS = ("better", "worse", "same", "within target", "inconclusive")
+
+
+def word_of(r: Any) -> str:
+    """The one word every view says a cell with (`WORDS`), whatever the metric: better or
+    worse; a draw whose interval lies inside the draw band `same`, inside a precision target's
+    band only `within target`, reaching past the band (or unbounded) `inconclusive`; else not
+    judged, not available (…).
+
+    >>> [word_of(pd.Series({"verdict": "draw", "ci_low": lo, "ci_high": hi, "threshold_pct": 5.0}))
+    ...  for lo, hi in ((0.97, 1.04), (0.663, 1.012))]
+    ['same', 'inconclusive']
+    >>> word_of(pd.Series({"verdict": "draw", "reading": "bounded"})), word_of(pd.Series({"verdict": "worse"}))
+    ('within target', 'worse')
+    """
+    reading = field(r, "reading")
+    verdict = str(field(r, "verdict"))
+    if verdict == "draw" and reading in ("same", "bounded", "undecided"):
+        return {"same": "same", "bounded": "within target", "undecided": "inconclusive"}[reading]
+    if verdict == "draw":
+        lo, hi = (field(r, c) for c in adjusted(r))
+        return "same" if stats.within(lo, hi, _threshold_pct(r) / 100) else "inconclusive"
+    return verdict if verdict in stats.VERDICTS else "not available" if verdict.startswith("not available") \
+        else verdict.split(":")[0]
+
+
+# ---------------------------------------------------------------- sizes and cells in words
+
 def percent(x: float) -> str:
     """A size as the sentences say it: 2 significant digits below 10, whole numbers above.
 
@@ -178,49 +230,49 @@ def candidate_clause(rel: pd.DataFrame, full: pd.DataFrame | None = None,
                                                  where(part, full), f"({_cells(len(part), total)})",
                                                  client_clause(part, client, cpus)) if x))
     draws = tested[tested["verdict"] == "draw"]
+    word = pd.Series([word_of(r) for r in draws.itertuples(index=False)], index=draws.index, dtype=object)
     reading = draws["reading"] if "reading" in draws else pd.Series("", index=draws.index)
-    equal = draws[reading == "same"]
-    if len(equal):  # measured to a target: the interval inside the draw threshold's band
-        band = stats.bounds_text(float(equal["threshold_pct"].iloc[0]) / 100 if "threshold_pct" in equal
-                                 else stats.THRESHOLD)
+    equal = draws[word == "same"]
+    if len(equal):  # the interval inside the draw threshold's band
+        band = stats.bounds_text(_threshold_pct(equal.iloc[0]) / 100)
         out.append(" ".join(x for x in (f"the same within {band}", where(equal, full),
                                          f"({_cells(len(equal), total)})") if x))
     target = stats.bounds_text(float(draws["target_pct"].iloc[0]) / 100) if "target_pct" in draws and len(draws) else ""
-    bounded = draws[reading == "bounded"]
+    bounded = draws[word == "within target"]
     if len(bounded):  # inside the target's band, not the threshold's: neither shown
         out.append(" ".join(x for x in (f"within the target's {target}", where(bounded, full),
                                          f"({_cells(len(bounded), total)}: not shown to exceed "
-                                         f"{float(bounded['threshold_pct'].iloc[0]):g} %, nor to be under it)") if x))
-    wide = draws[(reading == "undecided") & (draws.get("more_pairs", 0) == 0)] if "more_pairs" in draws else draws.iloc[:0]
+                                         f"{_threshold_pct(bounded.iloc[0]):g} %, nor to be under it)") if x))
+    past = draws[word == "inconclusive"]
+    aimed = reading.loc[past.index] == "undecided"
+    wide = past[aimed & (past["more_pairs"] == 0)] if "more_pairs" in past else past.iloc[:0]
     if len(wide):  # precise to the target, yet its interval reaches past it
-        out.append(" ".join(x for x in ("undecided", where(wide, full), f"({_cells(len(wide), total)}: precise to "
+        out.append(" ".join(x for x in ("inconclusive", where(wide, full), f"({_cells(len(wide), total)}: precise to "
                                          f"the target, but the interval reaches past {target})") if x))
-    open_ = draws[(reading == "undecided") & ~draws.index.isin(wide.index)]
+    open_ = past[aimed & ~past.index.isin(wide.index)]
     if len(open_):  # measured to a target and still above it
         more = open_["more_pairs"][open_["more_pairs"] < float("inf")].astype(int)
         need = ("out of reach" if more.empty else f"about {more.min()} more rounds would reach it" if more.min() == more.max()
                 else f"about {more.min()}–{more.max()} more rounds would reach it")
-        out.append(" ".join(x for x in ("undecided", where(open_, full),
+        out.append(" ".join(x for x in ("inconclusive", where(open_, full),
                                          f"({_cells(len(open_), total)}: could see "
-                                         f"{stats.mde_text(open_['target_mde_pct'].median())} in the median one, "
+                                         f"±{stats.mde_text(open_['target_mde_pct'].median())} in the median one, "
                                          f"the target is {target}; {need})") if x))
-    same = draws[~reading.isin(["same", "bounded", "undecided"])]
-    small = same[same["p_holm"] < stats.ALPHA] if "p_holm" in same else same.iloc[:0]
-    if len(small):  # a difference the test sees, smaller than the threshold: the table's words
-        band = stats.bounds_text(float(small["threshold_pct"].iloc[0]) / 100 if "threshold_pct" in small
-                                 else stats.THRESHOLD)
-        out.append(" ".join(x for x in (f"significant, but within the draw threshold ({band})", where(small, full),
-                                         f"({_cells(len(small), total)})") if x))
-        same = same.drop(small.index)
-    if len(same):
-        bounded = same[~(same["ci_high"] / same["ci_low"] > WIDE)] if {"ci_low", "ci_high"} <= set(same) else same
-        mde = bounded["mde_pct"].dropna() if "mde_pct" in bounded else pd.Series(dtype=float)  # as its interval shows it
+    plain = past[~aimed]
+    if len(plain):  # no target: what the draws could have seen, as their intervals show it
+        bounded = plain[~(plain["ci_high"] / plain["ci_low"] > WIDE)] if {"ci_low", "ci_high"} <= set(plain) else plain
+        mde = bounded["mde_pct"].dropna() if "mde_pct" in bounded else pd.Series(dtype=float)
         part = f" in {len(bounded)} of them, too few repeats to see any size in the others" \
-            if len(bounded) < len(same) else ""
-        seen = (f"; it could have seen {stats.mde_text(mde.median())} or more{part}" if len(mde) and
-                mde.median() <= 1000 else "; too few repeats to see any size" if len(mde) or part else "")
-        out.append(" ".join(x for x in ("no detectable difference", where(same, full),
-                                         f"({_cells(len(same), total)}{seen})") if x))
+            if len(bounded) < len(plain) else ""
+        seen = (f": could see ±{stats.mde_text(mde.median())} in the median one{part}" if len(mde) and
+                mde.median() <= 1000 else ": too few repeats to see any size" if len(mde) or part else "")
+        shown = int((plain["p_holm"] < stats.ALPHA).sum()) if "p_holm" in plain else 0
+        if shown:  # a difference the test sees, its size not shown beyond the band
+            band = stats.bounds_text(_threshold_pct(plain.iloc[0]) / 100)
+            seen += (f"; {'' if len(plain) == 1 else f'{shown} of them '}shown to differ (Holm p < {stats.ALPHA:g}), "
+                     f"not whether by more than {band}")
+        out.append(" ".join(x for x in ("inconclusive", where(plain, full),
+                                         f"({_cells(len(plain), total)}{seen})") if x))
     unjudged = rel[~rel["verdict"].isin(stats.VERDICTS)]
     for word, part in unjudged.groupby(unjudged["verdict"].astype(str), sort=False):
         why = " (one pair or none: nothing to test a difference by)" if word == stats.NOT_JUDGED else ""
