@@ -118,8 +118,9 @@ def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 130
     """A report as a reader opens it: the system Chromium (Playwright, nothing downloaded) at
     `width` px with the network off. Returns the page as the browser built it (`dom`), every
     request it tried beyond the file itself (`requests`: none may leave a report), the
-    widest table (`widest`: its width in px and its first header cells) and the page's
-    width; `shot`: a full-page screenshot there."""
+    widest table (`widest`: its width in px and its first header cells), the page's width and
+    the answer grid's own width (`grid`: what Run All ends on in JupyterLab, whose notebook column is
+    ≈ 870 px); `shot`: a full-page screenshot there."""
     import shutil
 
     from playwright.sync_api import sync_playwright
@@ -138,11 +139,13 @@ def read_in_chromium(page_path: Path, shot: Path | None = None, width: int = 130
         opened = page.evaluate("""() => { document.querySelectorAll('details').forEach(d => d.open = true);
             return Math.max(0, ...Array.from(document.querySelectorAll('table')).map(t => t.scrollWidth)); }""")
         page_width = page.evaluate("() => document.documentElement.scrollWidth")
+        grid = page.evaluate("() => Math.max(0, ...Array.from(document.querySelectorAll('table.dbs-grid')).map(t => t.scrollWidth))")
         if shot is not None:
             page.screenshot(path=str(shot), full_page=True)
         dom = page.content()
         browser.close()
-    return {"dom": dom, "requests": tried, "widest": (max(widest[0], opened), widest[1]), "page_width": page_width}
+    return {"dom": dom, "requests": tried, "widest": (max(widest[0], opened), widest[1]), "page_width": page_width,
+            "grid": grid}
 
 
 def words_of(html: str) -> int:

@@ -221,6 +221,13 @@ def test_jupyterlab_run_all_shows_progress_stops_in_one_line_and_re_analyses_wit
         # where Run All leaves the view: the answer at a glance, with a link to the Answer
         shot(page, "3-end-of-run-all")
         assert top_in_view(page, ".dbs-glance >> nth=-1") and "At a glance" in page.locator(".dbs-glance").last.inner_text()
+        def grid_and_column() -> list[int]:  # laid out: JupyterLab renders the cells in view
+            return page.evaluate("""() => { const g = Array.from(document.querySelectorAll('.dbs-glance')).pop();
+                const t = g && g.querySelector('table.dbs-grid'), o = g && g.closest('.jp-OutputArea-output');
+                return t && o ? [t.scrollWidth, o.clientWidth] : [0, 0]; }""")
+        wait_for(lambda: grid_and_column()[0] > 0, 30, "the grid at the end laid out")
+        table, column = grid_and_column()
+        assert table <= column, (table, column)  # the grid fits the notebook's column: nothing off to the right
         shot(page, "3-end-of-run-all")
         page.evaluate("document.querySelector('.jp-WindowedPanel-outer').scrollTop = 0")  # the notebook's first screen
         wait_for(lambda: top_in_view(page, ".dbs-glance >> nth=0"), 10, "the answer at a glance on the first screen")

@@ -31,7 +31,7 @@ LAYERS = [
     ("analysis", ["analysis.words", "analysis", "analysis.findings", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.said", "analysis.runs", "analysis.replication",
                   "analysis.server_view", "analysis.costs", "analysis.cpu_profiles", "analysis.counted"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
-    ("report", ["shown", "described", "render", "replicated", "instructions", "report"]),
+    ("report", ["shown", "described", "glance", "render", "replicated", "instructions", "report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "cluster", "sweep", "series", "history", "bisection", "lab", "sharing", "generated"]),
     ("command line", ["cli", "__main__"]),

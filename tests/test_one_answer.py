@@ -49,15 +49,18 @@ def read_grid(outs) -> dict:
     """The grid: per comparison, each cell's entry and word; the cells marked short."""
     grid = next(o for o in outs if "dbs-grid" in o and "dbs-glance" not in o)
     head, *body = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr, re.S)
-                   for tr in re.findall(r"<tr>(.*?)</tr>", grid.split("</table>")[0], re.S)]
+                   for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", grid.split("</table>")[0], re.S)]
     names = [text(h) for h in head]
-    comparisons = names[2:-1]  # workload, threads first; the pairs last
-    cells, short = {}, set()
+    comparisons = names[1:-1]  # threads first, the pairs last; each workload a row of its own above its cells
+    cells, short, workload = {}, set(), None
     for tds in body:
-        cell = (text(tds[0]), int(text(tds[1])))
-        if "short of target" in tds[-1]:
+        if len(tds) == 1:
+            workload = text(tds[0]).removeprefix("workload: ")
+            continue
+        cell = (workload, int(text(tds[0])))
+        if "<b>short</b>" in tds[-1]:
             short.add(cell)
-        for name, td in zip(comparisons, tds[2:-1]):
+        for name, td in zip(comparisons, tds[1:-1]):
             if not td:
                 continue
             parts = td.split("<br>")

@@ -250,5 +250,5 @@ def test_the_recorded_quick_run_s_report_opens_with_the_answer_at_a_glance(tmp_p
     html = (run_dir / "report.html").read_text()
     assert opening_problems(html) == []
     opening = html.split("class='dbs-first", 1)[1].split("The run's facts", 1)[0]
-    assert opening.count("short of target") == 3  # the cells the loop left short: both at 256 client threads, and 16 (one pair more)
+    assert opening.count("pairs<br><b>short</b>") == 3  # the cells the loop left short: both at 256 client threads, and 16 (one pair more)
     assert "−20.4 %<br>[−26.8, −13.4]" in opening and "virtual machine (kvm), 2 CPUs" in html  # in the grid, short

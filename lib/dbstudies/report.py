@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from . import analysis, ownership, plots, replicated, results, schedule, tails
-from .analysis.said import GRID_FIELDS, answer_text, glance_markdown, tldr, verdict_summary
-from .analysis.said import grid as said_grid
+from .analysis.said import answer_text, glance_markdown, tldr, verdict_summary
 from .comparisons import server_cost, throughput
 from .contract import Answer
 from .described import _e, client_commands, configuration, data_sizes, design_line
+from .glance import glance, grid, inline_markdown
 from .instructions import count_functions  # noqa: F401 - the count's section, for the notebooks
 from .render import scrub_paths
 from .results import Run
@@ -66,13 +66,6 @@ def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:
         skip(empty or "Nothing to compare: an arm has no measurements.")
         return
     display(table(layout))
-
-
-def _inline(text: str) -> str:
-    """Markdown's inline code and bold as HTML, the rest escaped."""
-    out = _e(text)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
 
 
 KEYS = ("cost", "candidate", "baseline", "arm", "workload", "threads", "query", "offered", "n")
@@ -130,7 +123,7 @@ def details(title: str, shown: Any, caption: str = "") -> None:
         shown if isinstance(shown, Styler) else table(shown)]
     caption = re.sub(r"`(\w+)`", lambda m: f"“{label(m.group(1))}”" if m.group(1) in LABELS else m.group(0), caption)
     display(HTML(f"<details class='dbs-details'><summary>{_e(title)}</summary>"
-                 + (f"<p>{_inline(caption)}</p>" if caption else "")
+                 + (f"<p>{inline_markdown(caption)}</p>" if caption else "")
                  + "".join(s.to_html() for s in pieces) + "</details>"))
 
 
@@ -363,14 +356,6 @@ def answer(said: Answer, run: Run | None = None) -> None:
         replicated.section(run)  # a replication: did the original's answer hold here?
 
 
-def glance(lines: list[str], grid_html: str, more: str) -> str:
-    """The answer at a glance as one piece of HTML (the notebook's top, the run's last output):
-    the tl;dr lines, the grid and a link to the Answer section (`more`: its words)."""
-    items = "".join(f"<li>{_inline(line)}</li>" for line in lines)
-    return (f"<div class='dbs-glance'><b>At a glance</b><ul>{items}</ul>{grid_html}"
-            f"<p><a href='#Answer'>{_e(more)} ↓</a></p></div>")
-
-
 def finish(run: Run, said: Answer) -> None:
     """A study notebook's last cell: the run's end recorded (`ownership.finish`: complete, if
     this notebook measured it), the answer at a glance again — Run All leaves the view here —
@@ -381,50 +366,6 @@ def finish(run: Run, said: Answer) -> None:
     ownership.finish(run)
     if run.status != "running" and not ownership.owns(run):  # a re-analysis: how to do it again, in the
         display({"text/plain": ownership.reanalyse_line(run)}, raw=True, metadata={SKIP: True})  # notebook only
-
-
-# how a grid entry is coloured, by its word (`said.word_of`)
-GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "within target": "#edf2f8",
-                "inconclusive": "#ffeb9c", "draw": "#f2f2f2", "not available": "#fafafa", "not compared": "#fafafa",
-                "not judged": "#fafafa"}
-
-
-def grid(said: Answer) -> str:
-    """The answer at a glance as HTML (`said.grid`): a row per cell (and candidate, where
-    several are compared), a column per comparison at a glance, each entry the effect, its
-    Holm-adjusted interval under it and its word, coloured by the word; the cell's pairs beside, a
-    cell left short of its precision target marked so; a legend of the colours shown."""
-    g = said_grid(said)
-    if g.empty:
-        return ""
-    keys = [k for k in g.columns if k not in GRID_FIELDS]
-    keys = (["candidate"] if g["candidate"].nunique() > 1 else []) + keys
-    comparisons = list(dict.fromkeys(g["comparison"]))
-    head = "".join(f"<th>{_e(label(k))}</th>" for k in keys) + "".join(f"<th>{_e(c)}</th>" for c in comparisons)
-    rows = []
-    for key, part in g.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        by = dict(zip(part["comparison"], part.to_dict("records")))
-        n, unit = part["n"].min(), part["unit"].iloc[0]
-        count = "–" if n != n else f"{int(n)} {unit}{'s' if n != 1 else ''}"
-        short = ", <b>short of target</b>" if part["short"].any() else ""
-        tds = "".join(f"<td>{_e(v)}</td>" for v in key)
-        for c in comparisons:
-            r = by.get(c)
-            tds += ("<td></td>" if r is None else
-                    f"<td style='background:{GRID_COLOURS.get(r['word'], '#ffffff')};white-space:nowrap'>"
-                    f"{_e(r['entry']).replace(' [', '<br>[', 1)}<br><small>{_e(r['word'])}</small></td>")
-        rows.append(f"<tr>{tds}<td>{count}{short}</td></tr>")
-    shown = [w for w in GRID_COLOURS if w in set(g["word"])]
-    legend = " ".join(f"<span style='background:{GRID_COLOURS[w]};padding:0 .5em'>{_e(w)}</span>" for w in shown)
-    return (f"<table class='dbs-table dbs-grid'><thead><tr>{head}<th>{_e(g['unit'].iloc[0])}s</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table><p><small>Each entry: the candidate against "
-            f"{_e(_baseline(said))}, in %, with its Holm-adjusted 95 % interval. {legend}</small></p>")
-
-
-def _baseline(said: Answer) -> str:
-    rel = next((t for t in said.verdict_tables().values() if t is not None and len(t) and "baseline" in t), None)
-    return str(rel["baseline"].iloc[0]) if rel is not None else "the baseline"
 
 
 def narrative(study: Any, part: str) -> None:

@@ -80,7 +80,7 @@ def grid(said: Answer) -> pd.DataFrame:
     """The answer at a glance, long form (`findings.of_answer`): one row per cell × candidate ×
     comparison shown at a glance, in the study's order — the effect with its Holm-adjusted
     interval (`entry`; `delta_pct` alone), its `word`, the cell's pairs (or repeats), and
-    whether the loop left the cell `short` of the run's target. `report.grid` draws it, a row
+    whether the loop left the cell `short` of the run's target. `glance.grid` draws it, a row
     per cell and a column per comparison."""
     return pd.DataFrame([{"candidate": r.candidate, **dict(r.cell), "comparison": r.comparison, "entry": r.entry,
                           "delta_pct": r.delta_pct, "word": r.word, "n": r.n, "unit": r.unit, "short": r.short}
