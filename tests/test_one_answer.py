@@ -169,6 +169,7 @@ def test_every_view_of_a_recorded_run_finds_the_same_largest_short_cells_and_wor
     # the glance, in the report and as the terminal prints it; the README quotes the targeted run's
     glance_md = next(o for o in outs if o.startswith("- **QPS**"))
     printed = render.terminal_text(render.printed(run_dir / "notebook.ipynb"))
+    assert "**" not in printed and "`" not in printed  # plain text: no Markdown marks
     views = {"glance": glance_md.splitlines(),
              "terminal": [x for x in printed.splitlines() if x.startswith("- ")]}
     if which == "targeted":

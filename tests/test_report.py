@@ -101,7 +101,8 @@ def test_smoke_report_renders_in_headless_chromium(name, smoke_run, tmp_path):
     shot = tmp_path / "report.png"
     seen = read_in_chromium(run_dir / "report.html", shot)
     assert seen["requests"] == []
-    assert seen["widest"][0] <= 1300 and seen["page_width"] <= 1300, seen["widest"]
+    assert seen["widest"][0] <= 1280 and seen["page_width"] <= 1300, seen["widest"]  # issue 66: 1,280 px
+    assert seen["grid"] <= 868, seen["grid"]  # the answer grid fits JupyterLab's notebook column
     assert "</body>" in seen["dom"] and report_problems(seen["dom"]) == []
     assert opening_problems(seen["dom"]) == []
     assert unused_option_problems(seen["dom"], Run.open(run_dir).metadata["parameters"]) == []

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from . import archive, checks, comparisons, runner, series, servers, stats
-from .analysis import NOT_INTERLEAVED, replication, runs
+from .analysis import NOT_INTERLEAVED, replication, runs, word_of
 from .results import Run
 from .study import load, params_of, reference
 
@@ -91,7 +91,8 @@ def effects_view(t: pd.DataFrame) -> pd.DataFrame:
                     ratio=[f"{r:.{2 * k}f} [{lo:.{2 * k}f}, {hi:.{2 * k}f}]" for r, lo, hi in
                            zip(t["ratio_of_ratios"], t["rr_holm_low"], t["rr_holm_high"])],
                     p_holm=t["p_holm"].map("{:.2g}".format))[["candidate", *by, "original", "replication", "ratio",
-                                                             "p_holm", "word"]]
+                                                             "p_holm", "word"]].rename(
+        columns={"ratio": "ratio [Holm-adjusted 95% CI]"})
 
 
 def compare_effects(run_a: Run, run_b: Run) -> bool:
@@ -135,10 +136,12 @@ def compare(path_a: Path, path_b: Path, metric: str | None = None, csv: Path | N
     view = table.assign(
         delta=table["delta_pct"].map(f"{{:+.{k}f}}%".format),
         ci=[_interval(lo, hi, k) for lo, hi in zip(table["ci_low"], table["ci_high"])],
-        p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map(stats.mde_text))
+        p_holm=table["p_holm"].map("{:.2g}".format), mde=table["mde_pct"].map(stats.mde_text),
+        verdict=[word_of(r) for r in table.assign(threshold_pct=p.draw_threshold * 100).itertuples(index=False)])
     print(f"{metric}: run {Path(path_b).name} vs run {Path(path_a).name} (baseline)")
-    print(view[["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "ci",
-                "p_holm", "verdict", "mde"]].to_string(index=False))
+    print(view.rename(columns={"ci": "95% CI, unadjusted"})[
+        ["arm", "workload", "threads", "n_baseline", "n_candidate", "delta", "95% CI, unadjusted", "p_holm",
+         "verdict", "mde"]].to_string(index=False))
     print("\n".join(stats.reachability(table)) + ".")
     print(NOT_INTERLEAVED + " The comparison is unpaired (repeats of the two runs as "
           "independent samples), whatever design each run was measured in.")
