@@ -34,7 +34,8 @@ LAYERS = [
     ("report", ["shown", "described", "glance", "render", "replicated", "instructions", "report"]),
     ("runner", ["runner"]),
     ("tools", ["planner", "cluster", "sweep", "series", "history", "bisection", "lab", "sharing", "generated"]),
-    ("command line", ["cli", "__main__"]),
+    ("command line", ["commands.kit", "commands.studies", "commands.runs", "commands.servers", "commands.builds",
+                      "commands.sweeps", "commands.loader", "commands", "cli", "__main__"]),
 ]
 
 

@@ -235,9 +235,9 @@ def test_a_run_records_its_hosts_identity_and_speed_and_compare_names_a_slower_h
 def test_runs_suggests_a_report_command_for_a_variant_that_names_the_run_by_its_path(tmp_path):
     """A notebook's re-analysis writes no report: `runs` says the command that writes one — the
     run named by its path (a bare run id exits 2: no such run directory)."""
-    from dbstudies import cli
+    from dbstudies.commands import runs as run_commands
     run = make_run(tmp_path / "runs", "complete")
-    line = cli._variant_line(run, "draw_threshold-0.3", {"draw_threshold": {"variant": 0.3, "run": 0.05}})
+    line = run_commands.variant_line(run, "draw_threshold-0.3", {"draw_threshold": {"variant": 0.3, "run": 0.05}})
     assert line.endswith(f"dbstudies report {run.path} -p draw_threshold 0.3` writes one)"), line
 
 

@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from .commands import main  # `python -m dbstudies`: the console script's `cli.main`, from the commands wing
 
 sys.exit(main())

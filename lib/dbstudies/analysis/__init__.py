@@ -407,7 +407,8 @@ def verdicts(rel: pd.DataFrame) -> str:
     'same' said as applied: '1 better, 1 the same within −4.8 … +5 %, 2 inconclusive'."""
     if rel.empty:
         return ""
-    said = pd.Series([word_of(r) for r in rel.itertuples(index=False)], dtype=object).value_counts()
+    said = pd.Series([w if w in WORDS else str(r.verdict) for r in rel.itertuples(index=False)  # a censored
+                      for w in [word_of(r)]], dtype=object).value_counts()  # query's verdict says why, whole
     same = f"the same within {stats.bounds_text(_threshold_pct(rel.iloc[0]) / 100)}"
     order = [*WORDS, *(w for w in said.index if w not in WORDS)]
     return ", ".join(f"{said[w]} {same if w == 'same' else w}" for w in order if w in said)

@@ -135,11 +135,12 @@ def short_line(found: list[Findings], named: bool = False) -> str:
     return f"**Short of the target**: {len(short)} of {len(cells)} cells ({which}; {wanted}), never taken as the largest"
 
 
-def short_cells(tables: dict[str, Any]) -> dict[tuple[tuple[str, Any], ...], float]:
-    """The cells the loop would measure again, over every table measured to a target (those
-    with `short`): cell → the most pairs any of its metrics still wants (inf: out of reach)."""
+def short_cells(tables: dict[str, Any], keys: Any) -> dict[tuple[tuple[str, Any], ...], float]:
+    """The cells the loop would measure again, over the comparison tables `keys` measured to a
+    target (those with `short`; never the A/A table: the loop measures the compared arms): cell
+    → the most pairs any of its metrics still wants (inf: out of reach)."""
     out: dict[tuple[tuple[str, Any], ...], float] = {}
-    for rel in tables.values():
+    for rel in (tables.get(k) for k in keys):
         if not isinstance(rel, pd.DataFrame) or rel.empty or "short" not in rel:
             continue
         keys = [k for k in CELL_KEYS if k in rel]
@@ -175,6 +176,6 @@ def of_table(c: Comparison, rel: pd.DataFrame, short: dict[tuple[tuple[str, Any]
 def of_answer(said: Answer) -> list[Findings]:
     """Every comparison a study shows at a glance (`Comparison.at_glance`: the judged ones and
     p50), in its order, that has a table."""
-    short = short_cells(said.tables)
+    short = short_cells(said.tables, [c.key for c in said.comparisons])
     return [of_table(c, said.tables[c.key], short) for c in said.comparisons
             if c.at_glance and isinstance(said.tables.get(c.key), pd.DataFrame) and not said.tables[c.key].empty]

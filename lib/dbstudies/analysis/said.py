@@ -137,7 +137,7 @@ def verdict_summary(said: Answer) -> pd.DataFrame:
     the target, the largest effect (`findings.Findings.largest`: as the glance says it) and the
     minimum detectable effect in the median cell. Words no table has are left out."""
     rows = []
-    short = findings.short_cells(said.tables)
+    short = findings.short_cells(said.tables, [c.key for c in said.comparisons])
     known = {c.key: c for c in said.comparisons}
     for name, key in said.verdicts.items():
         rel = said.tables.get(key)

@@ -41,7 +41,7 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str,
     what the table can detect; then the cells left short of the target (`findings.short_line`). `versus`: how the comparison is
     named, e.g. 'pool vs per-connection'."""
     lines, found = [], []
-    short = findings.short_cells(tables)
+    short = findings.short_cells(tables, [c.key for c in comparisons])
     for c in judged(comparisons):
         rel = tables.get(c.key)
         if rel is None or rel.empty:

@@ -76,6 +76,8 @@ def word_of(r: Any) -> str:
     ['same', 'inconclusive']
     >>> word_of(pd.Series({"verdict": "draw", "reading": "bounded"})), word_of(pd.Series({"verdict": "worse"}))
     ('within target', 'worse')
+    >>> word_of(pd.Series({"verdict": "timeout (censored: not tested)"}))
+    'timeout'
     """
     reading = field(r, "reading")
     verdict = str(field(r, "verdict"))
@@ -84,8 +86,10 @@ def word_of(r: Any) -> str:
     if verdict == "draw":
         lo, hi = (field(r, c) for c in adjusted(r))
         return "same" if stats.within(lo, hi, _threshold_pct(r) / 100) else "inconclusive"
-    return verdict if verdict in stats.VERDICTS else "not available" if verdict.startswith("not available") \
-        else verdict.split(":")[0]
+    if verdict in stats.VERDICTS or verdict.startswith("not available"):
+        return verdict if verdict in stats.VERDICTS else "not available"
+    word = verdict.split(":")[0]  # its why stays in the tables: 'not judged', 'timeout' (censored: …)
+    return word.split(" (")[0] if "(" in word and ")" not in word else word
 
 
 # ---------------------------------------------------------------- sizes and cells in words
