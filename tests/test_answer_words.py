@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks, comparisons, stats
-from dbstudies.analysis import caveats, words
+from dbstudies.analysis import caveats, claims, words
 from dbstudies.comparisons import SYSBENCH
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -78,16 +78,16 @@ def test_cells_in_words():
 
 def test_a_source_claim_is_reproduced_contradicted_or_untested():
     rel = qps_table(steps({256: 1.3}))
-    claim = words.Claim("post", "the pool wins at many threads", "qps", POOL, "better", "+30 %",
+    claim = claims.Claim("post", "the pool wins at many threads", "qps", POOL, "better", "+30 %",
                         ("oltp_read_only",), 256)
-    said = words.held(claim, {"qps": rel})
+    said = claims.held(claim, {"qps": rel})
     assert "*post*: the pool wins at many threads (+30 %) — **reproduced** here: pool-of-threads 2" in said
     assert "higher (better) at 256 client threads in oltp_read_only" in said
-    worse = words.held(claim, {"qps": qps_table(steps({256: 0.7}))})
+    worse = claims.held(claim, {"qps": qps_table(steps({256: 0.7}))})
     assert "**contradicted**" in worse
-    assert "**untested** here: no cell of oltp_read_write" in words.held(
-        words.Claim("post", "rw", "qps", POOL, "draw", workloads=("oltp_read_write",)), {"qps": rel})
-    assert "**consistent" in words.held(words.Claim("post", "no change at 1", "qps", POOL, "draw",
+    assert "**untested** here: no cell of oltp_read_write" in claims.held(
+        claims.Claim("post", "rw", "qps", POOL, "draw", workloads=("oltp_read_write",)), {"qps": rel})
+    assert "**consistent" in claims.held(claims.Claim("post", "no change at 1", "qps", POOL, "draw",
                                                     workloads=("oltp_read_only",)), {"qps": qps_table(steps({}))})
     assert tp.claims(checks.resolve(tp, "quick"))[0].candidate == POOL
 
@@ -129,15 +129,15 @@ def test_a_verdict_the_client_explains_says_so_in_its_own_sentence_and_a_claim_i
     worse = next(c for c in text.split("; ") if "lower (worse)" in c)
     assert ("— in all 6 of these cells 100 % of the change in CPU per transaction is sysbench's own, on "
             "the same 2 CPUs as the server: mostly the client's cost") in worse
-    gains = words.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
+    gains = claims.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
     decides = caveats.client_decides(caveats.budget(s, rel, 2), pinned=False)
-    said = words.held(gains, {"qps": rel}, client, pinned=False, cpus=2, decides=decides)
+    said = claims.held(gains, {"qps": rel}, client, pinned=False, cpus=2, decides=decides)
     assert "**not testable here**" in said and "contradicted" not in said
     assert "What was tested: pool-of-threads 24–26 % lower (worse) from 16 client threads up" in said
-    assert "**contradicted**" in words.held(gains, {"qps": rel}, None, pinned=False, cpus=2)  # without the budget
-    apart = words.Claim("S", "the pool gains", "qps", POOL, "better", client_apart=True)
-    assert "the source ran sysbench on cores of its own" in words.held(apart, {"qps": rel}, None, pinned=False, cpus=2)
-    assert "**contradicted**" in words.held(apart, {"qps": rel}, None, pinned=True, cpus=2)
+    assert "**contradicted**" in claims.held(gains, {"qps": rel}, None, pinned=False, cpus=2)  # without the budget
+    apart = claims.Claim("S", "the pool gains", "qps", POOL, "better", client_apart=True)
+    assert "the source ran sysbench on cores of its own" in claims.held(apart, {"qps": rel}, None, pinned=False, cpus=2)
+    assert "**contradicted**" in claims.held(apart, {"qps": rel}, None, pinned=True, cpus=2)
 
 
 def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the_cell():
@@ -151,10 +151,10 @@ def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the
     b = caveats.budget(s, rel, 2)
     decides = caveats.client_decides(b, pinned=False)
     assert len(decides) == len(rel) and caveats.client_decides(b, pinned=True).empty
-    gains = words.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
-    said = words.held(gains, {"qps": rel}, None, pinned=False, cpus=2, decides=decides)
+    gains = claims.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
+    said = claims.held(gains, {"qps": rel}, None, pinned=False, cpus=2, decides=decides)
     assert "**not testable here**" in said and "not shown" not in said and "What was tested" in said
-    assert "**not shown**" in words.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
+    assert "**not shown**" in claims.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
                                              decides=caveats.client_decides(b, pinned=True))
     assert words.share_words([68.0, 115.0]).endswith("over 100 %: the server's own went the other way")
 

@@ -28,7 +28,7 @@ LAYERS = [
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),
     ("measurement loop", ["steps", "precision", "inventory", "experiment"]),
-    ("analysis", ["analysis.words", "analysis", "analysis.findings", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.said", "analysis.runs", "analysis.replication",
+    ("analysis", ["analysis.words", "analysis", "analysis.claims", "analysis.findings", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.said", "analysis.runs", "analysis.replication",
                   "analysis.server_view", "analysis.costs", "analysis.cpu_profiles", "analysis.counted"]),
     ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
     ("report", ["shown", "described", "glance", "render", "replicated", "instructions", "report"]),

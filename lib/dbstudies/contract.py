@@ -24,7 +24,7 @@ class Answer:
     notebook shows it the same way (`report.answer`): its `tables` by key (the measured steps,
     summaries, comparison tables …), which of them hold its verdicts (`verdicts`: words → key,
     in the order the answer lists them), its `conclusion` (Markdown, computed from the
-    tables, no claim hard-coded), the source's `claims` it tests (`analysis.words.Claim`) and
+    tables, no claim hard-coded), the source's `claims` it tests (`analysis.claims.Claim`) and
     the `comparisons` its tables are of; `headline`: its own decisive lines (Markdown), which
     join the comparisons' at a glance (dbt3's geometric mean: not one of its per-query cells)."""
     tables: dict[str, Any]

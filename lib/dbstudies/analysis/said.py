@@ -17,7 +17,7 @@ from ..contract import Answer
 from ..results import Run
 from ..study import params_of
 from ..studykit import cpus_shared, pinned_apart
-from . import caveats, findings, words
+from . import caveats, claims, findings, words
 
 
 @dataclass
@@ -51,7 +51,7 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     more = [w for n, w in per_table.items() if n not in leading and w]
     if said.claims:
         more.append("**The source's claims, tested here:**\n\n" + "\n".join(
-            f"- {line}" for line in words.claims_held(said.claims, said.tables, client, pinned, cpus, decides)))
+            f"- {line}" for line in claims.claims_held(said.claims, said.tables, client, pinned, cpus, decides)))
     warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
         more.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))

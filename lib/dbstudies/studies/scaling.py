@@ -21,7 +21,7 @@ from .. import analysis, callgrind, pauses, profiler
 from .. import studykit as S
 from .. import thread_handling as sch
 from ..analysis import aa, cpu_profiles, sentences, sysbench_answer
-from ..analysis.words import Claim
+from ..analysis.claims import Claim
 from ..contract import Answer
 from ..steps import SysbenchStudy
 

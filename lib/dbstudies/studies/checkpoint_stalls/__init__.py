@@ -25,7 +25,7 @@ from ... import analysis, pauses, profiler, results, timeseries
 from ... import comparisons as C
 from ... import studykit as S
 from ...analysis import control, cpu_profiles, sentences
-from ...analysis.words import Claim
+from ...analysis.claims import Claim
 from ...contract import Answer
 from ...steps import SysbenchStudy
 

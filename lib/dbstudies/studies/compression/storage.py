@@ -22,8 +22,8 @@ import pandas as pd
 
 from ... import timeseries
 from ...analysis import over_repeats, signed, threads
+from ...analysis.claims import size_check
 from ...analysis.sentences import aa_line, listed_comparisons
-from ...analysis.words import size_check
 from ...results import Run
 from ...servers import size_bytes
 
