@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks
+from dbstudies import thread_handling as th
 from dbstudies.analysis import caveats
 from dbstudies.params import ParamError
 from dbstudies.study import load
@@ -14,7 +15,7 @@ from dbstudies.studykit import arms_of
 from dbstudies.tables import STEPS
 
 tp = load("thread_pool")
-PC, POOL, TWIN = tp.PER_CONNECTION, tp.POOL, tp.PER_CONNECTION + " (A/A)"
+PC, POOL, TWIN = th.PER_CONNECTION, th.POOL, th.PER_CONNECTION + " (A/A)"
 
 
 def synthetic_steps(repeats=5, cv=0.03, pool_gain=None, busy=(), seed=0):
@@ -113,7 +114,7 @@ def test_versions_tables_put_every_version_in_one_family_and_the_sources_layouts
     vs = load("versions")
     p = checks.resolve(vs, "quick")
     labels = [a.label for a in arms_of(vs, p)]
-    assert labels[0] == "mariadb-10.11" and sorted(labels) == sorted(vs.FOUR)
+    assert labels[0] == "mariadb-10.11" and sorted(labels) == sorted(vs.module.FOUR)
     gains = {"mariadb-10.5": 1.0, "mariadb-11.8": 1.0, "mysql-9.7": 0.7}
     rng = np.random.default_rng(3)
     rows = []

@@ -10,6 +10,7 @@ import pytest
 from dbstudies import checks, comparisons, stats
 from dbstudies.analysis import caveats, claims, words
 from dbstudies.comparisons import SYSBENCH
+from dbstudies.record import Host
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.tables import INTERVALS, STEPS
@@ -195,8 +196,8 @@ def test_ramp_up_a_virtual_machine_and_busy_steps_are_caveats(tmp_path):
     said = caveats.ramp_up(other, s, mde_pct=10.0)
     assert "30 % faster: throughput fell after it (oltp_point_select, 1 client thread; median of 16" in said
     assert "1 step with fewer than 3 seconds recorded cannot show it and is not counted" in said
-    assert "virtual machine (kvm)" in caveats.virtual_machine({"host": {"virtual_machine": "kvm"}})
-    assert caveats.virtual_machine({"host": {"virtual_machine": None}}) == ""
+    assert "virtual machine (kvm)" in caveats.virtual_machine(Host(virtual_machine="kvm"))
+    assert caveats.virtual_machine(Host()) == ""
     assert caveats.busy(s) == ""
 
 

@@ -160,11 +160,11 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     run = Run.open(run_dir)
     steps = results.measured(run)
     assert len(steps) == 6 and set(steps["arm"]) == {"none", "page:zlib", "row:8"}
-    loads = run.table(study.LOADS).merge(steps[["step", "arm"]], on="step")
+    loads = run.table(study.module.LOADS).merge(steps[["step", "arm"]], on="step")
     assert (loads["rows"] > 10_000).all() and (loads["seconds"] > 0).all()
     # the same seeded data for every candidate: the same rows loaded
     assert loads["rows"].nunique() == 1
-    formats = run.table(study.FORMATS).merge(steps[["step", "arm"]], on="step")
+    formats = run.table(study.module.FORMATS).merge(steps[["step", "arm"]], on="step")
     assert set(formats.loc[formats["arm"] == "row:8", "row_format"]) == {"Compressed"}
     assert set(formats.loc[formats["arm"] == "page:zlib", "algorithm"]) == {"zlib"}
     series = storage.series(run, steps)
@@ -177,7 +177,7 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
     assert summary.loc["none", "allocated_pct_median"] == 100
     # the footprint recomputed from the raw `footprint` rows (allocated with allocated, as `du`
     # shows them; free extents apart): nothing clipped, the same ratio and verdict's difference
-    raw = run.table(study.FOOTPRINT)
+    raw = run.table(study.module.FOOTPRINT)
     load = raw[raw["stage"] == "load"].groupby("step")[["apparent_bytes", "allocated_bytes", "free_bytes"]].sum()
     load = load.join(steps.set_index("step")[["arm", "repeat"]])
     assert (load["allocated_bytes"] > 0).all() and (load["free_bytes"] <= load["apparent_bytes"]).all()
@@ -193,7 +193,7 @@ def test_smoke_run_records_loads_formats_footprints_and_io(smoke_run):
         ratios = per_round[arm] / per_round["none"]
         expected = (ratios.prod() ** (1 / len(ratios)) - 1) * 100  # the paired rounds' geometric mean
         assert footprint.loc[arm, "delta_pct"] == pytest.approx(expected, abs=0.05)
-    counters = run.table(study.COUNTERS).merge(steps[["step", "arm"]], on="step")
+    counters = run.table(study.module.COUNTERS).merge(steps[["step", "arm"]], on="step")
     # every step keeps its counters for the load and for the run. How many pages page
     # compression wrote by the load's last statement is the page cleaner's timing (the rest are
     # written compressed at the cold restart): recorded, never asserted (it was 0 in one round of

@@ -152,8 +152,9 @@ def test_a_count_runs_caveats_are_its_own_and_none_is_empty():
     from types import SimpleNamespace
 
     from dbstudies.analysis import caveats
+    from dbstudies.record import Record
     p = checks.resolve(load("versions"), "count")
-    (only,) = caveats.caveats(SimpleNamespace(metadata={"servers": []}), p, {}, None)
+    (only,) = caveats.caveats(SimpleNamespace(record=Record.of({"servers": []})), p, {}, None)
     assert only.startswith("**A count, not a time.**")
 
 

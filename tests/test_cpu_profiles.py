@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks, experiment, flamegraph, ownership, profiler, results, schedule
+from dbstudies import thread_handling as th
 from dbstudies.analysis import cpu_profiles
 from dbstudies.errors import ParamError
 from dbstudies.results import Run
@@ -157,15 +158,15 @@ def test_named_cells_are_profiled_with_the_waits_of_an_arm_that_turned_performan
     run = ownership.open_run(tp, p, root=tmp_path)
     experiment.measure(tp, p, run, progress=False)
     (view,) = cpu_profiles.views(run, arms_of(tp, p))
-    assert [a["arm"] for a in view["arms"]] == list(tp.SCHEDULERS) and view["title"] == "oltp_point_select, 4 threads"
+    assert [a["arm"] for a in view["arms"]] == list(th.SCHEDULERS) and view["title"] == "oltp_point_select, 4 threads"
     waits = view["waits"].set_index("event")
     # every point select reads its row through the handler: one table I/O wait per transaction
-    per_k = waits.loc["wait/io/table/sql/handler", [f"{a}: waits per 1,000 txn" for a in tp.SCHEDULERS]]
+    per_k = waits.loc["wait/io/table/sql/handler", [f"{a}: waits per 1,000 txn" for a in th.SCHEDULERS]]
     assert per_k.between(900, 1100).all(), per_k
     assert not waits.index.str.startswith(cpu_profiles.NOT_WAITS).any()
     assert (run.table("waits")["event"] == "idle").any()  # stored whole, left out of the table
     (diff,) = view["differences"]
-    assert diff["candidate"] == tp.POOL and len(diff["table"]) == cpu_profiles.TOP
+    assert diff["candidate"] == th.POOL and len(diff["table"]) == cpu_profiles.TOP
 
 
 def test_profiled_cells_are_shown_largest_throughput_difference_first():

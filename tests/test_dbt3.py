@@ -39,20 +39,20 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     # the forced-order phase: every query whose orders differ (Q3 does at SF 0.01 on 10.11,
     # selectivity 1 vs 4), on both candidates, with its own plan and the other's forced
     smoke = checks.resolve(d3, "smoke")
-    differ = [int(q[1:]) for q in qa.plan_diff(run.table(d3.PLANS), arms_of(d3, smoke), smoke.queries)
+    differ = [int(q[1:]) for q in qa.plan_diff(run.table(d3.module.PLANS), arms_of(d3, smoke), smoke.queries)
               .query("differs")["query"]]
     assert differ, "no join order differs: the smoke run no longer exercises the forced phase"
-    tried = run.table(d3.FORCED)
+    tried = run.table(d3.module.FORCED)
     assert sorted(zip(tried["query"], tried["arm"])) == sorted((q, a) for q in differ
                                                                for a in ("selectivity 1", "selectivity 4 (default)"))
     assert tried["forced"].all() and (tried["plan_in_effect"] != tried["own_order"]).all()
     fx = d3.executions(run, "forced")
     assert len(fx) == 2 * 2 * 2 * len(differ)  # repeats × candidates × (own, forced) × queries
     assert set(fx["order_of"]) == {qa.OWN_PLAN, "selectivity 1", "selectivity 4 (default)"}
-    warm = run.table(d3.QUERIES)
+    warm = run.table(d3.module.QUERIES)
     # every cell once per block, unmeasured: 4 queries × 4 blocks, then 2 variants × 4 blocks
     assert (warm["phase"] == "warmup").sum() == 16 + len(fx)
-    plans = run.table(d3.PLANS)
+    plans = run.table(d3.module.PLANS)
     assert set(zip(plans["arm"], plans["query"])) == {(a.label, q) for a in arms_of(d3, checks.resolve(d3, "smoke"))
                                                       for q in (3, 5, 7, 13)}
     # paired design: both candidates on one shared server (loaded once), the candidate's
@@ -79,7 +79,7 @@ def test_smoke_run_times_queries_records_plans_and_loads(smoke_run):
     # every measured execution's rows checked against the reference answers (SF 0.01)
     n = 16 + len(fx)
     assert f"Answers: {n} of {n} checked executions match DuckDB's reference answers at SF 0.01\n" in proc.stdout
-    assert (run.table(d3.QUERIES).query("phase != 'warmup'")["answer"] == "ok").all()
+    assert (run.table(d3.module.QUERIES).query("phase != 'warmup'")["answer"] == "ok").all()
 
 
 @pytest.mark.server
@@ -88,7 +88,7 @@ def test_a_setting_no_session_can_take_is_refused_before_the_load(tmp_path):
     run = ownership.open_run(d3, p, root=tmp_path)
     with pytest.raises(ParamError, match="b: innodb_buffer_pool_size = 64M: .*GLOBAL.*design blocks"):
         experiment.measure(d3, p, run, progress=False)
-    assert run.table(d3.LOADS).empty and run.table(d3.QUERIES).empty
+    assert run.table(d3.LOADS).empty and run.table(d3.module.QUERIES).empty
 
 
 @pytest.mark.server
@@ -107,8 +107,8 @@ def test_a_timeout_is_censored_never_a_number(tmp_path, design):
     assert table.iloc[0].tolist()[:3] == ["Q13", ">0.001", ">0.001"]
     geo = qa.geomean(ex, arms, p)
     assert geo.empty  # no repeat without a timeout: nothing to compare
-    fo = qa.forced(run.table(d3.FORCED), d3.executions(run, "forced"), p)
-    text = qa.conclusion(rel, geo, qa.plan_diff(run.table(d3.PLANS), arms, p.queries), arms, p, fo,
+    fo = qa.forced(run.table(d3.module.FORCED), d3.executions(run, "forced"), p)
+    text = qa.conclusion(rel, geo, qa.plan_diff(run.table(d3.module.PLANS), arms, p.queries), arms, p, fo,
                          d3.answers_line(run, p))
     assert "1 timeout (censored: not tested)" in text
     assert "Answers: 0 of 0 checked executions" in text  # a timed-out execution has no rows to check
@@ -136,19 +136,19 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
         other = list(reversed(order)) if q != 6 else order  # Q6: one table, the same plan
         rows += [dict(t, arm=b.label, query=q, position=i + 1) for i, t in enumerate(other)]
     plans = pd.DataFrame(rows).fillna({"key": "", "access_type": ""})
-    run.append(d3.PLANS, plans[list(d3.PLANS.columns)])
+    run.append(d3.module.PLANS, plans[list(d3.module.PLANS.columns)])
     cells = d3.follow_up(run, p)
     assert cells == [{"query": 3, "order_of": a.label}, {"query": 3, "order_of": b.label},
                      {"query": 21, "order_of": a.label}, {"query": 21, "order_of": b.label}]
     ctx = Context(p, run, tpch_server, None, arm=a, repeat=1)
     for step, cell in enumerate(cells, 1):
         d3.step(ctx, {**cell, "step": step})
-    tried = run.table(d3.FORCED).set_index("query")
+    tried = run.table(d3.module.FORCED).set_index("query")
     wanted = " ".join(t["table"] for t in reversed(real[3]))
     assert tried.loc[3, "forced"] and tried.loc[3, "plan_in_effect"] == wanted
     assert "STRAIGHT_JOIN" in tried.loc[3, "sql"]
     assert not tried.loc[21, "forced"] and "semi-join" in tried.loc[21, "reason"]
-    done = run.table(d3.QUERIES)
+    done = run.table(d3.module.QUERIES)
     assert sorted(zip(done["query"], done["order_of"])) == [(3, ""), (3, b.label), (21, "")]
     assert (done["phase"] == "forced").all() and not done["timed_out"].any()
     assert done[done["query"] == 3]["rows"].nunique() == 1  # the forced order, the same answer size

@@ -23,7 +23,7 @@ LAYERS = [
                  "servers"]),
     ("workloads, probes, TPC-H", ["pauses", "counters", "callgrind", "workloads", "workloads.sysbench_output", "workloads.sysbench", "workloads.tpcc",
                                   "workloads.linkbench", "workloads.sql", "probes", "profiler", "tpch"]),
-    ("store", ["provenance", "params", "tables", "results", "settings", "archive", "ownership"]),
+    ("store", ["provenance", "record", "params", "tables", "results", "settings", "archive", "ownership"]),
     ("numbers", ["stats.lazy", "stats.samples", "stats.paired", "stats.profiles", "stats.changepoints", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
     ("study contract", ["studykit", "thread_handling", "study"]),
     ("plan", ["schedule", "checks", "tails"]),

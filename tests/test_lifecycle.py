@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import checks, ownership, results
+from dbstudies import thread_handling as th
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.tables import INTERVALS
@@ -138,7 +139,7 @@ def run_with_steps(root, gain, seed):
     rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,
              "arm": arm, "workload": "oltp_point_select", "threads": t,
              "qps": 10_000 * gain * np.exp(rng.normal(0, 0.03)), "latency_p99_ms": 1.0}
-            for i, (r, arm, t) in enumerate((r, a, t) for r in range(1, 7) for a in tp.SCHEDULERS
+            for i, (r, arm, t) in enumerate((r, a, t) for r in range(1, 7) for a in th.SCHEDULERS
                                             for t in (1, 4))]
     run.append(STEPS, pd.DataFrame(rows))
     return run
@@ -214,11 +215,11 @@ def test_a_run_records_its_hosts_identity_and_speed_and_compare_names_a_slower_h
     made = []
     for gain in (1.0, 0.5):  # the second host: half the transactions per second at one client
         run = make_run(tmp_path / "runs", "complete")
-        run.update(arms=[{"label": a} for a in tp.SCHEDULERS])
+        run.update(arms=[{"label": a} for a in th.SCHEDULERS])
         run.append(STEPS, pd.DataFrame([{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure",
                                         "repeat": 1, "arm": arm, "workload": "oltp_point_select", "threads": 1,
                                         "tps": 2_000 * gain, "qps": 2_000 * gain}
-                                       for i, arm in enumerate(tp.SCHEDULERS)]))
+                                       for i, arm in enumerate(th.SCHEDULERS)]))
         made.append(run)
     a, b = made
     host = a.metadata["host"]

@@ -99,9 +99,10 @@ def test_the_scaling_experiments_two_faces_say_it_once():
         assert not [n for n, v in vars(f.Params).items() if callable(v) and not n.startswith("__")]
         for name in ("arms", "relative", "relative_layout", "summary", "conclusion", "claims", "answer",
                      "profile_cells", "qps_table"):
-            assert getattr(f, name) is getattr(scaling, name), (f.__name__, name)
+            assert getattr(type(f), name) is getattr(scaling.Scaling, name), (type(f).__name__, name)
         assert isinstance(f, scaling.Scaling)
-        assert set(vars(type(f))) - {"__module__", "__doc__", "__qualname__"} <= {"Params", "PROFILES", "GOVERNING"}
+        assert set(vars(type(f))) - {"__module__", "__doc__", "__qualname__", "__parameters__"} <= {"Params", "PROFILES", "GOVERNING",
+                                                                                  "NARRATIVE"}
         assert registry.notebook_of(f) == paths.NOTEBOOKS_DIR / "scaling.ipynb"
         assert set(f.NARRATIVE) == {"intro", "method"} and f.NARRATIVE["intro"].startswith("# ")
     assert registry.faces(paths.NOTEBOOKS_DIR / "scaling.ipynb") == ["thread_pool", "versions"]

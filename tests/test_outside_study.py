@@ -3,6 +3,7 @@ tests/fixtures/outside_study — its module and its notebook — copied to a tem
 measured, planned, listed and reported through the CLI like a built-in study."""
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from report_checks import report_problems
 
-from dbstudies import paths
+from dbstudies import paths, study
 from dbstudies.errors import ParamError
 from dbstudies.study import load, names
 
@@ -98,13 +99,36 @@ def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
         'STUDY = Half()\n')
     with pytest.raises(ParamError, match="declares no answer"):
         load(tmp_path / "half")
+    # a hook written as a module function and never made the class's would silently run the
+    # kind's default: refused when the study loads, naming the method it should be
+    (tmp_path / "forgot").mkdir()
+    (tmp_path / "forgot" / "__init__.py").write_text(
+        '"""A forgotten hook."""\nfrom dbstudies.steps import SysbenchStudy\nfrom dbstudies.studykit import SysbenchParams\n'
+        'def describe(p, steps):\n    return "mine"\n'
+        'class Forgot(SysbenchStudy):\n    Params, PROFILES = SysbenchParams, {}\n    def arms(self, p):\n        return []\n'
+        '    def answer(self, run, p):\n        return None\n'
+        'STUDY = Forgot()\n')
+    with pytest.raises(ParamError, match=r"defines describe\(\) as a module function.*Forgot\.describe"):
+        load(tmp_path / "forgot")
+
+
+def test_a_study_is_its_class():
+    """Every built-in study's hooks are its class's methods (no module function named like one),
+    and nothing but what its class declares is reached through it."""
+    for name in names():
+        s = load(name)
+        module_hooks = [h for h in study.HOOKS if inspect.isfunction(getattr(s.module, h, None))]
+        assert module_hooks == [], (name, module_hooks)
+        undeclared = [n for n in vars(s.module) if not n.startswith("_") and not hasattr(type(s), n)]
+        assert undeclared and not any(hasattr(s, n) for n in undeclared), name  # no fallback to its module
+    assert hasattr(load("checkpoint_stalls").module, "WORKLOADS") and not hasattr(load("checkpoint_stalls"), "WORKLOADS")
 
 
 def test_built_in_studies_are_found_not_listed():
     """A package in studies/ is a study: nothing registers it by hand."""
     found = sorted(p.parent.name for p in paths.STUDIES_DIR.glob("*/__init__.py"))
     assert names() == found and "thread_pool" in found
-    assert load("thread_pool").__name__ == "dbstudies.studies.thread_pool"
+    assert load("thread_pool").module.__name__ == "dbstudies.studies.thread_pool"
 
 
 def test_its_parameters_cell_names_every_parameter_once():

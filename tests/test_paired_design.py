@@ -214,7 +214,7 @@ def test_the_planner_predicts_dbt3_per_query_from_its_executions(tmp_path):
                              "order_of": "", "started_at": 0.0, "timed_out": False, "rows": 1,
                              "seconds": math.exp(shared + rng.normal(0, sd)), "handler_reads": 1,
                              "cold": False, "answer": "", "pair": (step + 1) // 2, "position": pos})
-    run.append(d3.QUERIES, pd.DataFrame(rows))
+    run.append(d3.module.QUERIES, pd.DataFrame(rows))
     run.finish()
     noise = planner.cell_noise(d3, [run])
     s2 = dict(zip(noise["query"], noise["s2"]))

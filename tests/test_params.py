@@ -105,21 +105,21 @@ def test_schedulers_are_intents_said_in_each_flavours_dialect():
 
 def test_pool_arm_gets_one_group_per_server_cpu():
     (base, pool) = arms_of(tp, checks.resolve(tp, "smoke", server_cpus="0"))
-    assert base.label == tp.PER_CONNECTION and base.twin_of is None  # the baseline comes first
+    assert base.label == thread_handling.PER_CONNECTION and base.twin_of is None  # the baseline comes first
     assert pool.intent == servers.Intent(thread_pool=True, thread_pool_size=1) and not pool.settings
 
 
 def test_aa_control_adds_an_interleaved_twin_of_the_baseline():
     p = checks.resolve(tp, "quick", aa_control=True, repeats=6, budget=0, target={})  # 6 fixed rounds
     arms = arms_of(tp, p)
-    assert [a.label for a in arms] == [tp.PER_CONNECTION, tp.PER_CONNECTION + " (A/A)", tp.POOL]
-    assert arms[1].settings == arms[0].settings and arms[1].twin_of == tp.PER_CONNECTION
+    assert [a.label for a in arms] == [thread_handling.PER_CONNECTION, thread_handling.PER_CONNECTION + " (A/A)", thread_handling.POOL]
+    assert arms[1].settings == arms[0].settings and arms[1].twin_of == thread_handling.PER_CONNECTION
     plan = schedule.steps(tp, p)
     assert plan.groupby(["repeat", "arm"]).ngroups == 18
     positions = plan.groupby("repeat")["arm"].unique().map(list)
     assert len({tuple(x) for x in positions}) > 1  # the twin's place changes across repeats
     assert schedule.estimated_seconds(tp, p) == pytest.approx(1.5 * schedule.estimated_seconds(tp, checks.resolve(tp, "quick", repeats=6, budget=0, target={})))
-    assert [a.label for a in arms_of(tp, checks.resolve(tp, "quick"))] == [tp.PER_CONNECTION, tp.POOL]
+    assert [a.label for a in arms_of(tp, checks.resolve(tp, "quick"))] == [thread_handling.PER_CONNECTION, thread_handling.POOL]
 
 
 def test_shared_validators_report_everything_at_once():

@@ -13,6 +13,7 @@ from processes import processes_mentioning, wait_for
 
 from dbstudies import checks, errors, experiment, ownership, pauses, results, servers
 from dbstudies import steps as step_driver
+from dbstudies import thread_handling as th
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.tables import INTERVALS, STATUS
@@ -93,7 +94,7 @@ def test_killing_mariadbd_mid_run_fails_cleanly_and_keeps_finished_steps(tmp_pat
     assert processes_mentioning(marker) == []
     for s in meta["servers"]:
         assert processes_mentioning(s["socket"]) == []  # no sysbench left either
-    for arm in tp.SCHEDULERS:
+    for arm in th.SCHEDULERS:
         assert not (run.path / "server" / results.slug(arm) / "datadir").exists()
         assert "mariadb-10.11.err" in os.listdir(run.path / "server" / results.slug(arm))
     # measured like from JupyterLab: no executed notebook in the run; `report` makes one
@@ -127,7 +128,7 @@ def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path,
     raw = run.table("steps")
     assert sorted(raw["phase"]) == ["busy"] * 4 + ["measure"] * 2  # 2 steps × 2 retries
     assert (raw[raw.phase == "busy"]["step"] < 0).all()
-    assert set(raw[raw.phase == "busy"]["arm"]) == set(tp.SCHEDULERS)
+    assert set(raw[raw.phase == "busy"]["arm"]) == set(th.SCHEDULERS)
     steps = results.measured(run)
     assert steps["step"].tolist() == [1, 2] and (steps["remeasured"] == 2).all()
     assert steps["host_busy"].all()  # still busy after the last retry: flagged, not dropped
@@ -290,13 +291,13 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     assert meta["parameters"]["duration"] == 2 and meta["parameters"]["profile"] == "smoke"
     assert meta["servers"][0]["version"].startswith("10.11")
     assert "[mysqld]" in meta["servers"][0]["my_cnf"] and meta["servers"][0]["global_variables"]
-    arms = [*tp.SCHEDULERS, tp.PER_CONNECTION + pauses.SUFFIX]  # the positive control's paused twin too
+    arms = [*th.SCHEDULERS, th.PER_CONNECTION + pauses.SUFFIX]  # the positive control's paused twin too
     assert {s["label"] for s in meta["servers"]} == {*(f"prepare {a}" for a in arms), *arms}
     assert meta["design"] == "paired" and meta["rounds_done"] == 2
     assert {(d["server"], d["schema"]) for d in meta["data"]} == {(a, "sbtest") for a in arms}
     assert all(d["bytes"] > 0 and d["rows"] > 0 for d in meta["data"])  # measured after the load
     assert meta["owner"]["kind"] == "cli" and meta["owner"]["pid"] != os.getpid()
-    pool = next(s for s in meta["servers"] if s["label"] == tp.POOL)
+    pool = next(s for s in meta["servers"] if s["label"] == th.POOL)
     assert pool["global_variables"]["thread_handling"] == "pool-of-threads"
     assert int(pool["global_variables"]["max_connections"]) >= 64
     assert meta["sysbench"]["version"] == "1.0.20"
@@ -317,7 +318,7 @@ def test_cli_runs_the_study_end_to_end(smoke_run):
     # each step asked sysbench for the profile's 2 s (how long it ran is the host's business)
     asked = [c["argv"] for c in meta["sysbench"]["calls"] if c["command"] == "run"]
     assert sum("--time=2" in argv for argv in asked) >= len(steps)
-    steps = steps[steps["arm"].isin(tp.SCHEDULERS)]  # the costs of normal steps: not of a paused server
+    steps = steps[steps["arm"].isin(th.SCHEDULERS)]  # the costs of normal steps: not of a paused server
     # per-transaction costs: a point select reads one row; its client blocks on each answer
     # (≈ 1 voluntary switch: with one connection always; with 64 on 2 CPUs an answer is
     # sometimes there before the client asks — 0.79 seen), the server's threads switch too

@@ -72,7 +72,7 @@ def pack(run: Run, out: Path | None = None) -> Path:
     existing folder: that name in it): its folder under its run id, and MANIFEST.json (the
     study, run id, status, and every file's size and SHA-256). A running run cannot be packed;
     a place that cannot be written is one line (an ArchiveError), and nothing is left behind."""
-    name = f"{run.metadata['study'].replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
+    name = f"{run.study.replace(os.sep, '_')}-{run.path.name}{SUFFIX}"
     out = Path(out) / name if out and Path(out).is_dir() else Path(out) if out else PACKS / name
     return _save(out, lambda f: _write(run, f))
 
@@ -103,7 +103,7 @@ def packed(run: Run) -> bytes:
 def _write(run: Run, f: BinaryIO) -> None:
     if run.status == "running":
         raise ArchiveError(f"run {run.path.name} is still running: pack it when it has ended")
-    _tar(run.path, {"study": run.metadata["study"], "run_id": run.path.name, "status": run.status}, f)
+    _tar(run.path, {"study": run.study, "run_id": run.path.name, "status": run.status}, f)
 
 
 def _tar(top: Path, head: dict, f: BinaryIO) -> None:

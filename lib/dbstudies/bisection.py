@@ -128,7 +128,7 @@ def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None])
             raise RuntimeError(f"bisect {good}/{mid}/{bad}: its run ended {record.get('status')}")
         run = results.Run(record["run_dir"])
     steps = results.measured(run)
-    labels = {a["label"]: short(a.get("flavour") or a["label"]) for a in run.metadata.get("arms", [])}
+    labels = {a.label: short(a.flavour or a.label) for a in run.record.arms}
     steps = steps.assign(arm=steps["arm"].map(lambda a: labels.get(a, a)))
     steps.attrs["run"] = str(run.path)
     return steps

@@ -60,17 +60,17 @@ def replication_base(study: Study, given: Mapping[str, Any]) -> tuple[str, dict[
     differs — or when `given` changes a measurement parameter (a replication measures what
     the original did)."""
     original = archive.open_run(given["replicate"])
-    meta, name = original.metadata, original.path.name
-    if meta.get("study") != study_name(study):
-        raise ReplicationError(f"replicate: run {name} is a {meta.get('study')} run, not {study_name(study)}")
-    recorded = P.written(meta)
+    r, name = original.record, original.path.name
+    if r.study != study_name(study):
+        raise ReplicationError(f"replicate: run {name} is a {r.study} run, not {study_name(study)}")
+    recorded = P.written(original.metadata)
     profile = recorded.pop("profile", "quick")
     here = set(servers.list_flavours())
-    for flavour in sorted({s["flavour"] for s in meta.get("servers") or [] if s.get("flavour")} - here):
+    for flavour in sorted(set(r.flavours) - here):
         raise ReplicationError(f"replicate: run {name} measured the server flavour {flavour}, which this machine "
                                f"does not have (no env/servers/{flavour}.toml; `dbstudies servers add` makes one)")
     copies = {}
-    for kept in meta.get("workload_scripts") or []:
+    for kept in r.workload_scripts:
         copy = original.path / kept["copy"]
         if not copy.is_file() or paths.sha256(copy) != kept["sha256"]:
             state = "is missing" if not copy.is_file() else "is not the script it ran (SHA-256 differs)"
@@ -118,7 +118,7 @@ def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
         return reanalysis(study, run, namespace.get("profile"), given)
     p = resolve(study, namespace.get("profile") or "quick", **given)
     last = passes.last_run() if mine and run is None else None
-    if last is not None and last.metadata.get("study") == study_name(study) and not measured_differently(p, last.params(study)):
+    if last is not None and last.study == study_name(study) and not measured_differently(p, last.params(study)):
         namespace["run_dir"] = str(last.path)  # what the later cells open
         print(f"The measurement parameters are those of this kernel's last run, {last.path.name}: re-analysing "
               "it (nothing is measured). To measure again, change one, or Kernel › Restart Kernel and Run All Cells.")

@@ -3,17 +3,20 @@ kind's class, whose methods are the hooks, each with its one default here — an
 `Answer` it gives. A study package defines a subclass (of its kind's: `steps.SysbenchStudy`
 drives sysbench) that overrides what differs, and exposes one instance as `STUDY`, which
 `study.load` returns. Every hook that reads a run takes `(run, p)`: the run and its typed
-parameters (`Run.params`).
+parameters (`Run.params`); a `Study` is generic over its `Params`, so a hook reads `p.count`,
+never `getattr(p, "count", 0)`.
 
-The study's module is its home: its narrative (the module's docstring: its first line is
-the title), and helpers its notebook calls (`study.qps_table(…)`) are the study's too.
+The study's class is all a notebook, the loop or the report may call on it: its hooks, the
+helpers its notebook calls (`study.relative_layout(…)`), the constants it declares in its
+body; nothing else of its module is reached through it. Its module is the study's home: its
+narrative (the module's docstring: its first line is the title).
 """
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Generic, Mapping, TypeVar
 
 from .comparisons import Comparison
 
@@ -46,7 +49,10 @@ class Answer:
         return {words: self.tables[key] for words, key in self.verdicts.items()}
 
 
-class Study:
+P = TypeVar("P")  # a study's parameters (a `studykit.StudyParams`, which stands above this contract)
+
+
+class Study(Generic[P]):
     """A kind of study: the hooks the loop, the planner, a sweep and the report call, each
     with its default. `Params` (a `studykit.StudyParams`) and `PROFILES` are required, and so
     are `arms` and `answer`; `GOVERNING` names the server variables its report shows."""
@@ -56,45 +62,47 @@ class Study:
     # the notebook it shares with the other faces of one experiment (its name, without
     # .ipynb); None: a notebook of its own, named after the study
     NOTEBOOK: ClassVar[str | None] = None
+    # a face's own words in that shared notebook, by part (`report.narrative`)
+    NARRATIVE: ClassVar[Mapping[str, str]] = {}
 
     # ---------------------------------------------------------------- what it compares
-    def arms(self, p: Any) -> list[Any]:
+    def arms(self, p: P) -> list[Any]:
         """The configurations compared (`studykit.Arm`), the baseline first."""
         raise NotImplementedError(f"{type(self).__name__} declares no arms")
 
-    def answer(self, run: Any, p: Any) -> Answer:
+    def answer(self, run: Any, p: P) -> Answer:
         """What the run answers (its tables, verdicts, conclusion)."""
         raise NotImplementedError(f"{type(self).__name__} declares no answer")
 
-    def observations(self, run: Any, p: Any) -> Any:
+    def observations(self, run: Any, p: P) -> Any:
         """What its judged `Params.COMPARISONS` are computed on (a DataFrame: one row per
         observation, the comparisons' columns and cells): `dbstudies plan`, the loop's
         precision and a replication read it."""
         raise NotImplementedError(f"{type(self).__name__} declares no observations")
 
     # ---------------------------------------------------------------- its plan
-    def cells(self, p: Any) -> list[dict[str, Any]]:
+    def cells(self, p: P) -> list[dict[str, Any]]:
         """What one block measures (default: the parameters' own cells)."""
         return p.cells()
 
-    def table_cells(self, p: Any) -> list[dict[str, Any]] | None:
+    def table_cells(self, p: P) -> list[dict[str, Any]] | None:
         """The cells of its comparison tables where they are not the plan's (None: the plan's)."""
         return None
 
-    def block_seconds(self, p: Any) -> float:
+    def block_seconds(self, p: P) -> float:
         """One block's wall-clock estimate (default: the parameters')."""
         return p.block_seconds()
 
-    def warmup_seconds(self, p: Any) -> float:
+    def warmup_seconds(self, p: P) -> float:
         """The part of `block_seconds` one arm's warm-up takes (default: the parameters')."""
         return p.warmup_seconds()
 
-    def describe(self, p: Any, steps: int) -> str | None:
+    def describe(self, p: P, steps: int) -> str | None:
         """What a run measures, in words (None: its steps, rounds and arms)."""
         return None
 
     # ---------------------------------------------------------------- its loop
-    def client(self, p: Any, server: Any, record: dict[str, Any]) -> Any:
+    def client(self, p: P, server: Any, record: dict[str, Any]) -> Any:
         """The client a step's context holds for `server` (None: none)."""
         return None
 
@@ -114,15 +122,15 @@ class Study:
         for i, cell in enumerate(cells):
             self.step(begin(i, cell), cell)
 
-    def follow_up(self, run: Any, p: Any) -> list[dict[str, Any]]:
+    def follow_up(self, run: Any, p: P) -> list[dict[str, Any]]:
         """Cells chosen from what the plan measured, measured after it (default: none)."""
         return []
 
-    def profile_cells(self, run: Any, p: Any) -> list[dict[str, Any]]:
+    def profile_cells(self, run: Any, p: P) -> list[dict[str, Any]]:
         """With `cpu_profile`: the cells measured once more with the server profiled."""
         return []
 
-    def sweep_steps(self, run: Any, p: Any) -> Any:
+    def sweep_steps(self, run: Any, p: P) -> Any:
         """The steps a sweep shows side by side (None: every measured step)."""
         return None
 
@@ -131,13 +139,6 @@ class Study:
     def module(self) -> ModuleType:
         """The study's module (its package's `__init__`)."""
         return sys.modules[type(self).__module__]
-
-    def __getattr__(self, name: str) -> Any:
-        """What the study's module defines besides its hooks (its notebook's helpers, its
-        constants, `__name__`, `__file__`) is the study's too."""
-        if name == "module":
-            raise AttributeError(name)
-        return getattr(self.module, name)
 
 
 def study_name(study: Study) -> str:

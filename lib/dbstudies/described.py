@@ -16,10 +16,11 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from . import params as P
-from . import results, settings, stats
+from . import record, results, settings, stats
+from .record import ArmRecord, Host, Record, ServerRecord
 from .results import Run
 from .study import against_profile, unused_parameters
 
@@ -28,14 +29,14 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _host(h: dict[str, Any]) -> str:
-    fs = (h.get("filesystem") or "").split()
-    vm = f"virtual machine ({h['virtual_machine']}) · " if h.get("virtual_machine") else ""
-    return (f"{vm}{h.get('cpu_model')} · {h.get('cpus')} CPUs · {h.get('memory_gib')} GiB · "
-            f"Linux {h.get('kernel')} · {h.get('os')} · {fs[0] if fs else '?'}")
+def _host(h: Host) -> str:
+    fs = (h.filesystem or "").split()
+    vm = f"virtual machine ({h.virtual_machine}) · " if h.virtual_machine else ""
+    return (f"{vm}{h.cpu_model} · {h.cpus} CPUs · {h.memory_gib} GiB · "
+            f"Linux {h.kernel} · {h.os} · {fs[0] if fs else '?'}")
 
 
-def _storage(s: dict[str, Any] | None) -> str:
+def _storage(s: Mapping[str, Any] | None) -> str:
     """'ext4 on vda (256 GiB, rotational as the kernel says) · rw,relatime,…'"""
     if not s:
         return "not recorded"
@@ -46,26 +47,25 @@ def _storage(s: dict[str, Any] | None) -> str:
             f"the kernel says) · {s.get('mount_options') or ''}")
 
 
-def _servers(meta: dict[str, Any]) -> str:
+def _servers(r: Record) -> str:
     """Each flavour with its @@version and its binary's SHA-256 (12 digits); a directory
     flavour also with where it came from (its layout and folder, and its runtime)."""
     seen = {}
-    for s in meta.get("servers", []):
-        seen.setdefault(s.get("flavour"), _server_fact(s))
+    for s in r.servers:
+        seen.setdefault(s.flavour, _server_fact(s))
     return ", ".join(f"{f} ({v})" for f, v in seen.items()) or "none started"
 
 
-def _server_fact(s: dict[str, Any]) -> str:
-    out = str(s.get("version"))
-    if s.get("source") == "dir":
-        out += f", {s.get('layout')} {Path(s.get('directory') or '').name}" + (
-            f" in {s['runtime']}'s runtime" if s.get("runtime") else "")
-    if s.get("binary_sha256"):
-        out += f", sha256 {s['binary_sha256'][:12]}"
+def _server_fact(s: ServerRecord) -> str:
+    out = s.version
+    if s.source == "dir":
+        out += f", {s.layout} {Path(s.directory or '').name}" + (f" in {s.runtime}'s runtime" if s.runtime else "")
+    if s.binary_sha256:
+        out += f", sha256 {s.binary_sha256[:12]}"
     return out
 
 
-def _parameters(meta: dict[str, Any]) -> str:
+def _parameters(meta: Mapping[str, Any]) -> str:
     """name | value | profile value | changed? — the profile's values from the study."""
     params = P.written(meta)
     unused = unused_parameters(params)
@@ -92,17 +92,15 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
     """What opens every report, in two parts: the top (a banner where the run did not
     complete or its analysis stopped — `stopped`: where —, then the set-up in one line) and
     the run's facts with its parameters, folded, for below the answer."""
-    meta = run.metadata
-    git = meta.get("dbstudies") or {}
+    meta, r = run.metadata, run.record
+    git = r.dbstudies
     commit = (f"commit {git['commit'][:12]}" if git.get("commit") else "commit unknown") \
         + (" (dirty)" if git.get("dirty") else "")
-    facts = [("study", meta.get("study")), ("run", meta.get("run_id")), ("status", meta.get("status")),
-             ("started (UTC)", meta.get("created_at")), ("ended (UTC)", meta.get("finished_at") or "—"),
-             ("dbstudies", commit), ("host", _host(meta.get("host") or {})),
-             ("storage", _storage((meta.get("host") or {}).get("storage"))),
-             ("kernel settings", settings.knobs(meta.get("host") or {})),
-             ("servers", _servers(meta)),
-             ("sysbench", (meta.get("sysbench") or {}).get("version") or "not used")]
+    facts = [("study", r.study), ("run", r.run_id), ("status", r.status),
+             ("started (UTC)", r.created_at), ("ended (UTC)", r.finished_at or "—"),
+             ("dbstudies", commit), ("host", _host(r.host)), ("storage", _storage(r.host.storage)),
+             ("kernel settings", settings.knobs(r.host.raw)), ("servers", _servers(r)),
+             ("sysbench", r.sysbench.get("version") or "not used")]
     if run.variant:  # a re-analysis at other analysis parameters, beside the run's own report
         changed = dict(run.variants()).get(run.variant, {})
         meta = {**meta, "parameters": {**P.written(meta),  # the values it was analysed at
@@ -113,13 +111,13 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
             + " — nothing measured again"))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts) + _sweep_row(run)
     top = (f"<section class='dbs-header'>{_banner(run, stopped)}"
-           f"<p class='dbs-setupline'>{_e(setup_line(meta))}</p></section>")
+           f"<p class='dbs-setupline'>{_e(setup_line(r))}</p></section>")
     folded = (f"<section class='dbs-header'><details><summary>The run's facts and parameters</summary>"
               f"<table class='dbs-facts'>{rows}</table>{_parameters(meta)}</details></section>")
     return top, folded
 
 
-def setup_line(meta: dict[str, Any]) -> str:
+def setup_line(meta: Mapping[str, Any] | Record) -> str:
     """The set-up in one line: the host (machine, CPUs with threads per core, CPU model,
     kernel, its speed at the run's start and end: `provenance.speed_probe`), the servers
     (flavours that run one binary named so: an A/A of builds), sysbench, and the run.
@@ -130,29 +128,29 @@ def setup_line(meta: dict[str, Any]) -> str:
     ...             "sysbench": {"version": "1.0.20"}, "run_id": "20261126T211644Z-f2875f", "status": "complete"})
     'virtual machine (kvm), 2 CPUs (1 thread per core), AMD EPYC, kernel 6.1.0-28-amd64, a fixed CPU loop in 37.5 ms at the start, 61 at the end · mariadb-10.11 10.11.19-MariaDB-0+deb12u1 · sysbench 1.0.20 · run 20261126T211644Z-f2875f, complete'
     """
-    h = meta.get("host") or {}
-    tpc = h.get("threads_per_core")
+    r = record.of(meta)
+    h = r.host
+    tpc = h.threads_per_core
     per_core = f" ({tpc} thread{'s' if tpc != 1 else ''} per core)" if tpc else ""
-    machine = (f"virtual machine ({h['virtual_machine']})" if h.get("virtual_machine") else "bare metal") \
-        + f", {h.get('cpus')} CPUs{per_core}, {h.get('cpu_model')}" \
-        + (f", kernel {h['kernel']}" if h.get("kernel") else "") + speed_words(h)
+    machine = (f"virtual machine ({h.virtual_machine})" if h.virtual_machine else "bare metal") \
+        + f", {h.cpus} CPUs{per_core}, {h.cpu_model}" + (f", kernel {h.kernel}" if h.kernel else "") + speed_words(h)
     seen, binary = {}, {}
-    for s in meta.get("servers") or []:
-        seen.setdefault(s.get("flavour"), s.get("version"))
-        if s.get("binary_sha256"):
-            binary.setdefault(s["binary_sha256"], {})[s.get("flavour")] = True
+    for s in r.servers:
+        seen.setdefault(s.flavour, s.version)
+        if s.binary_sha256:
+            binary.setdefault(s.binary_sha256, {})[s.flavour] = True
     servers = ", ".join(f"{f} {v}" for f, v in seen.items()) or "no server started"
     twins = [(h, list(f)) for h, f in binary.items() if len(f) > 1]  # an A/A of builds: one binary, two names
     servers += "".join(f" ({' and '.join(f)}: the same binary, sha256 {h[:12]})" for h, f in twins)
-    sysbench = (meta.get("sysbench") or {}).get("version")
+    sysbench = r.sysbench.get("version")
     return " · ".join(x for x in (machine, servers, f"sysbench {sysbench}" if sysbench else "",
-                                  f"run {meta.get('run_id')}, {meta.get('status')}") if x)
+                                  f"run {r.run_id}, {r.status}") if x)
 
 
-def speed_words(host: dict[str, Any]) -> str:
+def speed_words(host: Host) -> str:
     """The host's speed as the set-up line says it (", a fixed CPU loop in 37.5 ms at the
     start, 61 at the end"; "" for a run recorded before the probe)."""
-    start, end = host.get("loop_ms"), host.get("loop_ms_end")
+    start, end = host.loop_ms, host.loop_ms_end
     if start is None:
         return ""
     return f", a fixed CPU loop in {start:g} ms at the start" + (f", {end:g} at the end" if end is not None else "")
@@ -171,7 +169,7 @@ def breakable(value: str) -> str:
     return _e(value).replace(",", ",<wbr>")
 
 
-def configuration(meta: dict[str, Any], governing: tuple[str, ...] = ()) -> str:
+def configuration(meta: Mapping[str, Any] | Record, governing: tuple[str, ...] = ()) -> str:
     """An HTML table: per arm, the key variables, the variables that govern what the study
     varies (`governing`: a study's `GOVERNING`, e.g. the pool's and the per-connection
     scheduler's), and every variable whose value differs between the arms (machine-specific
@@ -210,16 +208,17 @@ def configuration(meta: dict[str, Any], governing: tuple[str, ...] = ()) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>{note}")
 
 
-def data_sizes(meta: dict[str, Any]) -> str:
+def data_sizes(meta: Mapping[str, Any] | Record) -> str:
     """One line per server the study loaded: its data (as information_schema reports it
     after the load) against that server's buffer pool; "" when none was recorded."""
-    data = meta.get("data") or []
+    r = record.of(meta)
+    data = r.data
     if not data:
         return ""
     pools = {}
-    for s in meta.get("servers", []):
-        key = str(s.get("label", "")).removeprefix("prepare ")
-        pool = (s.get("global_variables") or {}).get("innodb_buffer_pool_size")
+    for s in r.servers:
+        key = s.label.removeprefix("prepare ")
+        pool = s.global_variables.get("innodb_buffer_pool_size")
         if pool:
             pools.setdefault(key, int(pool))
     lines = []
@@ -235,12 +234,13 @@ def data_sizes(meta: dict[str, Any]) -> str:
             f"the load and an ANALYZE TABLE (InnoDB's figures are estimates):</p><ul>{''.join(lines)}</ul>")
 
 
-def client_commands(meta: dict[str, Any]) -> str:
+def client_commands(meta: Mapping[str, Any] | Record) -> str:
     """The sysbench command line of the measured steps, one per workload (and per closed or
     open loop: an offered rate is said by DBSTUDIES_RATE), with the values that change from
     step to step (client threads, seed, rate) written as {…}; "" without sysbench."""
-    calls = [c for c in (meta.get("sysbench") or {}).get("calls") or [] if c.get("command") == "run"]
-    duration = P.written(meta).get("duration")
+    r = record.of(meta)
+    calls = [c for c in r.sysbench.get("calls") or [] if c.get("command") == "run"]
+    duration = P.written(r.raw).get("duration")
     calls = [c for c in calls if f"--time={duration}" in c.get("argv", [])] or calls
     lines = []
     kinds = dict.fromkeys((c.get("workload"), "DBSTUDIES_RATE" in (c.get("env") or {})) for c in calls)
@@ -306,13 +306,13 @@ def _sweep_row(run: Run) -> str:
 def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
     """A run that did not complete: how it ended, how far it got, what the report holds, how
     to run it again. A complete run whose analysis stopped: where and why."""
-    meta = run.metadata
-    status = meta.get("status")
+    r = run.record
+    status = r.status
     if status == "complete" and not stopped:
         return ""
     lines = []
     if status != "complete":
-        error = (meta.get("error") or "").strip().splitlines()
+        error = (r.error or "").strip().splitlines()
         far = results.how_far(run)
         of = f" of {far['planned']} planned" if far["planned"] else ""
         lines.append(f"<b>Run {_e(status)}</b>{': ' + _e(error[0]) if error else ''}. "
@@ -327,16 +327,16 @@ def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
             lines.append(f"Server logs under server/: {_e(logs)}.")
         lines.append("The sections below analyse the steps that finished." if far["done"]
                      else "No step finished, so there is nothing to analyse.")
-        lines.append(f"To measure it again: <code>{_e(rerun_command(meta))}</code>")
+        lines.append(f"To measure it again: <code>{_e(rerun_command(r.raw))}</code>")
     said = status != "complete" and stopped and (
-        stopped[1].startswith("NothingMeasured") or (meta.get("error") or "").startswith(stopped[1].split(":")[0]))
+        stopped[1].startswith("NothingMeasured") or (r.error or "").startswith(stopped[1].split(":")[0]))
     if stopped and not said:  # an analysis that failed on its own, not the run's error again
         where = f"in “{_e(stopped[0])}”" if stopped[0] else "before its first section"
         lines.append(f"The analysis stopped {where} ({_e(stopped[1])}); what follows is left out.")
     return f"<div class='dbs-banner dbs-{_e(status)}'>{'<br>'.join(lines)}</div>"
 
 
-def rerun_command(meta: dict[str, Any]) -> str:
+def rerun_command(meta: Mapping[str, Any]) -> str:
     """The `dbstudies run` command line that measures a run's study again with the same
     parameters (those its profile sets are left out).
 
@@ -344,14 +344,14 @@ def rerun_command(meta: dict[str, Any]) -> str:
     "dbstudies run x --profile smoke -p threads '[1, 8]'"
     """
     params = P.written(meta)
-    argv = ["dbstudies", "run", str(meta.get("study")), "--profile", str(params.get("profile"))]
+    argv = ["dbstudies", "run", record.of(meta).study, "--profile", str(params.get("profile"))]
     for name, value, default in against_profile(meta) or [(k, v, None) for k, v in params.items()]:
         if name != "profile" and value != default:
             argv += ["-p", name, json.dumps(value)]
     return shlex.join(argv)
 
 
-def design_line(meta: dict[str, Any], steps: Any = None) -> str:
+def design_line(meta: Mapping[str, Any] | Record, steps: Any = None) -> str:
     """How the run was measured, in one line (from its metadata: design, arms, plan), and,
     given its measured steps, what it measured as it ran (`as_ran`).
 
@@ -363,11 +363,10 @@ def design_line(meta: dict[str, Any], steps: Any = None) -> str:
     ...              "arm_servers": {"A": "f (shared)", "B": "f (shared)"}, "parameters": {"restart_every": 2}})
     "paired rounds: 6 rounds, the 2 arms of a cell back to back in a balanced order, on 1 server they share, each execution's session given its arm's settings, restarted and warmed up every 2 rounds; verdicts from the per-round log ratios"
     """
-    arms = meta.get("arms") or []
-    params = P.written(meta)
-    plan = meta.get("plan") or []
+    r = record.of(meta)
+    params = P.written(r.raw)
     ran = as_ran(steps)
-    return _design(meta, arms, params, plan) + _twins(arms, params) + (f"; as it ran: {ran}" if ran else "")
+    return _design(r, params) + _twins(r.arms, params) + (f"; as it ran: {ran}" if ran else "")
 
 
 def as_ran(steps: Any) -> str:
@@ -390,39 +389,39 @@ def as_ran(steps: Any) -> str:
     return f"{len(steps)} measured steps in {steps['repeat'].nunique()} {unit}; {n} {count}"
 
 
-def _twins(arms: list[dict[str, Any]], params: dict[str, Any]) -> str:
+def _twins(arms: tuple[ArmRecord, ...], params: dict[str, Any]) -> str:
     """The control twins a run measured, said only where it measured them.
 
-    >>> _twins([{"label": "A"}, {"label": "A (A/A)", "twin_of": "A"}], {"aa_control": True})
+    >>> _twins((ArmRecord("A"), ArmRecord("A (A/A)", twin_of="A")), {"aa_control": True})
     '; with an A/A twin of A (the same configuration on a server of its own, measured like the others: its table should be all draw)'
-    >>> _twins([{"label": "A"}], {"aa_control": False, "positive_control": None})
+    >>> _twins((ArmRecord("A"),), {"aa_control": False, "positive_control": None})
     ''
     """
-    twins = [a for a in arms if a.get("twin_of")]
+    twins = [a for a in arms if a.twin_of]
     out = ""
     if params.get("aa_control") and twins:
-        out += (f"; with an A/A twin of {twins[0]['twin_of']} (the same configuration on a server of its own, "
+        out += (f"; with an A/A twin of {twins[0].twin_of} (the same configuration on a server of its own, "
                 "measured like the others: its table should be all draw)")
     pause = params.get("positive_control")
     if pause and twins:
-        out += (f"; with a paused twin of {twins[0]['twin_of']} (its server stopped {pause.get('pause_ms')} ms "
+        out += (f"; with a paused twin of {twins[0].twin_of} (its server stopped {pause.get('pause_ms')} ms "
                 f"every {pause.get('every_s')} s: the positive control)")
     return out
 
 
-def _design(meta: dict[str, Any], arms: list[dict[str, Any]], params: dict[str, Any],
-            plan: list[dict[str, Any]]) -> str:
-    if meta.get("design") == "paired":
-        rounds = meta.get("rounds_done") or params.get("repeats")
-        first = {r["pair"] for r in plan if r.get("repeat") == 1}
+def _design(r: Record, params: dict[str, Any]) -> str:
+    arms = r.arms
+    if r.design == "paired":
+        rounds = r.rounds_done or params.get("repeats")
+        first = {x["pair"] for x in r.plan if x.get("repeat") == 1}
         cells = f" × {len(first)} cells" if first else ""
         every = params.get("restart_every", 1)
         budget = f" ({params['budget']:g}-minute budget)" if params.get("budget") else ""
-        aimed = meta.get("precision") or {}
+        aimed = r.precision
         if aimed.get("target"):  # measured to a precision target
             rounds = (f"{aimed.get('first_rounds')} rounds of every cell, then rounds only for the cells still "
                       f"above their target ({stats.target_words(aimed)}) — {aimed.get('rounds')}")
-        n_servers = len(set((meta.get("arm_servers") or {}).values())) or len(arms)
+        n_servers = len(set(r.arm_servers.values())) or len(arms)
         where = (f"each on a server of its own ({n_servers} running at once)" if n_servers == len(arms)
                  else f"on {n_servers} server{'s' if n_servers > 1 else ''} they share, each "
                       "execution's session given its arm's settings")

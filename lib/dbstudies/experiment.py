@@ -111,7 +111,7 @@ def measure(study: Study, p: StudyParams, run: Run, *, progress: bool = True) ->
 def _live_progress(study: Study, p: StudyParams, run: Run, steps: int) -> live.Progress | None:
     """Measured by hand in a notebook: the progress in the cell and at the window's bottom
     (`live`), not tqdm's stderr; the CLI's notebook keeps tqdm (its terminal has the bar)."""
-    by_hand = owns(run) and (run.metadata.get("owner") or {}).get("kind") == "notebook" and live.shell()
+    by_hand = owns(run) and run.record.owner.get("kind") == "notebook" and live.shell()
     return live.Progress(run, steps, estimated_seconds(study, p)) if by_hand else None
 
 

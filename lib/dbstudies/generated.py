@@ -106,7 +106,7 @@ def write_parameters_cells() -> list[Path]:
 def readme_of(study: Study) -> Path:
     """The README beside the study's package: its narrative and its parameter table. The
     faces of one experiment share one, a section each: <experiment>.md beside its module."""
-    here = Path(study.__file__).parent
+    here = Path(study.module.__file__).parent
     return here.parent / f"{study.NOTEBOOK}.md" if study.NOTEBOOK else here / "README.md"
 
 
@@ -163,7 +163,7 @@ def excerpt(run_dir: Path, figures: Path, rerun_of: Path | None = None) -> str:
     import matplotlib.pyplot as plt
 
     run = Run.open(run_dir)
-    s = load(run.metadata["study"])
+    s = load(run.study)
     said = s.answer(run, checks.resolve_cell(s, {"run_dir": str(run_dir)}))
     fig = plots.scaling(said["summary"], "qps", "queries per second")
     plots.save(fig, figures, "qps_vs_threads")

@@ -106,7 +106,7 @@ def effects_of(run: results.Run, baseline: str, candidate: str, metric: Metric =
     `metric` (QPS, or instructions per transaction) over its pairs, its standard error, the
     pairs, and in % the effect and its 95 % interval."""
     steps = results.measured(run)
-    labels = {a["flavour"]: a["label"] for a in run.metadata.get("arms", []) if a.get("flavour")}
+    labels = {a.flavour: a.label for a in run.record.arms if a.flavour}
     pairs = stats.pair_up(steps, by=BY, factor="arm", baseline=labels.get(baseline, baseline),
                           candidate=labels.get(candidate, candidate), value=metric.column, pair="pair")
     rows = [{"workload": cell[0], "threads": int(cell[1]), **paired_effect(g["d"])} for cell, g in pairs.groupby(BY)]

@@ -27,9 +27,7 @@ def record_server(run: Run, server: servers.Server, label: str, *,
                   session: dict[str, Any] | None = None) -> None:
     """Add what the server is (version, my.cnf, global variables) to the run's metadata;
     `session`: the settings the arm's sessions set on it (a shared server)."""
-    meta = run.metadata["servers"]
-    meta.append({"label": label, **server.describe(), **({"session": session} if session else {})})
-    run.update(servers=meta)
+    run.extend("servers", [{"label": label, **server.describe(), **({"session": session} if session else {})}])
 
 
 def record_data(run: Run, server: servers.Server, key: str) -> None:
@@ -44,7 +42,5 @@ def record_data(run: Run, server: servers.Server, key: str) -> None:
     rows = server.query(
         "SELECT table_schema, SUM(data_length + index_length), SUM(table_rows) "
         f"FROM information_schema.TABLES WHERE table_schema NOT IN ({system}) GROUP BY table_schema")
-    data = run.metadata.get("data") or []
-    data += [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
-             for schema, size, n in rows]
-    run.update(data=data)
+    run.extend("data", [{"server": key, "schema": schema, "bytes": int(size or 0), "rows": int(n or 0)}
+                        for schema, size, n in rows])

@@ -40,7 +40,7 @@ def create_run(study: Study | str, p: Any, root: str | os.PathLike, kind: str) -
     (`study_dir`), to be loaded again."""
     name = study if isinstance(study, str) else study_name(study)
     run = Run.create(name, as_dict(p), root=Path(root))
-    folder = None if isinstance(study, str) else paths.study_folder(study)
+    folder = None if isinstance(study, str) else paths.study_folder(study.module)
     run.update(owner={"kind": kind, "pid": os.getpid(), "host": socket.gethostname()},
                **({"study_dir": str(folder)} if folder else {}))
     return run
@@ -64,7 +64,7 @@ def open_run(study: Study, p: Any, run_dir: str | os.PathLike | None = None,
 
 
 def owns(run: Run) -> bool:
-    owner = run.metadata.get("owner") or {}
+    owner = run.record.owner
     return owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname()
 
 
@@ -122,7 +122,7 @@ def report_command(run: Run) -> str:
 
 def owner_alive(run: Run) -> bool | None:
     """Whether the process that owns the run still exists (None: unknown, e.g. another host)."""
-    owner = run.metadata.get("owner") or {}
+    owner = run.record.owner
     if not owner.get("pid") or owner.get("host") != socket.gethostname():
         return None
     return proc.alive(owner["pid"])
@@ -131,7 +131,7 @@ def owner_alive(run: Run) -> bool | None:
 def check_abandoned(run: Run) -> str:
     """The run's status, after marking a running run whose owner is gone `abandoned`."""
     if run.status == "running" and owner_alive(run) is False:
-        run.finish("abandoned", f"its owner (pid {run.metadata['owner']['pid']}) is gone; "
+        run.finish("abandoned", f"its owner (pid {run.record.owner['pid']}) is gone; "
                                 "`dbstudies clean` removes what it left behind")
     return run.status
 
@@ -140,8 +140,8 @@ def leftovers(run: Run) -> list[Path]:
     """What a run that did not end cleanly can leave behind: server datadirs in the run
     directory and the servers' private socket directories (/tmp/dbs-…)."""
     found = sorted(p for p in run.servers_dir.glob("*/datadir") if p.is_dir())
-    for server in run.metadata.get("servers", []):
-        sockdir = Path(server.get("socket") or "/nonexistent").parent
+    for server in run.record.servers:
+        sockdir = Path(server.raw.get("socket") or "/nonexistent").parent
         if sockdir.name.startswith("dbs-") and sockdir.is_dir() and sockdir not in found:
             found.append(sockdir)
     return found

@@ -58,8 +58,8 @@ def earlier_runs(study: str, root: Path, host: str | None = None, like: StudyPar
     s, out = load(study), []
     same = None if like is None else [c.key for c in like.COMPARISONS]
     for run in reversed(list_runs(study_name(s), root)):
-        meta = run.metadata
-        if meta.get("design") != "paired" or (meta.get("host") or {}).get("hostname") != host:
+        r = run.record
+        if r.design != "paired" or r.host.hostname != host:
             continue
         if same is not None and [c.key for c in run.params(s).COMPARISONS] != same:
             continue
@@ -83,7 +83,7 @@ def cell_noise(study: Study, runs: list[Run], table: int = 0, spread: str = "s2"
         if table >= len(tables):  # a run without this table (a study with fewer tables)
             continue
         _, frame, by, value = tables[table]
-        labels = [a["label"] for a in run.metadata.get("arms") or []]
+        labels = run.record.labels
         t = precision.cell_variances(frame, by, value, labels[0], labels[1:])
         parts.append(t.assign(ss=t[spread] * (t["n"] - 1), df=t["n"] - 1).set_index(by)[["ss", "df"]])
     if not parts:

@@ -64,8 +64,8 @@ def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str
 
 def compared(run: Run) -> tuple[str, list[str]]:
     """The run's baseline and the arms its tables compare with it (no twin)."""
-    arms = run.metadata.get("arms") or []
-    return arms[0]["label"], [a["label"] for a in arms[1:] if a.get("twin_of") is None]
+    arms = run.record.arms
+    return arms[0].label, [a.label for a in arms[1:] if a.twin_of is None]
 
 
 def _per_cell(t: pd.DataFrame, by: list[str], target: float) -> pd.DataFrame | None:

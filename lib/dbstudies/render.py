@@ -146,8 +146,8 @@ def render(run: Run) -> Path:
     nb = nbformat.read(nb_path, as_version=4)
     stopped = prune(nb)
     opening = first_outputs(nb)
-    meta = run.metadata
-    nb.metadata["title"] = f"{meta.get('study')} — run {meta.get('run_id')}"
+    r = run.record
+    nb.metadata.title = f"{r.study} — run {r.run_id}"  # the page's
     body = css.prune_page(css.offline(_page(nb)))
     body = body.replace("</head>", css.STYLE + "</head>", 1)
     # under the notebook's title (its first heading), else at the top of the page

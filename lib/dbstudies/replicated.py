@@ -24,9 +24,7 @@ def original_of(run: Run) -> Run | None:
 
 def binaries_line(original: Run, run: Run) -> str:
     """Whether each server flavour ran the same build in both runs (by the binaries' SHA-256)."""
-    def builds(r: Run) -> dict[str, str]:
-        return {s["flavour"]: s.get("binary_sha256") or "" for s in r.metadata.get("servers") or [] if s.get("flavour")}
-    a, b = builds(original), builds(run)
+    a, b = original.record.flavours, run.record.flavours
     other = [f for f in a if f in b and a[f] != b[f]]
     if not other:
         return "Every server flavour ran the same build in both runs (the same SHA-256)."
@@ -48,7 +46,7 @@ def section(run: Run) -> None:
         return
     if original is None:
         return
-    study = load(reference(run.metadata))
+    study = load(reference(run.record))
     tables = replication_of.replication(study, original, run)
     display(Markdown(f"### Did the answer of run {original.path.name} replicate?\n\nEach cell's *effect* — "
                      "the candidate against the baseline, measured inside each run — in the original and "

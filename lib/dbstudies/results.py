@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import errors, paths
+from . import errors, paths, record
 from . import params as P
 from .provenance import git_state, host_facts, package_versions, speed_probe
 from .provenance import now as _now
@@ -200,12 +200,17 @@ class Run:
         return json.loads(self.meta_path.read_text())
 
     @property
+    def record(self) -> record.Record:
+        """Its metadata, typed (`record.Record`): how every view reads a run."""
+        return record.Record.of(self.metadata)
+
+    @property
     def study(self) -> str:
-        return self.metadata["study"]
+        return self.record.study
 
     @property
     def status(self) -> str:
-        return self.metadata["status"]
+        return self.record.status
 
     def update(self, **fields: Any) -> None:
         """Replace top-level metadata fields (atomically)."""
@@ -213,11 +218,15 @@ class Run:
         meta.update(fields)
         _write_json(self.meta_path, meta)
 
+    def extend(self, key: str, items: list[Any]) -> None:
+        """Add `items` to the metadata list `key` (servers, data …)."""
+        self.update(**{key: [*(self.metadata.get(key) or []), *items]})
+
     def finish(self, status: str = "complete", error: str | None = None) -> None:
         if status not in STATUSES[1:]:
             raise errors.StoreError(f"status must be one of {STATUSES[1:]}, got {status!r}")
         (self.path / RESERVE).unlink(missing_ok=True)  # its room, for this record and the report
-        host = self.metadata.get("host") or {}
+        host = dict(self.record.host.raw)
         if status != "abandoned":  # its own process, on its own host: how fast that host is now
             host = {**host, "loop_ms_end": speed_probe()}
         self.update(status=status, error=error, finished_at=_now(), host=host)
@@ -302,7 +311,7 @@ class Run:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, part)
-        tables = self.metadata["tables"]
+        tables = dict(self.record.tables)
         if table.name not in tables:
             tables[table.name] = {"schema_version": table.version, "columns": dict(table.columns),
                                   "doc": table.doc}
@@ -400,7 +409,7 @@ def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path | None
     the run is a smoke run and those figures are a larger run's: a few seconds of machinery
     never replace a study's measured figures. Returns where they went, or None."""
     dest = Path(dest_root) / run.study
-    profile = (run.metadata.get("parameters") or {}).get("profile")
+    profile = run.record.profile
     with contextlib.suppress(OSError, ValueError):
         before = json.loads((dest / EXPORTED).read_text()).get("profile")
         if profile == "smoke" and before not in (None, "smoke"):
@@ -423,7 +432,7 @@ def _steps_stored(run: Run) -> int:
     """Measured steps in the run's step tables (those with `step` and `phase` columns:
     sysbench's steps, DBT3's queries)."""
     steps: set[int] = set()
-    for name, table in (run.metadata.get("tables") or {}).items():
+    for name, table in run.record.tables.items():
         if {"step", "phase"} <= set(table.get("columns", {})):
             rows = run.table(name)
             steps |= set(rows.loc[(rows["step"] > 0) & ~rows["phase"].isin(["warmup", "busy"]), "step"])
@@ -435,7 +444,7 @@ def how_far(run: Run) -> dict[str, Any]:
     time budget's), `running`: the step under way when it ended ("" if none), and
     `streamed_s`: the seconds that step had streamed (None: no stream)."""
     now = run.progress() or {}
-    planned = now.get("total") or len(run.metadata.get("plan") or []) or None
+    planned = now.get("total") or len(run.record.plan) or None
     running = "" if now.get("now") in (None, "done") else str(now["now"])
     streamed = None
     if running and run.has_table(INTERVALS):

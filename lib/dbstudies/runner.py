@@ -171,7 +171,7 @@ def variant_of(run: Run, pairs: Sequence[Sequence[str]]) -> Run:
     overrides = parameters(pairs)
     if not overrides:
         return run
-    study = load(reference(run.metadata))
+    study = load(reference(run.record))
     analysis = study.Params.ANALYSIS
     other = sorted(set(overrides) - analysis)
     if other:
@@ -193,11 +193,11 @@ def analyse(run: Run, kernel: str | None = None, verbose: bool = False) -> Path:
     from papermill.exceptions import PapermillExecutionError
     if check_abandoned(run) == "running":
         raise StoreError(f"run {run.path.name} is still running (pid "
-                         f"{run.metadata['owner']['pid']}); its report is written when it ends")
-    meta = run.metadata
-    if not written(meta) or "study" not in meta:
+                         f"{run.record.owner.get('pid')}); its report is written when it ends")
+    r = run.record
+    if not written(r.raw) or not r.study:
         raise StoreError(f"{run.path}/metadata.json names no study or parameters: nothing to analyse")
-    study = load(reference(meta))  # an unknown study: a clear error
+    study = load(reference(r))  # an unknown study: a clear error
     notebook = notebook_of(study)
     out, partial = run.notebook, run.partial_notebook(run.status)
     if not run.variant and out.exists() and not partial.exists() and run.status != "complete":

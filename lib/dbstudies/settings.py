@@ -8,10 +8,12 @@ settings its sessions set on a shared server laid over them).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping, Union
 
-from . import servers
+from . import record, servers
 from .params import written
+
+Meta = Union[Mapping[str, Any], record.Record]  # a run's record, or its metadata as written
 
 # the server variables every report shows (where a server has them)
 AIO_SAID = "aio (as InnoDB says at start)"  # the backend the error log names (`servers.aio_backend`), beside the variable
@@ -98,17 +100,18 @@ def knobs(h: dict[str, Any]) -> str:
             f"transparent huge pages: {h.get('transparent_hugepages') or 'not exposed'}")
 
 
-def arm_variables(meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+def arm_variables(meta: Meta) -> dict[str, dict[str, str]]:
     """Per arm (in the run's order): its server's global variables, with the settings its
     sessions set on a shared server laid over them."""
-    by_label = {s.get("label"): s for s in meta.get("servers", [])}
+    r = record.of(meta)
+    by_label = {s.label: s for s in r.servers}
     out = {}
-    for arm in meta.get("arms") or []:
-        server = by_label.get(arm["label"])
+    for arm in r.arms:
+        server = by_label.get(arm.label)
         if server:
-            out[arm["label"]] = {**{k.lower(): str(v) for k, v in (server.get("global_variables") or {}).items()},
-                                 **{k.lower(): str(v) for k, v in (server.get("session") or {}).items()},
-                                 **({AIO_SAID: str(server["aio"])} if server.get("aio") else {})}
+            out[arm.label] = {**{k.lower(): str(v) for k, v in server.global_variables.items()},
+                              **{k.lower(): str(v) for k, v in server.session.items()},
+                              **({AIO_SAID: str(server.aio)} if server.aio else {})}
     return out
 
 
@@ -123,17 +126,17 @@ def same(values: list[str | None]) -> bool:
     return all(servers.same_value(values[0], v) for v in values[1:])
 
 
-def aligned(meta: dict[str, Any]) -> list[str]:
+def aligned(meta: Meta) -> list[str]:
     """The variables a like-for-like run said the same on every server (`servers.ALIGNED`,
     each shown by its `SHOWN_AS` variable); [] for a run with `align = "defaults"`, one with a
     remote server (dbstudies does not configure it), and runs recorded before alignment."""
-    if written(meta).get("align") != "intent" or any(
-            s.get("remote") for s in meta.get("servers", [])):  # a remote server is as it runs
+    r = record.of(meta)
+    if written(r.raw).get("align") != "intent" or any(s.remote for s in r.servers):  # a remote server is as it runs
         return []
     return [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]
 
 
-def differences(meta: dict[str, Any]) -> list[tuple[str, list[str | None]]]:
+def differences(meta: Meta) -> list[tuple[str, list[str | None]]]:
     """(variable, values per arm) for every configuration variable all arms' servers have and
     whose values differ (machine paths, ports and identities left out), key variables first."""
     per_arm = arm_variables(meta)
@@ -153,7 +156,7 @@ def differences(meta: dict[str, Any]) -> list[tuple[str, list[str | None]]]:
     return out
 
 
-def differences_line(meta: dict[str, Any], listed: int = 12) -> str:
+def differences_line(meta: Meta, listed: int = 12) -> str:
     """The Answer's sentence on the settings that differ between arms (Markdown): what the
     arms vary on purpose, said as that, then what else still differs — which the verdicts
     include — or that nothing else does. "" with fewer than two arms' servers recorded.
@@ -186,12 +189,12 @@ def _named(diff: list[tuple[str, list[str | None]]]) -> str:
     return "; ".join(f"`{n}` ({' vs '.join(dict.fromkeys(shown(n, v) for v in values))})" for n, values in diff)
 
 
-def varied(meta: dict[str, Any]) -> set[str]:
+def varied(meta: Meta) -> set[str]:
     """The settings the run's arms set on purpose (any arm's `settings`)."""
-    return {k for a in meta.get("arms") or [] for k in (a.get("settings") or {})}
+    return {k for a in record.of(meta).arms for k in a.settings}
 
 
-def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
+def beyond_varied(meta: Meta, listed: int = 5) -> str:
     """The Answer's caveat on settings that differ between arms beyond those the arms set on
     purpose (Markdown; "" when none does): the verdicts include their effect."""
     asked = varied(meta)
@@ -206,7 +209,7 @@ def beyond_varied(meta: dict[str, Any], listed: int = 5) -> str:
             + ". The verdicts include their effect.")
 
 
-def between_runs(meta_a: dict[str, Any], meta_b: dict[str, Any]) -> list[tuple[str, str, str | None, str | None]]:
+def between_runs(meta_a: Meta, meta_b: Meta) -> list[tuple[str, str, str | None, str | None]]:
     """(arm, variable, run A's value, run B's) for every configuration variable an arm's
     servers in both runs have and whose values differ — what differs between the set-ups of
     two runs of a study (machine paths, ports and identities left out; key variables first)."""

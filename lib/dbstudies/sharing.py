@@ -49,8 +49,7 @@ def builds(original: Run, say: Say = _say) -> list[str]:
     (one line each; said before anything is measured): another build is allowed, and named
     in the report."""
     lines = []
-    recorded = {s["flavour"]: s.get("binary_sha256") for s in original.metadata.get("servers") or []
-                if s.get("flavour") and s.get("binary_sha256")}
+    recorded = {flavour: sha for flavour, sha in original.record.flavours.items() if sha}
     for name, sha in sorted(recorded.items()):
         here = servers.binary_record(servers.load_flavour(name)).get("binary_sha256")
         if here is None:
@@ -68,13 +67,12 @@ def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: b
     """`dbstudies replicate`: check that this machine can measure what the run did (one line,
     exit 2, nothing written when it cannot), measure it again, and print the replication."""
     original = archive.open_run(given)
-    study = load(reference(original.metadata))
+    study = load(reference(original.record))
     checks.replication_base(study, {"replicate": str(given)})  # refused here, before any output
     builds(original)
-    _say(f"replicating run {original.path.name} ({original.metadata.get('study')}, "
-         f"{original.metadata.get('parameters', {}).get('profile')})")
+    _say(f"replicating run {original.path.name} ({original.study}, {original.record.profile})")
     where = str(archive.locate(given))  # as found: here, or from the repository
-    return runner.execute(str(reference(original.metadata)), "quick", [("replicate", where)], runs_dir, kernel, verbose)
+    return runner.execute(reference(original.record), "quick", [("replicate", where)], runs_dir, kernel, verbose)
 
 
 def effects_view(t: pd.DataFrame) -> pd.DataFrame:
@@ -100,7 +98,7 @@ def compare_effects(run_a: Run, run_b: Run) -> bool:
     compared arm and cell)."""
     from .errors import StoreError
     try:
-        tables = replication.replication(load(reference(run_a.metadata)), run_a, run_b)
+        tables = replication.replication(load(reference(run_a.record)), run_a, run_b)
     except StoreError as e:
         _say(f"no comparison of effects: {e}")
         return False
@@ -161,7 +159,7 @@ def pool(paths: Sequence[Path], csv: Path | None = None) -> int:
     speed = runs.speed_lines(opened)
     if speed:
         print(". ".join(speed) + ".")
-    tables = replication.pooled(load(reference(opened[0].metadata)), opened)
+    tables = replication.pooled(load(reference(opened[0].record)), opened)
     for t in tables.values():
         by, k = t.attrs["by"], t.attrs.get("digits", 1)
         view = t.assign(pooled=[f"{d:+.{k}f}% {_interval(lo, hi, k)}"

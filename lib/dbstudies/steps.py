@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import callgrind, paths, pauses, probes, profiler, results, servers, workloads
 from .comparisons import with_tail_ratio
-from .contract import Study
+from .contract import P, Study
 from .probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
 from .results import PROFILE_DIR, Run
 from .studykit import Arm
@@ -74,17 +74,17 @@ class Context:
 
 # ---------------------------------------------------------------- the default hooks: sysbench
 
-def sysbench_client(p: Any, server: servers.Server, meta: dict[str, Any]) -> Sysbench | None:
+def sysbench_client(p: Any, server: servers.Server, record: dict[str, Any]) -> Sysbench | None:
     """The client a server's steps drive (the `client` hook): sysbench, with the tables the
-    study loads, its version and the argv of every call recorded into `meta` (the run's
-    `sysbench` metadata); None for a study without sysbench parameters."""
+    study loads, its version and the argv of every call recorded into `record` (what the run
+    writes as its `sysbench` metadata); None for a study without sysbench parameters."""
     if not hasattr(p, "table_size"):
         return None
-    if meta["version"] is None:
-        meta["version"] = sysbench_version()
+    if record.get("version") is None:
+        record["version"] = sysbench_version()
     return Sysbench(server, tables=p.tables, table_size=p.table_size, warehouses=p.warehouses,
                     nodes=p.nodes, cpus=p.client_cpus, script_options=dict(p.workload_options),
-                    calls=meta["calls"])
+                    calls=record.setdefault("calls", []))
 
 
 def keep_scripts(run: Run, p: Any) -> list[dict[str, str]]:
@@ -381,13 +381,13 @@ def _counted(count: callgrind.Count | None, events: int) -> dict[str, float]:
     return {"instr_per_txn": count.served / events, "instr_all_per_txn": count.total / events}
 
 
-class SysbenchStudy(Study):
+class SysbenchStudy(Study[P]):
     """The sysbench kind: a study whose loop drives sysbench by default — its client, its
     tables loaded once per server, a read-only warm-up, one sysbench run per step, a pair
     measured again on a busy host — and whose comparisons are judged on the measured steps
     (with the tail ratio). A study of this kind overrides what differs."""
 
-    def client(self, p: Any, server: servers.Server, record: dict[str, Any]) -> Sysbench | None:
+    def client(self, p: P, server: servers.Server, record: dict[str, Any]) -> Sysbench | None:
         return sysbench_client(p, server, record)
 
     def prepare(self, ctx: Context) -> None:
@@ -407,7 +407,7 @@ class SysbenchStudy(Study):
         else:
             super().pair(begin, cells)
 
-    def observations(self, run: Run, p: Any) -> pd.DataFrame:
+    def observations(self, run: Run, p: P) -> pd.DataFrame:
         """The measured steps, with the tail ratio (p99 ÷ p50)."""
         return with_tail_ratio(results.measured(run)) if results.finished_steps(run) else pd.DataFrame()
 

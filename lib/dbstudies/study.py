@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import params as P
-from . import paths, workloads
+from . import paths, record, workloads
 from .contract import Study, study_name
 
 
@@ -123,6 +124,10 @@ def _load_folder(folder: Path) -> Study:
         raise
 
 
+# what the loop, the planner, a sweep and the report call on a study: `Study`'s methods
+HOOKS = tuple(name for name, v in vars(Study).items() if inspect.isfunction(v) and not name.startswith("_"))
+
+
 def _the_study(module: types.ModuleType) -> Study:
     """The study a module declares: its `STUDY`, an instance of its kind's class (`Study`)
     with `Params`, `PROFILES`, `arms` and `answer` of its own."""
@@ -134,27 +139,32 @@ def _the_study(module: types.ModuleType) -> Study:
     problems = [f"study: {where} declares no {what}" for what in ("Params", "PROFILES") if not hasattr(type(study), what)]
     problems += [f"study: {where} declares no {what}" for what in ("arms", "answer")
                  if getattr(type(study), what) is getattr(Study, what)]
+    problems += [f"study: {where} defines {name}() as a module function; a hook is a method of its class "
+                 f"({type(study).__name__}.{name}), else the kind's default runs" for name in HOOKS
+                 if inspect.isfunction(getattr(module, name, None))
+                 and getattr(module, name) is not getattr(type(study), name, None)]
     if problems:
         raise P.ParamError(problems)
     return study
 
 
-def reference(meta: Mapping[str, Any]) -> str:
+def reference(meta: Mapping[str, Any] | record.Record) -> str:
     """What `load` takes to load a run's study again: the folder of a study of your own
     (recorded in the run's metadata), else the built-in's name."""
-    return meta.get("study_dir") or meta["study"]
+    r = record.of(meta)
+    return r.study_dir or r.study
 
 
 def params_of(run: Any) -> Any:
     """A recorded run's parameters, typed, as its own study declares them (`Run.params`): an
     instance of its `Params` (a `studykit.StudyParams`, whose kit this registry stands below)."""
-    return run.params(load(reference(run.metadata)))
+    return run.params(load(reference(run.record)))
 
 
 def notebook_of(study: Study) -> Path:
     """The study's notebook: notebooks/<name>.ipynb (the faces of one experiment share
     theirs: its `NOTEBOOK`), or <name>.ipynb in its own folder."""
-    folder = paths.study_folder(study)
+    folder = paths.study_folder(study.module)
     return (folder or paths.NOTEBOOKS_DIR) / f"{study.NOTEBOOK or study_name(study)}.ipynb"
 
 

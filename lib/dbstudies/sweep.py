@@ -188,9 +188,9 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
                 "host": platform.node(), "run_dir": None, "error": _tail(log), "interrupted": interrupted}
     run = Run(run_dir)
     log.replace(run.file("sweep.log"))
-    meta = run.metadata
-    return {"key": job.key, "label": job.label, "status": meta.get("status"),
-            "host": platform.node(), "run_dir": str(run_dir), "error": meta.get("error"),
+    r = run.record
+    return {"key": job.key, "label": job.label, "status": r.status,
+            "host": platform.node(), "run_dir": str(run_dir), "error": r.error,
             "interrupted": interrupted}
 
 
@@ -246,10 +246,9 @@ class Sweep:
         out = []
         for job in self.jobs:
             if job.key in done:
-                meta = Run(done[job.key]).metadata
                 self._record({"key": job.key, "label": job.label, "status": "complete",
                               "skipped": True, "run_dir": str(done[job.key]),
-                              "host": (meta.get("host") or {}).get("hostname")})
+                              "host": Run(done[job.key]).record.host.hostname})
             else:
                 out.append(job)
         return out

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import callgrind, probes, settings, stats, workloads
+from ..record import Host
 from ..results import Run
 from ..studykit import SysbenchParams, cpus_shared, pinned_apart
 from ..tables import INTERVALS
@@ -375,8 +376,8 @@ def judged_seconds_of(run: Run, tables: dict[str, Any], throughput: str | None, 
     return tables["seconds_judged"]
 
 
-def virtual_machine(meta: dict[str, Any]) -> str:
-    vm = (meta.get("host") or {}).get("virtual_machine")
+def virtual_machine(host: Host) -> str:
+    vm = host.virtual_machine
     if not vm:
         return ""
     kind = "" if vm == "virtual machine" else f" ({vm})"
@@ -424,19 +425,19 @@ def caveats(run: Run, p: Any, tables: dict[str, Any], throughput: str | None) ->
     """Every caveat that applies to this run (its parameters `p`; Markdown, one item each). `tables`: the
     answer's tables (`steps` among them, where the study has one); `throughput`: the key of
     its throughput verdict table, whose judged cells get the CPU budget (None: no budget)."""
-    meta = run.metadata
+    r = run.record
     if getattr(p, "count", 0):  # instructions, not time: what it rests on instead
         return [c for c in (*callgrind.caveats(p.threads, any(workloads.writes(w) for w in p.workloads)),
-                            settings.beyond_varied(meta)) if c]
+                            settings.beyond_varied(r)) if c]
     steps = _steps(tables)
     rel = tables.get(throughput) if throughput else None
-    cpus = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)  # the host's, or the pinned ones
+    cpus = cpus_shared(p, r.host.cpus)  # the host's, or the pinned ones
     pinned = pinned_apart(p)
     b = judged_budget(tables, throughput, cpus)
     mde = rel["mde_pct"].median() if rel is not None and "mde_pct" in rel and len(rel) else float("nan")
     judged_seconds, changed = judged_seconds_of(run, tables, throughput, p)
     out = [saturation(steps, b, cpus, pinned), ramp_up(run, steps, mde),
-           f"**Seconds judged.** {judged_seconds}." if changed else "", virtual_machine(meta),
+           f"**Seconds judged.** {judged_seconds}." if changed else "", virtual_machine(r.host),
            busy(steps, getattr(p, "busy_retries", 0)),  # a study that retries no step: none
-           settings.beyond_varied(meta)]
+           settings.beyond_varied(r)]
     return [c for c in out if c]

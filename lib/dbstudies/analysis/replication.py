@@ -36,7 +36,7 @@ def higher_is_better(study: Study, metric: str) -> bool:
 def compared(run: Run) -> tuple[str, list[str]]:
     """The run's baseline and every other arm — its controls too: an A/A twin's effect
     should replicate as none, a paused twin's as the harm its pauses did."""
-    labels = [a["label"] for a in run.metadata.get("arms") or []]
+    labels = run.record.labels
     if not labels:
         raise StoreError(f"run {run.path.name} records no arms: no effects to compare")
     return labels[0], labels[1:]
@@ -50,7 +50,7 @@ def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFr
     targets the report used (empty tables left out)."""
     rule = run.params(study)  # its draw threshold and targets
     baseline, candidates = compared(run)
-    twins = {a["label"] for a in run.metadata.get("arms") or [] if a.get("twin_of") is not None}
+    twins = run.record.twins
     listed = getattr(rule, "COMPARISONS", study.Params.COMPARISONS)
     out = {}
     for metric, (words, frame, by, value) in precision.paired_tables(study, run, rule).items():
@@ -70,10 +70,10 @@ def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFr
 def same_comparisons(runs: Sequence[Run]) -> None:
     """A clear error unless the runs are of one study and compare the same arms with the same
     baseline."""
-    studies = {r.metadata.get("study") for r in runs}
+    studies = {r.study for r in runs}
     if len(studies) > 1:
         raise StoreError("runs of different studies cannot be compared on their effects: "
-                         + ", ".join(f"{r.path.name} is {r.metadata.get('study')}" for r in runs))
+                         + ", ".join(f"{r.path.name} is {r.study}" for r in runs))
     arms = [compared(r) for r in runs]
     if any(a[0] != arms[0][0] for a in arms):
         raise StoreError("the runs compare against different baselines: "
@@ -123,7 +123,7 @@ def pooled(study: Study, runs: Sequence[Run]) -> dict[str, pd.DataFrame]:
     runs' order, as their reports say it)."""
     named: dict[str, list[str]] = {}
     for r in runs:  # a packed run's copy, or the copy a replication measured from, is the run itself
-        named.setdefault(r.metadata.get("run_id") or r.path.name, []).append(str(r.path))
+        named.setdefault(r.record.run_id or r.path.name, []).append(str(r.path))
     twice = {k: v for k, v in named.items() if len(v) > 1}
     if twice:
         raise StoreError("pool: each run counts once; " + "; ".join(
@@ -240,22 +240,22 @@ def setups(runs: dict[str, Run]) -> pd.DataFrame:
     host, CPUs, kernel, when, the dbstudies commit, and every server's version and SHA-256."""
     rows: dict[str, dict[str, str]] = {}
     for label, run in runs.items():
-        m = run.metadata
-        h, git = m.get("host") or {}, m.get("dbstudies") or {}
-        col = {"run": run.path.name, "host": f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs)",
-               "kernel": str(h.get("kernel")), "kernel settings": knobs(h), "started": str(m.get("created_at", ""))[:19],
+        r = run.record
+        h, git = r.host, r.dbstudies
+        col = {"run": run.path.name, "host": f"{h.hostname} ({h.cpu_model}, {h.cpus} CPUs)",
+               "kernel": str(h.kernel), "kernel settings": knobs(h.raw), "started": (r.created_at or "")[:19],
                "dbstudies commit": f"{str(git.get('commit'))[:10]}{' (dirty)' if git.get('dirty') else ''}"}
-        for s in m.get("servers") or []:
-            if str(s.get("label", "")).startswith("prepare "):
+        for s in r.servers:
+            if s.label.startswith("prepare "):
                 continue
-            col[f"server {s.get('label')}"] = f"{s.get('version')}, sha256 {str(s.get('binary_sha256'))[:12]}"
+            col[f"server {s.label}"] = f"{s.version}, sha256 {str(s.binary_sha256)[:12]}"
         rows[label] = col
     return pd.DataFrame(rows)
 
 
 def settings_diff(original: Run, replica: Run) -> pd.DataFrame:
     """Per arm, the server settings whose values differ between the two runs."""
-    return pd.DataFrame(between_runs(original.metadata, replica.metadata),
+    return pd.DataFrame(between_runs(original.record, replica.record),
                         columns=["arm", "variable", "original", "replication"])
 
 

@@ -16,14 +16,14 @@ SPEED_RATIO = 1.5  # hosts whose speeds differ more than this are said to, befor
 
 def host_of(run: Run) -> str:
     """The host that measured a run: its name, CPU model and kernel (from its metadata)."""
-    h = run.metadata.get("host") or {}
-    return f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs, kernel {h.get('kernel')})"
+    h = run.record.host
+    return f"{h.hostname} ({h.cpu_model}, {h.cpus} CPUs, kernel {h.kernel})"
 
 
 def same_machine(run_a: Run, run_b: Run) -> bool | None:
     """Whether two runs were measured on one machine by its recorded identity
     (`provenance.machine_id`); None when a run recorded none (before it was recorded)."""
-    a, b = ((r.metadata.get("host") or {}).get("machine_id") for r in (run_a, run_b))
+    a, b = (r.record.host.machine_id for r in (run_a, run_b))
     return None if a is None or b is None else a == b
 
 
@@ -49,7 +49,7 @@ def one_client_us(run: Run) -> dict[str, float]:
     """Per workload, the baseline's median µs per transaction at one client thread (a
     host's speed at the work itself; {} when the run has no such cell)."""
     steps = results.measured(run)
-    arms = [a.get("label") for a in run.metadata.get("arms") or []]
+    arms = run.record.labels
     if steps.empty or "threads" not in steps or not arms:
         return {}
     one = steps[(steps["threads"] == 1) & (steps["arm"] == arms[0]) & (steps["tps"] > 0)]
@@ -59,8 +59,8 @@ def one_client_us(run: Run) -> dict[str, float]:
 def loop_ms(run: Run) -> float | None:
     """A run's host speed: the faster of its fixed CPU loop's readings at its start and end
     (the less disturbed by whatever else ran then), or None before the probe was recorded."""
-    h = run.metadata.get("host") or {}
-    seen = [x for x in (h.get("loop_ms"), h.get("loop_ms_end")) if x]
+    h = run.record.host
+    seen = [x for x in (h.loop_ms, h.loop_ms_end) if x]
     return min(seen) if seen else None
 
 
@@ -88,7 +88,7 @@ def speed_lines(runs: list[Run]) -> list[str]:
 
 def same_study(run_a: Run, run_b: Run) -> None:
     """A clear error unless the two runs are of one study (before anything of them is said)."""
-    a, b = run_a.metadata.get("study"), run_b.metadata.get("study")
+    a, b = run_a.study, run_b.study
     if a != b:
         raise StoreError(f"runs of different studies cannot be compared: {run_a.path.name} is "
                          f"{a}, {run_b.path.name} is {b}")

@@ -36,9 +36,8 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     """The answer in words (`Said`), as `report.answer` shows it and `dbstudies run` prints it."""
     tables = said.verdict_tables()
     key = throughput(said.comparisons)
-    meta = run.metadata if run is not None else {}
     p = params_of(run) if run is not None else None
-    cpus = cpus_shared(p, (meta.get("host") or {}).get("cpus") or 0)
+    cpus = cpus_shared(p, run.record.host.cpus if run is not None else 0)
     pinned = pinned_apart(p) if run is not None else True
     b = caveats.judged_budget(said.tables, key, cpus) if run is not None and key else None
     client = caveats.client_explained(b, pinned) if b is not None else None
@@ -55,8 +54,9 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
         more.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
-    differ = settings.differences_line(run.metadata) if run is not None else ""
-    if differ and settings.beyond_varied(run.metadata):
+    r = run.record if run is not None else None
+    differ = settings.differences_line(r) if r is not None else ""
+    if differ and settings.beyond_varied(r):
         differ = ""  # a caveat above says it
     return Said("\n\n".join(lead), "\n\n".join(more), said.conclusion + (f"\n\n{differ}" if differ else ""))
 
@@ -183,7 +183,7 @@ def _client_note(said: Answer, run: Run) -> str:
     client (`caveats.client_explained`): how many such cells, and what that means."""
     key = throughput(said.comparisons)
     p = params_of(run)
-    cpus = cpus_shared(p, (run.metadata.get("host") or {}).get("cpus") or 0)
+    cpus = cpus_shared(p, run.record.host.cpus)
     if not key or not cpus:
         return ""
     client = caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned_apart(p))

@@ -56,7 +56,7 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     t = tables(run, p, arms, relative)
     summ = t["summary"]  # the configurations compared: the twins have tables of their own
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
-    cpus = run.metadata["host"]["cpus"]
+    cpus = run.record.host.cpus
     client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus_shared(p, cpus)),
                                       pinned_apart(p))
     said = conclusion(summ, {**{c.key: t[c.key] for c in p.COMPARISONS}, AA_KEY: t[AA_KEY], "client": client}, p,

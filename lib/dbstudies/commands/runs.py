@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import comparisons, contract, paths, study
+from .. import params as P
 from .kit import Command, arg, runs_dir
 
 
@@ -20,9 +21,9 @@ def runs(args: argparse.Namespace) -> int:
     study_name = None if which is None or packed else contract.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in [archive.open_run(which)] if packed else results.list_runs(study_name, args.runs_dir):
-        meta, status = run.metadata, ownership.check_abandoned(run)
-        print(f"{run.path.name:<26} {meta['study']:<12} {status:<11} "
-              f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {duration(meta):>9}  {changed_line(meta)}")
+        status = ownership.check_abandoned(run)
+        print(f"{run.path.name:<26} {run.study:<12} {status:<11} "
+              f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {duration(run.record):>9}  {changed_line(run.metadata)}")
         for name, changed in run.variants():  # its re-analyses at other analysis parameters
             print(variant_line(run, name, changed))
     return 0
@@ -40,10 +41,11 @@ def variant_line(run: Any, name: str, changed: dict) -> str:
     return f"  └ re-analysis {name}: {what}; no report yet (`{report_command(run)}{again}` writes one)"
 
 
-def duration(meta: dict) -> str:
-    start = dt.datetime.fromisoformat(meta["created_at"])
-    end = dt.datetime.fromisoformat(meta["finished_at"]) if meta.get("finished_at") \
-        else dt.datetime.now(dt.timezone.utc)
+def duration(r: Any) -> str:
+    """How long a run (its `record.Record`) took, or has taken so far."""
+    start, end = r.started, r.ended or dt.datetime.now(dt.timezone.utc)
+    if start is None:
+        return "?"
     minutes, seconds = divmod(int((end - start).total_seconds()), 60)
     return f"{minutes}m{seconds:02d}s"
 
@@ -54,7 +56,7 @@ def changed_line(meta: dict) -> str:
     if rows is None:
         return "?"
     changed = [f"{k}={v}" for k, v, default in rows if v != default]
-    return f"{meta['parameters']['profile']}: " + (", ".join(changed) or "none")
+    return f"{P.written(meta).get('profile')}: " + (", ".join(changed) or "none")
 
 
 def clean(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ def report(args: argparse.Namespace) -> int:
     from ..render import render
     done = runner.variant_of(archive.open_run(args.run_dir), args.parameter)
     if args.analyse or not done.notebook.exists():
-        print(f"dbstudies: executing the {done.metadata.get('study', 'study')} notebook on the run's "
+        print(f"dbstudies: executing the {done.study or 'study'} notebook on the run's "
               f"{done.status} steps", file=sys.stderr, flush=True)
         runner.analyse(done, args.kernel, args.verbose)
     print(render(done))

@@ -62,7 +62,7 @@ def cpu_budget(said: Answer, run: Run) -> None:
 
     from ..analysis import caveats, server_view
     key = throughput(said.comparisons)
-    cpus = cpus_shared(params_of(run), (run.metadata.get("host") or {}).get("cpus") or 0)
+    cpus = cpus_shared(params_of(run), run.record.host.cpus)
     view = server_view.table(said.tables, key, server_cost(said.comparisons)) if key else None
     if view is not None and len(view):
         display(Markdown(

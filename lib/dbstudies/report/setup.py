@@ -79,15 +79,15 @@ def setup(run: Run, said: Answer | None = None) -> None:
     configuration has the same colour in every figure whatever order a figure meets it in."""
     from IPython.display import HTML, display
 
-    meta = run.metadata
-    plots.palette([a["label"] for a in meta.get("arms", [])])
+    r = run.record
+    plots.palette(r.labels)
     steps = results.measured(run) if run.has_table("steps") else None
-    parts = [f"<p><b>Design.</b> {_e(design_line(meta, steps))}.</p>", *_judging(run, said)]
-    governing = tuple(load(reference(meta)).GOVERNING) if meta.get("study") else ()
+    parts = [f"<p><b>Design.</b> {_e(design_line(r, steps))}.</p>", *_judging(run, said)]
+    governing = tuple(load(reference(r)).GOVERNING) if r.study else ()
     for title, body in (("Servers: the settings that matter and what differs between arms",
-                         configuration(meta, governing)),
-                        ("Data against the buffer pool", data_sizes(meta)),
-                        ("Client command", client_commands(meta))):
+                         configuration(r, governing)),
+                        ("Data against the buffer pool", data_sizes(r)),
+                        ("Client command", client_commands(r))):
         if body:
             parts.append(f"<p><b>{_e(title)}.</b></p>{body}")
     cnfs = sorted(run.servers_dir.glob("*/my.cnf")) if run.servers_dir.is_dir() else []

@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 
     from ..results import Run
 
-# what a face takes whole (`from ..scaling import *`): the study contract and the names its
-# profiles and tests use; `GOVERNING` a face takes by name where its report should show it
-__all__ = ["PER_CONNECTION", "POOL", "SCHEDULERS", "answer", "arms", "claims", "conclusion", "not_available",
-           "profile_cells", "qps_table", "relative", "relative_layout", "summary"]  # and `Scaling`, its class
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 PER_CONNECTION, POOL, SCHEDULERS = sch.PER_CONNECTION, sch.POOL, sch.SCHEDULERS
@@ -68,90 +64,12 @@ class Params(callgrind.Counted, profiler.CpuProfiled, pauses.PositiveControl, S.
         return sch.schedulers_problems(self, self.schedulers)
 
 
-def arms(p: Params) -> list[S.Arm]:
-    """One arm per server × scheduler it has, the baseline first; named by scheduler with one
-    server, by server with one scheduler, by both otherwise."""
-    return sch.scheduler_arms(p, p.schedulers)
-
-
-def not_available(p: Params) -> list[tuple[str, str]]:
-    """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
-    a flavour without one (MySQL community)."""
-    return sch.schedulers_unavailable(p, p.schedulers)
-
-
-def profile_cells(run: "Run", p: Params) -> list[dict[str, Any]]:
-    """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
-    better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return cpu_profiles.cells(run, S.with_control(arms(p), p), p)
-
-
 # ---------------------------------------------------------------- analysis
-
-def summary(steps: "pd.DataFrame") -> "pd.DataFrame":
-    """Per workload × arm × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
-    return analysis.summary(steps)
-
-
-def relative(steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
-             aa: bool = False) -> "pd.DataFrame":
-    """Every arm against the baseline per workload × threads (one Holm family), with a
-    "not available on <flavour>" row per cell for a pool the flavour lacks; with `aa`,
-    the A/A table instead (the baseline against its twin)."""
-    rel = analysis.relative(steps, S.with_control(arms(p), p), p, metric, aa=aa)
-    if aa or rel.empty:
-        return rel
-    return analysis.with_unavailable(rel, not_available(p))
-
-
-def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
-    """Threads down, workloads (and arms) across, each cell `+4.1% [−1.0, +9.3] better`."""
-    return analysis.layout(rel)
-
-
-def qps_table(summ: "pd.DataFrame") -> "pd.DataFrame":
-    """The sources' QPS table: threads down, one column per arm (and workload), each cell
-    `median (min–max)`."""
-    cell = summ.apply(lambda r: f"{r.qps_median:,.0f} ({r.qps_min:,.0f}–{r.qps_max:,.0f})", axis=1)
-    many_w = summ["workload"].nunique() > 1
-    return analysis.wide(summ, cell, summ["arm"] + (" · " + summ["workload"] if many_w else ""))
-
-
-def compared(p: Params) -> str:
-    """What the tables compare, in words: the pool against thread-per-connection on one
-    server, the versions against the baseline with one scheduler, else every arm."""
-    a = arms(p)
-    if len(p.flavours) == 1 and len(a) == 2:
-        return f"{a[1].label} vs {a[0].label}"
-    if len(p.schedulers) == 1:
-        return f"{', '.join(x.label for x in a[1:])} vs {a[0].label}"
-    return f"each server × scheduler vs {a[0].label}"
-
-
-def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
-               host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded).
-    `tables`: one per comparison (every arm against the baseline) and, with the A/A control,
-    "aa"; `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
-    timed = not p.count  # a count run's throughput and CPU are valgrind's: no peak, no host lines
-    return "\n".join([
-        *(sentences.peak_lines(summ) if timed else []),
-        *sentences.comparison_lines(tables, compared(p), p.COMPARISONS),
-        *sentences.aa_line(tables.get("aa"), arms(p)[0].label),
-        *aa.calibration_line(calibration),
-        *(sentences.host_lines(summ, p, host_cpus) if timed else [])])
 
 
 MARIADB_55 = "MariaDB 5.5 thread-pool post"
 TAF = "MariaDB-vs-MySQL thread-pool assessment"
 SIMPLIFIED = "simplified OLTP version comparison"
-
-
-def claims(p: Params) -> list[Claim]:
-    """The sources' findings this run's arms can test: the pool against thread-per-connection
-    on the baseline server (when both are arms), and between versions with the baseline's
-    scheduler (the sources measured older versions: said beside each)."""
-    return [*_pool_claims(p), *_version_claims(p)]
 
 
 def _pool_claims(p: Params) -> list[Claim]:
@@ -197,15 +115,82 @@ def _version_claims(p: Params) -> list[Claim]:
     return out
 
 
-def answer(run: "Run", p: Params) -> Answer:
-    """What the run answers: every arm against the baseline on QPS, p95, p99 and the tail
-    ratio, the A/A control and its calibration, the conclusion (`analysis.sysbench_answer.answer`) and
-    the sources' `claims`."""
-    return sysbench_answer.answer(run, p, S.with_control(arms(p), p), relative, conclusion, claims(p))
-
-
-class Scaling(SysbenchStudy):
+class Scaling(SysbenchStudy[Params]):
     """The scaling experiment's hooks, the sysbench kind's otherwise; each face gives its
     `Params` and `PROFILES`; both faces share one notebook, notebooks/scaling.ipynb."""
     NOTEBOOK = "scaling"
-    arms, profile_cells, answer = staticmethod(arms), staticmethod(profile_cells), staticmethod(answer)
+
+    def arms(self, p: Params) -> list[S.Arm]:
+        """One arm per server × scheduler it has, the baseline first; named by scheduler with one
+        server, by server with one scheduler, by both otherwise."""
+        return sch.scheduler_arms(p, p.schedulers)
+
+    def not_available(self, p: Params) -> list[tuple[str, str]]:
+        """(arm label, flavour) of each server × scheduler that cannot be measured: the pool on
+        a flavour without one (MySQL community)."""
+        return sch.schedulers_unavailable(p, p.schedulers)
+
+    def profile_cells(self, run: "Run", p: Params) -> list[dict[str, Any]]:
+        """With `cpu_profile`: the cells profiled on every arm after the plan (QPS verdicts
+        better or worse, else the largest difference; or `cpu_profile_cells`)."""
+        return cpu_profiles.cells(run, S.with_control(self.arms(p), p), p)
+
+    def summary(self, steps: "pd.DataFrame") -> "pd.DataFrame":
+        """Per workload × arm × threads: QPS and p99 (median, min, max, CV, CI), CPU."""
+        return analysis.summary(steps)
+
+    def relative(self, steps: "pd.DataFrame", p: Params, metric: str = "qps", *,
+                 aa: bool = False) -> "pd.DataFrame":
+        """Every arm against the baseline per workload × threads (one Holm family), with a
+        "not available on <flavour>" row per cell for a pool the flavour lacks; with `aa`,
+        the A/A table instead (the baseline against its twin)."""
+        rel = analysis.relative(steps, S.with_control(self.arms(p), p), p, metric, aa=aa)
+        if aa or rel.empty:
+            return rel
+        return analysis.with_unavailable(rel, self.not_available(p))
+
+    def relative_layout(self, rel: "pd.DataFrame") -> "pd.DataFrame":
+        """Threads down, workloads (and arms) across, each cell `+4.1% [−1.0, +9.3] better`."""
+        return analysis.layout(rel)
+
+    def qps_table(self, summ: "pd.DataFrame") -> "pd.DataFrame":
+        """The sources' QPS table: threads down, one column per arm (and workload), each cell
+        `median (min–max)`."""
+        cell = summ.apply(lambda r: f"{r.qps_median:,.0f} ({r.qps_min:,.0f}–{r.qps_max:,.0f})", axis=1)
+        many_w = summ["workload"].nunique() > 1
+        return analysis.wide(summ, cell, summ["arm"] + (" · " + summ["workload"] if many_w else ""))
+
+    def compared(self, p: Params) -> str:
+        """What the tables compare, in words: the pool against thread-per-connection on one
+        server, the versions against the baseline with one scheduler, else every arm."""
+        a = self.arms(p)
+        if len(p.flavours) == 1 and len(a) == 2:
+            return f"{a[1].label} vs {a[0].label}"
+        if len(p.schedulers) == 1:
+            return f"{', '.join(x.label for x in a[1:])} vs {a[0].label}"
+        return f"each server × scheduler vs {a[0].label}"
+
+    def conclusion(self, summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params,
+                   host_cpus: int, calibration: "pd.DataFrame | None" = None) -> str:
+        """A short Markdown conclusion computed from the tables (no claim is hard-coded).
+        `tables`: one per comparison (every arm against the baseline) and, with the A/A control,
+        "aa"; `host_cpus` is the CPU count of the machine the run was measured on (its metadata)."""
+        timed = not p.count  # a count run's throughput and CPU are valgrind's: no peak, no host lines
+        return "\n".join([
+            *(sentences.peak_lines(summ) if timed else []),
+            *sentences.comparison_lines(tables, self.compared(p), p.COMPARISONS),
+            *sentences.aa_line(tables.get("aa"), self.arms(p)[0].label),
+            *aa.calibration_line(calibration),
+            *(sentences.host_lines(summ, p, host_cpus) if timed else [])])
+
+    def claims(self, p: Params) -> list[Claim]:
+        """The sources' findings this run's arms can test: the pool against thread-per-connection
+        on the baseline server (when both are arms), and between versions with the baseline's
+        scheduler (the sources measured older versions: said beside each)."""
+        return [*_pool_claims(p), *_version_claims(p)]
+
+    def answer(self, run: "Run", p: Params) -> Answer:
+        """What the run answers: every arm against the baseline on QPS, p95, p99 and the tail
+        ratio, the A/A control and its calibration, the conclusion (`analysis.sysbench_answer.answer`) and
+        the sources' `claims`."""
+        return sysbench_answer.answer(run, p, S.with_control(self.arms(p), p), self.relative, self.conclusion, self.claims(p))

@@ -118,24 +118,6 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def arms(p: Params) -> list[S.Arm]:
-    """One arm per configuration, in the order given (the first is the baseline)."""
-    return S.config_arms(p.configs, p.flavour)
-
-
-def describe(p: Params, steps: int) -> str:
-    """The plan in one line (`schedule.describe`), `steps` long."""
-    arms_ = S.with_control(arms(p), p)
-    return (f"{steps} long steps of {p.duration} s: "
-            f"{p.repeats} repeats × {len(arms_)} configurations ({', '.join(a.label for a in arms_)})")
-
-
-def profile_cells(run: "Run", p: Params) -> list[dict[str, Any]]:
-    """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
-    better or worse, else the largest difference; or `cpu_profile_cells`)."""
-    return cpu_profiles.cells(run, S.with_control(arms(p), p), p, value="tps")
-
-
 # ---------------------------------------------------------------- analysis
 
 CELL = "cell"  # "oltp_write_only, 64 threads": one panel per workload × threads
@@ -151,58 +133,6 @@ SUMMARY_COLUMNS = ["workload", "threads", "arm", "n", "median_tps_median", "p01_
                    "checkpoint_age_pct_median"]
 
 
-def series(run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
-    """Per measured step × second: throughput, p99, checkpoint age and the other probes."""
-    out = timeseries.per_second(run, steps)
-    return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"},
-                      redo_mib_per_s=out["redo_bytes_per_s"] / 2**20)
-
-
-def stall_flags(series_: "pd.DataFrame", p: Params) -> "pd.Series":
-    """Whether each second of `series_` belongs to a stall of its step."""
-    return timeseries.stall_flags(series_, p.stall_fraction)
-
-
-def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", p: Params) -> "pd.DataFrame":
-    """One row per measured step: the summary of its series (steady state, stalls …)."""
-    out = timeseries.run_summaries(series_, steps, fraction=p.stall_fraction)
-    return out.assign(stall_seconds_1=out["stall_seconds"] + 1) if not out.empty else out
-
-
-def summary(run_table: "pd.DataFrame") -> "pd.DataFrame":
-    """Per workload × threads × configuration: median, min and max over repeats of the
-    run summaries."""
-    return analysis.over_repeats(run_table, [
-        "median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "latency_max_ms", "worst_p99_ms",
-        "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
-        "checkpoint_age_pct"])
-
-
-def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
-             aa: bool = False) -> "pd.DataFrame":
-    """Every configuration against the baseline per workload × threads (one Holm family);
-    with `aa`, the A/A table (the baseline against its twin)."""
-    c = C.by_key(p.COMPARISONS, metric)
-    return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                    c.column, c.higher_is_better, aa=aa, metric=metric)
-
-
-def observations(run: "Run", p: Params) -> "pd.DataFrame":
-    """What its comparisons judge (`dbstudies plan`, a replication): the run summaries of the
-    measured steps (none when the run measured none)."""
-    steps = results.measured(run)
-    table = steps if steps.empty else timeseries.run_summaries(
-        series(run, steps), steps, fraction=p.stall_fraction)
-    if "stall_seconds" in table:
-        table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
-    return table
-
-
-def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
-    """Threads down, configurations (and workloads) across, each cell `+4.1% [−1.0, +9.3] better`."""
-    return analysis.layout(rel)
-
-
 def _steadiness(r: Any) -> str:
     """'steady after 4 s' / '1 of 5 runs steady (after 4 s), 4 never' / 'never steady'."""
     steady = r.n - r.never_steady
@@ -215,65 +145,122 @@ def _steadiness(r: Any) -> str:
     return f"{steady} of {r.n} runs steady ({after}), {r.never_steady} still drifting at the end"
 
 
-def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
-    base = next(iter(p.configs))
-    lines = []
-    for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
-        parts = [f"{r.arm}: {r.median_tps_median:,.0f} TPS, {r.stall_seconds_median:.0f} stall s, "
-                 f"checkpoint age {r.checkpoint_age_pct_median:.0f} %, "
-                 f"{r.kb_per_txn_median:.1f} KB written per transaction, " + _steadiness(r)
-                 for r in g.itertuples()]
-        lines.append(f"- **{w}, {analysis.threads(t)}** (medians over repeats): "
-                     + "; ".join(parts) + ".")
-    lines += sentences.listed_comparisons(tables, {c.key: c.words for c in p.COMPARISONS}, base)
-    lines += sentences.aa_line(tables.get("aa"), base)
-    arm, found = control.control_arm(S.with_control(arms(p), p)), tables.get("control")
-    if arm is not None and found is not None:
-        lines += control.lines(found, arm.pause)
-    return "\n".join(lines)
-
-
-def claims(p: Params) -> list[Claim]:
-    """The source's finding on checkpointing, where the run's configurations can test it:
-    a redo log too small for the write load (the default `16M` against `1G`) forces InnoDB
-    into the synchronous flushing that stalls it."""
-    small = [label for label, c in p.configs.items() if str(c.get("redo_log", "")).upper() == "16M"]
-    if not small or arms(p)[0].label == small[0]:
-        return []
-    return [Claim("MariaDB 5.5 sysbench/DBT3 post", "InnoDB stalls in checkpointing under write load "
-                  "as soon as it approaches 16 client threads: p99 latency jumps", "p99", small[0], "worse",
-                  "a plot of p99 over time", min_threads=16,
-                  note="here a 16 MiB redo log forces the checkpoints, against the baseline's larger one"),
-            Claim("MariaDB 5.5 sysbench/DBT3 post", "the stalls cost throughput seconds", "stalls", small[0],
-                  "worse", "a plot of throughput over time", min_threads=16)]
-
-
-def answer(run: "Run", p: Params) -> Answer:
-    """What the run answers: per step its per-second `series`, one row per measured run
-    (`runs`: steady-state throughput, stalls, p99 …), their `summary`, every configuration
-    against the baseline on median TPS, p99 and stall seconds, the A/A control, with a
-    paused twin the positive control (`control_tables` per metric and `control`: what each
-    found against what the pause must do), the conclusion and the source's `claims`."""
-    steps = results.measured(run)
-    series_ = series(run, steps)
-    runs_ = runs(series_, steps, p)
-    both = S.with_control(arms(p), p)
-    paused = control.tables(runs_, both, p, C.judged(p.COMPARISONS))
-    t = {"steps": steps, "series": series_, "runs": runs_, "stalled": stall_flags(series_, p),
-         "summary": summary(runs_), **{c.key: relative(runs_, p, c.key) for c in p.COMPARISONS},
-         C.AA_KEY: relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True),
-         "control_tables": paused,
-         "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
-    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)
-    return Answer(t, C.verdicts(p.COMPARISONS), said, claims(p), comparisons=p.COMPARISONS)
-
-
-class CheckpointStalls(SysbenchStudy):
+class CheckpointStalls(SysbenchStudy[Params]):
     """Long read/write steps judged by their seconds; the sysbench kind's loop."""
     Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
-    describe, arms, profile_cells = staticmethod(describe), staticmethod(arms), staticmethod(profile_cells)
-    observations, answer = staticmethod(observations), staticmethod(answer)
+    # what its notebook's figures and summary show
+    CELL, FIGURE_METRICS, FLUSH_PANELS, SUMMARY_COLUMNS = CELL, FIGURE_METRICS, FLUSH_PANELS, SUMMARY_COLUMNS
+
+    def describe(self, p: Params, steps: int) -> str:
+        """The plan in one line (`schedule.describe`), `steps` long."""
+        arms_ = S.with_control(self.arms(p), p)
+        return (f"{steps} long steps of {p.duration} s: "
+                f"{p.repeats} repeats × {len(arms_)} configurations ({', '.join(a.label for a in arms_)})")
+
+    def arms(self, p: Params) -> list[S.Arm]:
+        """One arm per configuration, in the order given (the first is the baseline)."""
+        return S.config_arms(p.configs, p.flavour)
+
+    def profile_cells(self, run: "Run", p: Params) -> list[dict[str, Any]]:
+        """With `cpu_profile`: the cells profiled on every arm after the plan (TPS verdicts
+        better or worse, else the largest difference; or `cpu_profile_cells`)."""
+        return cpu_profiles.cells(run, S.with_control(self.arms(p), p), p, value="tps")
+
+    def series(self, run: "Run", steps: "pd.DataFrame") -> "pd.DataFrame":
+        """Per measured step × second: throughput, p99, checkpoint age and the other probes."""
+        out = timeseries.per_second(run, steps)
+        return out.assign(**{CELL: out["workload"] + ", " + out["threads"].astype(str) + " threads"},
+                          redo_mib_per_s=out["redo_bytes_per_s"] / 2**20)
+
+    def stall_flags(self, series_: "pd.DataFrame", p: Params) -> "pd.Series":
+        """Whether each second of `series_` belongs to a stall of its step."""
+        return timeseries.stall_flags(series_, p.stall_fraction)
+
+    def runs(self, series_: "pd.DataFrame", steps: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+        """One row per measured step: the summary of its series (steady state, stalls …)."""
+        out = timeseries.run_summaries(series_, steps, fraction=p.stall_fraction)
+        return out.assign(stall_seconds_1=out["stall_seconds"] + 1) if not out.empty else out
+
+    def summary(self, run_table: "pd.DataFrame") -> "pd.DataFrame":
+        """Per workload × threads × configuration: median, min and max over repeats of the
+        run summaries."""
+        return analysis.over_repeats(run_table, [
+            "median_tps", "p01_tps", "cv_tps", "latency_p99_ms", "latency_max_ms", "worst_p99_ms",
+            "stall_seconds", "stalls", "longest_stall_s", "steady_from_s", "kb_per_txn",
+            "checkpoint_age_pct"])
+
+    def relative(self, run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
+                 aa: bool = False) -> "pd.DataFrame":
+        """Every configuration against the baseline per workload × threads (one Holm family);
+        with `aa`, the A/A table (the baseline against its twin)."""
+        c = C.by_key(p.COMPARISONS, metric)
+        return analysis.versus_baseline(run_table, S.with_control(self.arms(p), p), p,
+                                        c.column, c.higher_is_better, aa=aa, metric=metric)
+
+    def observations(self, run: "Run", p: Params) -> "pd.DataFrame":
+        """What its comparisons judge (`dbstudies plan`, a replication): the run summaries of the
+        measured steps (none when the run measured none)."""
+        steps = results.measured(run)
+        table = steps if steps.empty else timeseries.run_summaries(
+            self.series(run, steps), steps, fraction=p.stall_fraction)
+        if "stall_seconds" in table:
+            table = table.assign(stall_seconds_1=table["stall_seconds"] + 1)
+        return table
+
+    def relative_layout(self, rel: "pd.DataFrame") -> "pd.DataFrame":
+        """Threads down, configurations (and workloads) across, each cell `+4.1% [−1.0, +9.3] better`."""
+        return analysis.layout(rel)
+
+    def conclusion(self, summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
+        """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+        base = next(iter(p.configs))
+        lines = []
+        for (w, t), g in summ.groupby(["workload", "threads"], sort=False):
+            parts = [f"{r.arm}: {r.median_tps_median:,.0f} TPS, {r.stall_seconds_median:.0f} stall s, "
+                     f"checkpoint age {r.checkpoint_age_pct_median:.0f} %, "
+                     f"{r.kb_per_txn_median:.1f} KB written per transaction, " + _steadiness(r)
+                     for r in g.itertuples()]
+            lines.append(f"- **{w}, {analysis.threads(t)}** (medians over repeats): "
+                         + "; ".join(parts) + ".")
+        lines += sentences.listed_comparisons(tables, {c.key: c.words for c in p.COMPARISONS}, base)
+        lines += sentences.aa_line(tables.get("aa"), base)
+        arm, found = control.control_arm(S.with_control(self.arms(p), p)), tables.get("control")
+        if arm is not None and found is not None:
+            lines += control.lines(found, arm.pause)
+        return "\n".join(lines)
+
+    def claims(self, p: Params) -> list[Claim]:
+        """The source's finding on checkpointing, where the run's configurations can test it:
+        a redo log too small for the write load (the default `16M` against `1G`) forces InnoDB
+        into the synchronous flushing that stalls it."""
+        small = [label for label, c in p.configs.items() if str(c.get("redo_log", "")).upper() == "16M"]
+        if not small or self.arms(p)[0].label == small[0]:
+            return []
+        return [Claim("MariaDB 5.5 sysbench/DBT3 post", "InnoDB stalls in checkpointing under write load "
+                      "as soon as it approaches 16 client threads: p99 latency jumps", "p99", small[0], "worse",
+                      "a plot of p99 over time", min_threads=16,
+                      note="here a 16 MiB redo log forces the checkpoints, against the baseline's larger one"),
+                Claim("MariaDB 5.5 sysbench/DBT3 post", "the stalls cost throughput seconds", "stalls", small[0],
+                      "worse", "a plot of throughput over time", min_threads=16)]
+
+    def answer(self, run: "Run", p: Params) -> Answer:
+        """What the run answers: per step its per-second `series`, one row per measured run
+        (`runs`: steady-state throughput, stalls, p99 …), their `summary`, every configuration
+        against the baseline on median TPS, p99 and stall seconds, the A/A control, with a
+        paused twin the positive control (`control_tables` per metric and `control`: what each
+        found against what the pause must do), the conclusion and the source's `claims`."""
+        steps = results.measured(run)
+        series_ = self.series(run, steps)
+        runs_ = self.runs(series_, steps, p)
+        both = S.with_control(self.arms(p), p)
+        paused = control.tables(runs_, both, p, C.judged(p.COMPARISONS))
+        t = {"steps": steps, "series": series_, "runs": runs_, "stalled": self.stall_flags(series_, p),
+             "summary": self.summary(runs_), **{c.key: self.relative(runs_, p, c.key) for c in p.COMPARISONS},
+             C.AA_KEY: self.relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True),
+             "control_tables": paused,
+             "control": control.found(paused, control.per_second(paused, run, steps, runs_, both, p.stall_fraction))}
+        said = self.conclusion(t["summary"], {k: t[k] for k in ("tps", "p99", "stalls", "aa", "control")}, p)
+        return Answer(t, C.verdicts(p.COMPARISONS), said, self.claims(p), comparisons=p.COMPARISONS)
 
 
 STUDY = CheckpointStalls()

@@ -192,76 +192,7 @@ def estimated_bytes(p: Params, workload: str) -> float | None:
     return workloads.estimated_bytes(workload, dataclasses.asdict(p))
 
 
-def describe(p: Params, steps: int) -> str:
-    """The plan in one line (`schedule.describe`), `steps` long."""
-    arms_ = S.with_control(arms(p), p)
-    return (f"{steps} steps (load + run of {p.duration} s each): "
-            f"{p.repeats} repeats × {len(arms_)} candidates ({', '.join(a.label for a in arms_)}), buffer pool "
-            f"{p.buffer_pool}, {p.flush_method}, doublewrite {'on' if p.doublewrite else 'off'}")
-
-
-def arms(p: Params) -> list[S.Arm]:
-    """One arm per candidate format, `none` first; every start I/O-bound the same way."""
-    settings = {"innodb_doublewrite": "ON" if p.doublewrite else "OFF",
-                "innodb_buffer_pool_load_at_startup": "OFF",
-                "innodb_buffer_pool_dump_at_shutdown": "OFF"}
-    base = servers.Intent(buffer_pool=p.buffer_pool, flush_method=p.flush_method)
-    return [S.Arm(spec, settings, intent=base.merge(compression.parse(spec).intent()))
-            for spec in p.candidates]
-
-
 # ---------------------------------------------------------------- one step
-
-def prepare(ctx: "Context") -> None:
-    """Nothing per server: every step loads its own tables in its candidate's format."""
-
-
-def warmup(ctx: "Context") -> None:
-    """None: a run starts from a cold buffer pool on purpose (its fill is measured)."""
-
-
-def block_seconds(p: Params) -> float:
-    """Per block: per cell, the load, two restarts and the run."""
-    load = max((estimated_bytes(p, w) or 0) for w in p.workloads) / LOAD_BYTES_PER_S
-    return len(p.workloads) * len(p.threads) * (load + 2 * schedule.RESTART_SECONDS
-                                                 + p.duration + S.STEP_OVERHEAD)
-
-
-def step(ctx: "Context", cell: dict[str, Any]) -> None:
-    """Load, verify, restart cold, size, run, restart, size, drop (see the module's doc)."""
-    p, server, run = ctx.params, ctx.server, ctx.run
-    fmt = compression.parse(ctx.arm.twin_of or ctx.arm.label)
-    ctx.sysbench = dataclasses.replace(ctx.sysbench, db=DB, table_options=fmt.table_options(
-        server.flavour.dialect), payload_compressibility=p.payload_compressibility)
-    n, workload = cell["step"], cell["workload"]
-    server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
-    compression.check_available(server, fmt)  # before the load, not after
-    ctx.progress(f"loading {workload} as {fmt.label}")
-    before = compression.counters(server)
-    t0 = time.monotonic()
-    ctx.sysbench.prepare(workload, threads=len(os.sched_getaffinity(0)), seed=p.seed)
-    seconds = time.monotonic() - t0
-    loaded = compression.counters(server)
-    rows = int(loaded["Handler_write"] - before["Handler_write"])
-    if rows <= 0:
-        raise WorkloadError(f"loading {workload} as {fmt.label} wrote no rows")
-    formats = compression.verify(server, DB, fmt)  # a wrong format stops the run here
-    run.append_rows(LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
-                          "rows_per_s": rows / seconds if seconds > 0 else float("nan")}])
-    run.append_rows(FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
-                            "algorithm": f["algorithm"] or ""} for f in formats])
-    _record_counters(run, n, "load", before, loaded)
-    server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
-    run.append_rows(FOOTPRINT, [{"step": n, "stage": "load", **f}
-                                for f in compression.footprint(server, DB)])
-    start = compression.counters(server)
-    ctx.progress(f"running {workload} from a cold buffer pool")
-    sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
-    _record_counters(run, n, "run", start, compression.counters(server))
-    server.restart(ctx.start_settings(), intent=ctx.arm.intent)
-    run.append_rows(FOOTPRINT, [{"step": n, "stage": "run", **f}
-                                for f in compression.footprint(server, DB)])
-    server.query(f"DROP DATABASE `{DB}`")
 
 
 def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dict[str, float]) -> None:
@@ -271,63 +202,118 @@ def _record_counters(run: "Run", n: int, stage: str, a: dict[str, float], b: dic
 
 # ---------------------------------------------------------------- analysis
 
-def runs(series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
-    """One row per measured step: load, footprints, steady-state figures (`storage`)."""
-    return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
 
-
-def observations(run: "Run", p: Params) -> "pd.DataFrame":
-    """What its comparisons judge (`dbstudies plan`, a replication): one row per measured step."""
-    steps = results.measured(run)
-    return steps if steps.empty else runs(storage.series(run, steps), steps, run)
-
-
-def relative(run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
-             aa: bool = False) -> "pd.DataFrame":
-    """Every candidate against `none` per workload × threads (one Holm family); with
-    `aa`, the A/A table (none against its twin)."""
-    c = C.by_key(p.COMPARISONS, metric)
-    return analysis.versus_baseline(run_table, S.with_control(arms(p), p), p,
-                                    c.column, c.higher_is_better, aa=aa, metric=metric)
-
-
-def relative_layout(rel: "pd.DataFrame") -> "pd.DataFrame":
-    """Threads down, candidates (and workloads) across, each cell `−21.0% [−30, −12] worse`."""
-    return analysis.layout(rel)
-
-
-def data_ratio(summ: "pd.DataFrame", p: Params) -> "pd.DataFrame":
-    """Per workload: the uncompressed data and how many times the buffer pool it is."""
-    return storage.data_ratio(summ, p.buffer_pool)
-
-
-def conclusion(summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
-    """The conclusion from the tables, the source's findings checked against them."""
-    return storage.conclusion(summ, tables, p, {c.key: c.words for c in p.COMPARISONS})
-
-
-def answer(run: "Run", p: Params) -> Answer:
-    """What the run answers: per step its per-second `series`, one row per measured run
-    (`runs`: load, footprints, steady state, write amplification), their `summary`, every
-    candidate against `none` on steady TPS, load time, footprint and write amplification,
-    the A/A control, and the conclusion."""
-    steps = results.measured(run)
-    series_ = storage.series(run, steps)
-    runs_ = runs(series_, steps, run)
-    t = {"steps": steps, "series": series_, "runs": runs_, "summary": storage.summary(runs_),
-         **{c.key: relative(runs_, p, c.key) for c in p.COMPARISONS},
-         C.AA_KEY: relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True)}
-    said = conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
-    return Answer(t, C.verdicts(p.COMPARISONS), said, comparisons=p.COMPARISONS)
-
-
-class Compression(SysbenchStudy):
+class Compression(SysbenchStudy[Params]):
     """Its own steps (each loads, verifies and sizes its tables, then runs I/O-bound), one
     after another; the sysbench kind's client."""
     Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
-    describe, arms, prepare, warmup = staticmethod(describe), staticmethod(arms), staticmethod(prepare), staticmethod(warmup)
-    block_seconds, step = staticmethod(block_seconds), staticmethod(step)
-    observations, answer = staticmethod(observations), staticmethod(answer)
+
+    def describe(self, p: Params, steps: int) -> str:
+        """The plan in one line (`schedule.describe`), `steps` long."""
+        arms_ = S.with_control(self.arms(p), p)
+        return (f"{steps} steps (load + run of {p.duration} s each): "
+                f"{p.repeats} repeats × {len(arms_)} candidates ({', '.join(a.label for a in arms_)}), buffer pool "
+                f"{p.buffer_pool}, {p.flush_method}, doublewrite {'on' if p.doublewrite else 'off'}")
+
+    def arms(self, p: Params) -> list[S.Arm]:
+        """One arm per candidate format, `none` first; every start I/O-bound the same way."""
+        settings = {"innodb_doublewrite": "ON" if p.doublewrite else "OFF",
+                    "innodb_buffer_pool_load_at_startup": "OFF",
+                    "innodb_buffer_pool_dump_at_shutdown": "OFF"}
+        base = servers.Intent(buffer_pool=p.buffer_pool, flush_method=p.flush_method)
+        return [S.Arm(spec, settings, intent=base.merge(compression.parse(spec).intent()))
+                for spec in p.candidates]
+
+    def prepare(self, ctx: "Context") -> None:
+        """Nothing per server: every step loads its own tables in its candidate's format."""
+
+    def warmup(self, ctx: "Context") -> None:
+        """None: a run starts from a cold buffer pool on purpose (its fill is measured)."""
+
+    def block_seconds(self, p: Params) -> float:
+        """Per block: per cell, the load, two restarts and the run."""
+        load = max((estimated_bytes(p, w) or 0) for w in p.workloads) / LOAD_BYTES_PER_S
+        return len(p.workloads) * len(p.threads) * (load + 2 * schedule.RESTART_SECONDS
+                                                     + p.duration + S.STEP_OVERHEAD)
+
+    def step(self, ctx: "Context", cell: dict[str, Any]) -> None:
+        """Load, verify, restart cold, size, run, restart, size, drop (see the module's doc)."""
+        p, server, run = ctx.params, ctx.server, ctx.run
+        fmt = compression.parse(ctx.arm.twin_of or ctx.arm.label)
+        ctx.sysbench = dataclasses.replace(ctx.sysbench, db=DB, table_options=fmt.table_options(
+            server.flavour.dialect), payload_compressibility=p.payload_compressibility)
+        n, workload = cell["step"], cell["workload"]
+        server.query(f"DROP DATABASE IF EXISTS `{DB}`")  # what a failed step may have left
+        compression.check_available(server, fmt)  # before the load, not after
+        ctx.progress(f"loading {workload} as {fmt.label}")
+        before = compression.counters(server)
+        t0 = time.monotonic()
+        ctx.sysbench.prepare(workload, threads=len(os.sched_getaffinity(0)), seed=p.seed)
+        seconds = time.monotonic() - t0
+        loaded = compression.counters(server)
+        rows = int(loaded["Handler_write"] - before["Handler_write"])
+        if rows <= 0:
+            raise WorkloadError(f"loading {workload} as {fmt.label} wrote no rows")
+        formats = compression.verify(server, DB, fmt)  # a wrong format stops the run here
+        run.append_rows(LOADS, [{"step": n, "workload": workload, "seconds": seconds, "rows": rows,
+                              "rows_per_s": rows / seconds if seconds > 0 else float("nan")}])
+        run.append_rows(FORMATS, [{"step": n, **{k: f[k] for k in FORMATS.columns if k in f},
+                                "algorithm": f["algorithm"] or ""} for f in formats])
+        _record_counters(run, n, "load", before, loaded)
+        server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
+        run.append_rows(FOOTPRINT, [{"step": n, "stage": "load", **f}
+                                    for f in compression.footprint(server, DB)])
+        start = compression.counters(server)
+        ctx.progress(f"running {workload} from a cold buffer pool")
+        sysbench_step(ctx, cell, retries=0)  # a rerun would not start cold
+        _record_counters(run, n, "run", start, compression.counters(server))
+        server.restart(ctx.start_settings(), intent=ctx.arm.intent)
+        run.append_rows(FOOTPRINT, [{"step": n, "stage": "run", **f}
+                                    for f in compression.footprint(server, DB)])
+        server.query(f"DROP DATABASE `{DB}`")
+
+    def runs(self, series_: "pd.DataFrame", steps: "pd.DataFrame", run: "Run") -> "pd.DataFrame":
+        """One row per measured step: load, footprints, steady-state figures (`storage`)."""
+        return storage.step_summaries(series_, steps, run.table(LOADS), run.table(FOOTPRINT))
+
+    def observations(self, run: "Run", p: Params) -> "pd.DataFrame":
+        """What its comparisons judge (`dbstudies plan`, a replication): one row per measured step."""
+        steps = results.measured(run)
+        return steps if steps.empty else self.runs(storage.series(run, steps), steps, run)
+
+    def relative(self, run_table: "pd.DataFrame", p: Params, metric: str = "tps", *,
+                 aa: bool = False) -> "pd.DataFrame":
+        """Every candidate against `none` per workload × threads (one Holm family); with
+        `aa`, the A/A table (none against its twin)."""
+        c = C.by_key(p.COMPARISONS, metric)
+        return analysis.versus_baseline(run_table, S.with_control(self.arms(p), p), p,
+                                        c.column, c.higher_is_better, aa=aa, metric=metric)
+
+    def relative_layout(self, rel: "pd.DataFrame") -> "pd.DataFrame":
+        """Threads down, candidates (and workloads) across, each cell `−21.0% [−30, −12] worse`."""
+        return analysis.layout(rel)
+
+    def data_ratio(self, summ: "pd.DataFrame", p: Params) -> "pd.DataFrame":
+        """Per workload: the uncompressed data and how many times the buffer pool it is."""
+        return storage.data_ratio(summ, p.buffer_pool)
+
+    def conclusion(self, summ: "pd.DataFrame", tables: dict[str, "pd.DataFrame"], p: Params) -> str:
+        """The conclusion from the tables, the source's findings checked against them."""
+        return storage.conclusion(summ, tables, p, {c.key: c.words for c in p.COMPARISONS})
+
+    def answer(self, run: "Run", p: Params) -> Answer:
+        """What the run answers: per step its per-second `series`, one row per measured run
+        (`runs`: load, footprints, steady state, write amplification), their `summary`, every
+        candidate against `none` on steady TPS, load time, footprint and write amplification,
+        the A/A control, and the conclusion."""
+        steps = results.measured(run)
+        series_ = storage.series(run, steps)
+        runs_ = self.runs(series_, steps, run)
+        t = {"steps": steps, "series": series_, "runs": runs_, "summary": storage.summary(runs_),
+             **{c.key: self.relative(runs_, p, c.key) for c in p.COMPARISONS},
+             C.AA_KEY: self.relative(runs_, p, C.primary(p.COMPARISONS).key, aa=True)}
+        said = self.conclusion(t["summary"], {k: t[k] for k in ("tps", "load", "footprint", "wa", "aa")}, p)
+        return Answer(t, C.verdicts(p.COMPARISONS), said, comparisons=p.COMPARISONS)
 
 
 STUDY = Compression()

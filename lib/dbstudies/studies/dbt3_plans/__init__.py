@@ -143,64 +143,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def describe(p: Params, steps: int) -> str:
-    """The plan in one line (`schedule.describe`), `steps` long."""
-    arms_ = S.with_control(arms(p), p)
-    return (f"{steps} query executions: {p.repeats} repeats × {len(arms_)} "
-            f"candidates ({', '.join(a.label for a in arms_)}) × {len(p.queries)} queries at SF {p.scale_factor:g}")
-
-
-def arms(p: Params) -> list[S.Arm]:
-    """One arm per candidate, the baseline first."""
-    return S.config_arms(p.candidates, p.flavour)
-
-
-def cells(p: Params) -> list[dict[str, Any]]:
-    """What one block measures: every query once."""
-    return [{"query": q} for q in p.queries]
-
-
 # ---------------------------------------------------------------- hooks
-
-def prepare(ctx: "Context") -> None:
-    """Generate (cached) and load the data into this server; the load times are recorded."""
-    p = ctx.params
-    data = tpch.generate(p.scale_factor)
-    loaded = tpch.load(ctx.server, data, engine=p.engine)
-    ctx.run.append(LOADS, pd.DataFrame(loaded).assign(flavour=ctx.server.flavour.name))
-
-
-def warmup(ctx: "Context") -> None:
-    """Warm runs: every cell of the block (paired: of a round) once after the restart, for
-    the candidate `ctx.arm` (the forced-order phase: each variant as it will be timed),
-    recorded with phase warmup."""
-    if not ctx.params.cold:
-        for cell in ctx.cells:
-            sql, order_of = _variant(ctx, cell)
-            if sql is not None:
-                ctx.warmups[0] -= 1
-                _execute(ctx, {**cell, "step": ctx.warmups[0]}, "warmup", sql, order_of)
-
-
-def step(ctx: "Context", cell: dict[str, Any]) -> None:
-    """One execution of one query (cold: after a cold restart); its plan on the first repeat
-    of the measurement. In the forced-order phase, the cell's variant: the candidate's own plan
-    or another's join order forced (a variant that could not be forced is not executed)."""
-    sql, order_of = _variant(ctx, cell)
-    if sql is None:
-        return
-    if ctx.params.cold:
-        ctx.server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
-    if ctx.repeat == 1 and "order_of" not in cell:
-        _record_plan(ctx, cell["query"])
-    _execute(ctx, cell, "forced" if "order_of" in cell else "measure", sql, order_of)
-
-
-def follow_up(run: "Run", p: Params) -> list[dict[str, Any]]:
-    """The forced-order phase's cells: for every query whose candidates chose different join
-    orders (their plans of the measurement), one cell per distinct order. Every candidate
-    runs them all: its own order as it is, the others forced."""
-    return sql_.distinct_orders(run.table(PLANS), [a.label for a in arms(p)], p.queries)
 
 
 def _variant(ctx: "Context", cell: dict[str, Any]) -> tuple[str | None, str]:
@@ -233,17 +176,6 @@ def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | 
         "plan_in_effect": f.in_effect, "forced": f.sql is not None, "reason": f.reason,
         "sql": f.sql or text}]))
     return f.sql, order_of
-
-
-def block_seconds(p: Params) -> float:
-    """≈ 3 s per query at SF 1 here (22 queries in 60–70 s warm on MariaDB 10.11), scaled;
-    warm runs go through the queries twice (the warm-up first)."""
-    return len(p.queries) * _per_query(p) * (1 if p.cold else 2)
-
-
-def warmup_seconds(p: Params) -> float:
-    """The warm-up's part of `block_seconds`: one pass over the queries (none when cold)."""
-    return 0.0 if p.cold else len(p.queries) * _per_query(p)
 
 
 def _per_query(p: Params) -> float:
@@ -286,50 +218,103 @@ def _record_plan(ctx: "Context", query: int) -> None:
 # ---------------------------------------------------------------- the tables it reports
 # (computed by `queries`; the notebook shows them)
 
-def executions(run: "Run", phase: str = "measure") -> "pd.DataFrame":
-    """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""
-    q = run.table(QUERIES)
-    return q[q["phase"] == phase].reset_index(drop=True)
-
-
-def observations(run: "Run", p: Params) -> "pd.DataFrame":
-    """What its comparison judges (`dbstudies plan`, a replication): the measured executions."""
-    return executions(run)
-
-
-def answers_line(run: "Run", p: Params) -> str:
-    """Every measured execution's result against DuckDB's reference answers."""
-    q = run.table(QUERIES)
-    return tpch.answers_line(q[q["phase"] != "warmup"], p.scale_factor)
-
 
 # per query, then the geometric mean over the queries
 VERDICTS = {**C.verdicts(Params.COMPARISONS), "geometric mean over the queries": "geo"}
 
 
-def answer(run: "Run", p: Params) -> Answer:
-    """What the run answers: the measured executions (`ex`), their `summary`, every
-    candidate against the baseline per query (`seconds`) and over the queries (`geo`), the plans
-    that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
-    measured = S.with_control(arms(p), p)
-    ex = executions(run)
-    t = {"ex": ex, "summary": qa.summary(ex), "seconds": qa.relative(ex, measured, p),
-         "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
-         "forced": qa.forced(run.table(FORCED), executions(run, "forced"), p)}
-    answers = answers_line(run, p)
-    said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers)
-    return Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS,
-                  headline=qa.headline(t["geo"], t["diff"], measured, p, answers))
-
-
-class Dbt3Plans(SysbenchStudy):
+class Dbt3Plans(SysbenchStudy[Params]):
     """Its own steps (one query's executions on one candidate), one after another."""
     Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
-    describe, arms, cells, prepare, warmup = (staticmethod(describe), staticmethod(arms), staticmethod(cells),
-                                              staticmethod(prepare), staticmethod(warmup))
-    step, follow_up = staticmethod(step), staticmethod(follow_up)
-    block_seconds, warmup_seconds = staticmethod(block_seconds), staticmethod(warmup_seconds)
-    observations, answer = staticmethod(observations), staticmethod(answer)
+    LOADS = LOADS  # the data load's table, which its notebook shows
+
+    def describe(self, p: Params, steps: int) -> str:
+        """The plan in one line (`schedule.describe`), `steps` long."""
+        arms_ = S.with_control(self.arms(p), p)
+        return (f"{steps} query executions: {p.repeats} repeats × {len(arms_)} "
+                f"candidates ({', '.join(a.label for a in arms_)}) × {len(p.queries)} queries at SF {p.scale_factor:g}")
+
+    def arms(self, p: Params) -> list[S.Arm]:
+        """One arm per candidate, the baseline first."""
+        return S.config_arms(p.candidates, p.flavour)
+
+    def cells(self, p: Params) -> list[dict[str, Any]]:
+        """What one block measures: every query once."""
+        return [{"query": q} for q in p.queries]
+
+    def prepare(self, ctx: "Context") -> None:
+        """Generate (cached) and load the data into this server; the load times are recorded."""
+        p = ctx.params
+        data = tpch.generate(p.scale_factor)
+        loaded = tpch.load(ctx.server, data, engine=p.engine)
+        ctx.run.append(LOADS, pd.DataFrame(loaded).assign(flavour=ctx.server.flavour.name))
+
+    def warmup(self, ctx: "Context") -> None:
+        """Warm runs: every cell of the block (paired: of a round) once after the restart, for
+        the candidate `ctx.arm` (the forced-order phase: each variant as it will be timed),
+        recorded with phase warmup."""
+        if not ctx.params.cold:
+            for cell in ctx.cells:
+                sql, order_of = _variant(ctx, cell)
+                if sql is not None:
+                    ctx.warmups[0] -= 1
+                    _execute(ctx, {**cell, "step": ctx.warmups[0]}, "warmup", sql, order_of)
+
+    def step(self, ctx: "Context", cell: dict[str, Any]) -> None:
+        """One execution of one query (cold: after a cold restart); its plan on the first repeat
+        of the measurement. In the forced-order phase, the cell's variant: the candidate's own plan
+        or another's join order forced (a variant that could not be forced is not executed)."""
+        sql, order_of = _variant(ctx, cell)
+        if sql is None:
+            return
+        if ctx.params.cold:
+            ctx.server.cold_restart(ctx.start_settings(), intent=ctx.arm.intent)
+        if ctx.repeat == 1 and "order_of" not in cell:
+            _record_plan(ctx, cell["query"])
+        _execute(ctx, cell, "forced" if "order_of" in cell else "measure", sql, order_of)
+
+    def follow_up(self, run: "Run", p: Params) -> list[dict[str, Any]]:
+        """The forced-order phase's cells: for every query whose candidates chose different join
+        orders (their plans of the measurement), one cell per distinct order. Every candidate
+        runs them all: its own order as it is, the others forced."""
+        return sql_.distinct_orders(run.table(PLANS), [a.label for a in self.arms(p)], p.queries)
+
+    def block_seconds(self, p: Params) -> float:
+        """≈ 3 s per query at SF 1 here (22 queries in 60–70 s warm on MariaDB 10.11), scaled;
+        warm runs go through the queries twice (the warm-up first)."""
+        return len(p.queries) * _per_query(p) * (1 if p.cold else 2)
+
+    def warmup_seconds(self, p: Params) -> float:
+        """The warm-up's part of `block_seconds`: one pass over the queries (none when cold)."""
+        return 0.0 if p.cold else len(p.queries) * _per_query(p)
+
+    def executions(self, run: "Run", phase: str = "measure") -> "pd.DataFrame":
+        """The measured executions (warm-ups dropped); phase "forced": the forced-order phase's."""
+        q = run.table(QUERIES)
+        return q[q["phase"] == phase].reset_index(drop=True)
+
+    def observations(self, run: "Run", p: Params) -> "pd.DataFrame":
+        """What its comparison judges (`dbstudies plan`, a replication): the measured executions."""
+        return self.executions(run)
+
+    def answers_line(self, run: "Run", p: Params) -> str:
+        """Every measured execution's result against DuckDB's reference answers."""
+        q = run.table(QUERIES)
+        return tpch.answers_line(q[q["phase"] != "warmup"], p.scale_factor)
+
+    def answer(self, run: "Run", p: Params) -> Answer:
+        """What the run answers: the measured executions (`ex`), their `summary`, every
+        candidate against the baseline per query (`seconds`) and over the queries (`geo`), the plans
+        that differ (`diff`), the forced join orders (`forced`), and the conclusion."""
+        measured = S.with_control(self.arms(p), p)
+        ex = self.executions(run)
+        t = {"ex": ex, "summary": qa.summary(ex), "seconds": qa.relative(ex, measured, p),
+             "geo": qa.geomean(ex, measured, p), "diff": qa.plan_diff(run.table(PLANS), measured, p.queries),
+             "forced": qa.forced(run.table(FORCED), self.executions(run, "forced"), p)}
+        answers = self.answers_line(run, p)
+        said = qa.conclusion(t["seconds"], t["geo"], t["diff"], measured, p, t["forced"], answers)
+        return Answer(t, dict(VERDICTS), said, comparisons=p.COMPARISONS,
+                      headline=qa.headline(t["geo"], t["diff"], measured, p, answers))
 
 
 STUDY = Dbt3Plans()

@@ -164,85 +164,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def describe(p: Params, steps: int) -> str:
-    """The plan in one line (`schedule.describe`), `steps` long."""
-    arms_, levels = S.with_control(arms(p), p), p.levels()
-    return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): "
-            f"the closed-loop peak, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
-            f"{' tx/s' if p.rates else ' × the baseline peak'})"
-            + (f" and {p.capacity_levels} placed around the expected capacity" if p.capacity_levels else ""))
-
-
-def arms(p: Params) -> list[S.Arm]:
-    """One arm per configuration (given `configs`, the first the baseline), else one per
-    server × scheduler it has, the baseline (one-thread-per-connection on `flavour`) first."""
-    if p.configs is not None:
-        return S.config_arms(p.configs, p.flavour)
-    return sch.scheduler_arms(p, p.schedulers)
-
-
-def not_available(p: Params) -> list[tuple[str, str]]:
-    """(arm, flavour) of the schedulers a server cannot run (none with `configs`)."""
-    return [] if p.configs is not None else sch.schedulers_unavailable(p, p.schedulers)
-
-
-def follow_up(run: "Run", p: Params) -> list[dict[str, Any]]:
-    """The offered-load cells, from the peak phase the plan measured: per workload, each
-    level as a rate (a fraction of the baseline's median peak transactions/s, or `rates`)."""
-    return L.load_cells(run, p, arms(p)[0].label)
-
-
-def block_seconds(p: Params) -> float:
-    """One round per arm: the peak-phase cells now, the offered-load cells after (the
-    follow-up); both are counted so the estimate covers the whole run."""
-    cells = len(p.workloads) * (1 + len(p.levels()) + p.capacity_levels)
-    return p.warmup + cells * (p.duration + S.STEP_OVERHEAD)
-
-
-def table_cells(p: Params) -> list[dict[str, Any]]:
-    """The cells of the per-level verdict tables (what `dbstudies plan` predicts): workload ×
-    connections × level (a fraction of the peak up to `levels.VERDICT_LOAD`, or
-    transactions/s with `rates`)."""
-    return [{"workload": w, "threads": t, "level": x} for w in p.workloads for t in p.threads
-            for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
-
-
-def observations(run: "Run", p: Params) -> "pd.DataFrame":
-    """What its comparisons judge (`dbstudies plan`, a replication): the sustained offered
-    levels up to `levels.VERDICT_LOAD`, keyed by the level (a fraction of the peak stays
-    comparable between runs whose peaks differ)."""
-    _, loaded = L.split(run)
-    loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
-    loaded = loaded[~(loaded["load"] > L.VERDICT_LOAD)]   # no latency verdict above 0.7 of the peak
-    return loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
-
-
 # ---------------------------------------------------------------- analysis
-
-def sweep_steps(run: "Run", p: Params) -> "pd.DataFrame":
-    """What a sweep shows of a run side by side: the offered-load steps, a panel per
-    workload × level (a fraction of the peak: runs with different peaks stay comparable),
-    their p99 from the scheduled start — none where the level was not sustained (a lower
-    bound is no figure)."""
-    _, loaded = L.split(run)
-    order = {a["label"]: k for k, a in enumerate(run.metadata.get("arms") or [])}  # baseline first
-    loaded = loaded.assign(_arm=loaded["arm"].map(order)).sort_values(
-        ["load", "rate", "_arm", "step"]).drop(columns="_arm")
-    label = [f"{w} at {x * 100:.0f} % of peak" if x == x else f"{w} at {r:,.0f}/s"
-             for w, r, x in zip(loaded["workload"], loaded["rate"], loaded["load"])]
-    return loaded.assign(workload=label, latency_p99_ms=loaded[f"ol_{L.PERCENTILES['p99']}"]
-                         .where(loaded["ol_sustained"].astype(bool)))
-
-
-def tables(run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
-    """The study's tables from the run: the peak phase (peak per arm), per level, the
-    comparisons per level on p99 and p50, and the capacity at the target."""
-    return L.tables(run, p, S.with_control(arms(p), p), not_available(p))
-
-
-def conclusion(t: dict[str, "pd.DataFrame"], p: Params) -> str:
-    """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
-    return L.conclusion(t, p, S.with_control(arms(p), p))
 
 
 # the capacity first; the closed-loop peak, which sets the levels, last
@@ -250,23 +172,87 @@ VERDICTS = {"capacity at the p99 target": "capacity_rel", **C.verdicts(Params.CO
             "closed-loop peak (transactions/s)": "peak"}
 
 
-def answer(run: "Run", p: Params) -> Answer:
-    """What the run answers (`tables`): the peak phase's peaks, the offered levels, p99 and
-    p50 per level and the capacity at the p99 target against the baseline, and the
-    conclusion."""
-    t = tables(run, p)
-    return Answer(t, dict(VERDICTS), conclusion(t, p), comparisons=p.COMPARISONS,
-                  headline=L.headline(t, p, S.with_control(arms(p), p)))
-
-
-class Latency(SysbenchStudy):
+class Latency(SysbenchStudy[Params]):
     """The sysbench kind's loop (its steps at an offered rate: `DBSTUDIES_RATE`), with the
     offered levels as a follow-up of its peak phase."""
     Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
-    describe, arms, follow_up, block_seconds = (staticmethod(describe), staticmethod(arms), staticmethod(follow_up),
-                                                staticmethod(block_seconds))
-    table_cells, observations, sweep_steps = staticmethod(table_cells), staticmethod(observations), staticmethod(sweep_steps)
-    answer = staticmethod(answer)
+
+    def describe(self, p: Params, steps: int) -> str:
+        """The plan in one line (`schedule.describe`), `steps` long."""
+        arms_, levels = S.with_control(self.arms(p), p), p.levels()
+        return (f"{p.repeats} rounds × {len(arms_)} arms ({', '.join(a.label for a in arms_)}): "
+                f"the closed-loop peak, then {len(levels)} offered levels ({', '.join(f'{x:g}' for x in levels)}"
+                f"{' tx/s' if p.rates else ' × the baseline peak'})"
+                + (f" and {p.capacity_levels} placed around the expected capacity" if p.capacity_levels else ""))
+
+    def arms(self, p: Params) -> list[S.Arm]:
+        """One arm per configuration (given `configs`, the first the baseline), else one per
+        server × scheduler it has, the baseline (one-thread-per-connection on `flavour`) first."""
+        if p.configs is not None:
+            return S.config_arms(p.configs, p.flavour)
+        return sch.scheduler_arms(p, p.schedulers)
+
+    def not_available(self, p: Params) -> list[tuple[str, str]]:
+        """(arm, flavour) of the schedulers a server cannot run (none with `configs`)."""
+        return [] if p.configs is not None else sch.schedulers_unavailable(p, p.schedulers)
+
+    def follow_up(self, run: "Run", p: Params) -> list[dict[str, Any]]:
+        """The offered-load cells, from the peak phase the plan measured: per workload, each
+        level as a rate (a fraction of the baseline's median peak transactions/s, or `rates`)."""
+        return L.load_cells(run, p, self.arms(p)[0].label)
+
+    def block_seconds(self, p: Params) -> float:
+        """One round per arm: the peak-phase cells now, the offered-load cells after (the
+        follow-up); both are counted so the estimate covers the whole run."""
+        cells = len(p.workloads) * (1 + len(p.levels()) + p.capacity_levels)
+        return p.warmup + cells * (p.duration + S.STEP_OVERHEAD)
+
+    def table_cells(self, p: Params) -> list[dict[str, Any]]:
+        """The cells of the per-level verdict tables (what `dbstudies plan` predicts): workload ×
+        connections × level (a fraction of the peak up to `levels.VERDICT_LOAD`, or
+        transactions/s with `rates`)."""
+        return [{"workload": w, "threads": t, "level": x} for w in p.workloads for t in p.threads
+                for x in p.levels() if p.rates or x <= L.VERDICT_LOAD]
+
+    def observations(self, run: "Run", p: Params) -> "pd.DataFrame":
+        """What its comparisons judge (`dbstudies plan`, a replication): the sustained offered
+        levels up to `levels.VERDICT_LOAD`, keyed by the level (a fraction of the peak stays
+        comparable between runs whose peaks differ)."""
+        _, loaded = L.split(run)
+        loaded = loaded[loaded["ol_sustained"].astype(bool)]  # a lower bound is no observation
+        loaded = loaded[~(loaded["load"] > L.VERDICT_LOAD)]   # no latency verdict above 0.7 of the peak
+        return loaded.assign(level=loaded["load"].fillna(loaded["rate"]))
+
+    def sweep_steps(self, run: "Run", p: Params) -> "pd.DataFrame":
+        """What a sweep shows of a run side by side: the offered-load steps, a panel per
+        workload × level (a fraction of the peak: runs with different peaks stay comparable),
+        their p99 from the scheduled start — none where the level was not sustained (a lower
+        bound is no figure)."""
+        _, loaded = L.split(run)
+        order = {label: k for k, label in enumerate(run.record.labels)}  # baseline first
+        loaded = loaded.assign(_arm=loaded["arm"].map(order)).sort_values(
+            ["load", "rate", "_arm", "step"]).drop(columns="_arm")
+        label = [f"{w} at {x * 100:.0f} % of peak" if x == x else f"{w} at {r:,.0f}/s"
+                 for w, r, x in zip(loaded["workload"], loaded["rate"], loaded["load"])]
+        return loaded.assign(workload=label, latency_p99_ms=loaded[f"ol_{L.PERCENTILES['p99']}"]
+                             .where(loaded["ol_sustained"].astype(bool)))
+
+    def tables(self, run: "Run", p: Params) -> dict[str, "pd.DataFrame"]:
+        """The study's tables from the run: the peak phase (peak per arm), per level, the
+        comparisons per level on p99 and p50, and the capacity at the target."""
+        return L.tables(run, p, S.with_control(self.arms(p), p), self.not_available(p))
+
+    def conclusion(self, t: dict[str, "pd.DataFrame"], p: Params) -> str:
+        """A short Markdown conclusion computed from the tables (no claim is hard-coded)."""
+        return L.conclusion(t, p, S.with_control(self.arms(p), p))
+
+    def answer(self, run: "Run", p: Params) -> Answer:
+        """What the run answers (`tables`): the peak phase's peaks, the offered levels, p99 and
+        p50 per level and the capacity at the p99 target against the baseline, and the
+        conclusion."""
+        t = self.tables(run, p)
+        return Answer(t, dict(VERDICTS), self.conclusion(t, p), comparisons=p.COMPARISONS,
+                      headline=L.headline(t, p, S.with_control(self.arms(p), p)))
 
 
 STUDY = Latency()

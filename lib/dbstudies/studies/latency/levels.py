@@ -41,7 +41,7 @@ def split(run: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The measured steps as (the peak phase: closed loop, offered load: open loop with their
     open-loop figures — `ol_…` — and `rate`, the offered transactions/s)."""
     steps = results.measured(run)
-    planned = pd.DataFrame(run.metadata.get("follow_up") or [], columns=["step", "load"])
+    planned = pd.DataFrame(list(run.record.follow_up), columns=["step", "load"])
     steps = steps.merge(planned[["step", "load"]], on="step", how="left")
     try:
         ol = run.table(OPEN_LOOP)

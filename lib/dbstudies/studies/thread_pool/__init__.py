@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
 from ..scaling import (  # the count's profile; the pool's settings, shown in the report
     COUNT_PROFILE,
     GOVERNING,
@@ -86,8 +85,8 @@ NARRATIVE = {
 
 
 class ThreadPool(Experiment):
-    """This face of the scaling experiment: its parameters and profiles."""
-    Params, PROFILES, GOVERNING = Params, PROFILES, GOVERNING
+    """This face of the scaling experiment: its parameters, profiles and words."""
+    Params, PROFILES, GOVERNING, NARRATIVE = Params, PROFILES, GOVERNING, NARRATIVE
 
 
 STUDY = ThreadPool()

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..scaling import *  # noqa: F403 — the experiment whole (scaling.__all__)
 from ..scaling import COUNT_PROFILE, PER_CONNECTION
 from ..scaling import Params as Scaling
 from ..scaling import Scaling as Experiment
@@ -87,8 +86,8 @@ NARRATIVE = {
 
 
 class Versions(Experiment):
-    """This face of the scaling experiment: its parameters and profiles."""
-    Params, PROFILES = Params, PROFILES
+    """This face of the scaling experiment: its parameters, profiles and words."""
+    Params, PROFILES, NARRATIVE = Params, PROFILES, NARRATIVE
 
 
 STUDY = Versions()
