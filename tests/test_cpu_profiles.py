@@ -14,6 +14,7 @@ from dbstudies import checks, experiment, flamegraph, ownership, profiler, resul
 from dbstudies import thread_handling as th
 from dbstudies.analysis import cpu_profiles
 from dbstudies.errors import ParamError
+from dbstudies.loop import Loop
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.studykit import arms_of
@@ -180,12 +181,12 @@ def test_profiled_cells_are_shown_largest_throughput_difference_first():
 def test_the_budget_keeps_the_profiled_rounds_time_from_their_estimate_then_from_timed_pairs():
     tp = load("thread_pool")
     p = checks.resolve(tp, "quick", cpu_profile=True)  # 20 min, 8 cells, 8 profiled rounds of ≤ 4 cells
-    loop = experiment._Loop(tp, p, run=None)
+    loop = Loop(tp, p, run=None)
     assert loop.reserve() == pytest.approx(schedule.profile_seconds(tp, p)) and loop.deadline < loop.end
     loop.pair_seconds = {("a",): [12.0, 14.0]}  # a pair of two arms took 13 s on average
     loop.restart_seconds = [10.0]
-    assert loop.reserve() == pytest.approx(8 * (10.0 + 4 * (13.0 + 2 * experiment.FOLD_SECONDS)))
+    assert loop.reserve() == pytest.approx(8 * (10.0 + 4 * (13.0 + 2 * schedule.FOLD_SECONDS)))
     loop.profiling = True
     assert loop.deadline == loop.end  # the profiled rounds have the whole budget
-    assert experiment._Loop(tp, checks.resolve(tp, "quick"), run=None).reserve() == 0.0
+    assert Loop(tp, checks.resolve(tp, "quick"), run=None).reserve() == 0.0
 

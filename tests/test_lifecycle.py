@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import checks, ownership, results
+from dbstudies import checks, exports, ownership, results
 from dbstudies import thread_handling as th
 from dbstudies.results import Run
 from dbstudies.study import load
@@ -252,10 +252,10 @@ def test_a_smoke_run_never_replaces_a_larger_runs_exported_figures(tmp_path):
         run.update(parameters={**run.metadata["parameters"], "profile": profile})
         run.figures.mkdir(parents=True, exist_ok=True)
         (run.figures / "qps_vs_threads.png").write_bytes(profile.encode())
-        made.setdefault(profile, []).append((run, results.export_figures(run, figures)))
+        made.setdefault(profile, []).append((run, exports.export_figures(run, figures)))
     (quick, first), (quick2, again) = made["quick"]
     (smoke, kept) = made["smoke"][0]
     assert first == again == figures / "thread_pool" and kept is None
-    assert json.loads((figures / "thread_pool" / results.EXPORTED).read_text()) == {"run": quick2.path.name,
+    assert json.loads((figures / "thread_pool" / exports.EXPORTED).read_text()) == {"run": quick2.path.name,
                                                                                      "profile": "quick"}
 

@@ -6,6 +6,7 @@ import pytest
 from nbclient import NotebookClient
 
 from dbstudies import live
+from dbstudies.loop import Loop
 from dbstudies.runner import default_kernel
 
 
@@ -105,7 +106,7 @@ def test_progress_through_a_paired_runs_updates_counts_up_and_names_the_step_tha
     never go back."""
     from tqdm import tqdm
 
-    from dbstudies import checks, experiment, steps
+    from dbstudies import checks, steps
     from dbstudies.results import Run
     from dbstudies.steps import Context
     from dbstudies.study import load
@@ -134,7 +135,7 @@ def test_progress_through_a_paired_runs_updates_counts_up_and_names_the_step_tha
     monkeypatch.setattr(steps, "sysbench_attempt", attempt)
     monkeypatch.setattr(steps, "keep", lambda *a, **k: None)
     monkeypatch.setattr(run, "set_progress", lambda d, t, n="": (lines.append(d), shown.update(d, t, n)))
-    loop = experiment._Loop(study, p, run)
+    loop = Loop(study, p, run)
     contexts = {label: Context(p, run, None, None, warmups=[0]) for label in arms}
     done = 0
     for repeat in (1, 2):

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, checks, described, experiment, planner, results, schedule, stats, tables
+from dbstudies import analysis, checks, described, planner, results, schedule, stats, tables
 from dbstudies.analysis import aa
 from dbstudies.errors import ParamError
+from dbstudies.loop import Loop
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.studykit import Arm, arms_of
@@ -183,7 +184,7 @@ def test_calibration_on_a_runs_own_a_a_pairs(tmp_path):
 
 def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     p = checks.resolve(tp, "quick", budget=30, target={})
-    loop = experiment._Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
+    loop = Loop(tp, p, Run.create("thread_pool", {}, root=tmp_path))
     left = loop.deadline - time.monotonic()
     assert 29 * 60 < left <= 30 * 60  # the deadline is the budget from now
     loop.end = time.monotonic() + 12 * 60  # two 9-min rounds done: 12 min left (no profiled rounds to keep time for)
@@ -192,7 +193,7 @@ def test_a_time_budget_stops_before_a_round_that_would_end_past_it(tmp_path):
     assert loop.out_of_time([9 * 60, 9 * 60])  # it would end past the budget: stop
     assert not loop.out_of_time([9 * 60])  # never before the two rounds a verdict needs
     fixed = checks.resolve(tp, "quick", budget=0, target={})  # 0: the profile's budget off
-    assert experiment._Loop(tp, fixed, loop.run).deadline is None and fixed.budget == 0  # repeats instead
+    assert Loop(tp, fixed, loop.run).deadline is None and fixed.budget == 0  # repeats instead
     assert planner.planned_rounds(tp, p) == int(30 * 60 // schedule.round_seconds(tp, p))
 
 

@@ -10,12 +10,14 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from dbstudies import analysis, checks, described, experiment, planner, precision, schedule, stats
+from dbstudies import analysis, checks, described, planner, precision, schedule, stats
+from dbstudies import loop as loop_module
 from dbstudies.analysis import words
 from dbstudies.analysis.said import verdict_summary
 from dbstudies.comparisons import Comparison
 from dbstudies.contract import Answer, Study
 from dbstudies.errors import ParamError
+from dbstudies.loop import Loop
 from dbstudies.results import Run
 from dbstudies.study import load
 from dbstudies.studykit import Arm
@@ -198,7 +200,7 @@ def fake_study(values: list[dict]) -> Study:
 CLOCK = [0.0]
 
 
-def refined(tmp_path, monkeypatch, minutes: float) -> tuple[experiment._Loop, pd.DataFrame, pd.DataFrame, Run, list]:
+def refined(tmp_path, monkeypatch, minutes: float) -> tuple[Loop, pd.DataFrame, pd.DataFrame, Run, list]:
     """The loop's rounds to a QPS target of 15 % on the fake study, `minutes` after its first 4 rounds."""
     values: list[dict] = []
     study = fake_study(values)
@@ -209,8 +211,8 @@ def refined(tmp_path, monkeypatch, minutes: float) -> tuple[experiment._Loop, pd
     first = schedule.paired_order(list(arms.values()), cells, 4, seed=1)
     run = Run.create("fake_study", {"profile": "quick"}, root=tmp_path)
     run.update(arms=[{"label": "A", "twin_of": None}, {"label": "B", "twin_of": None}])
-    monkeypatch.setattr(experiment.time, "monotonic", lambda: CLOCK[0])
-    loop = experiment._Loop(study, p, run)
+    monkeypatch.setattr(loop_module.time, "monotonic", lambda: CLOCK[0])
+    loop = Loop(study, p, run)
     contexts = {k: NS(arm=None, repeat=0, session=None, progress=None) for k in arms}
     monkeypatch.setattr(loop, "servers", lambda steps, arms_: ({a: a for a in arms}, {a: [arms[a]] for a in arms}, contexts))
     monkeypatch.setattr(loop, "restart_due", lambda *a: None)

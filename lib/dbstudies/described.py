@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import params as P
-from . import record, results, settings, stats
+from . import progress, record, settings, stats
 from .record import ArmRecord, Host, Record, ServerRecord
 from .results import Run
 from .study import against_profile, unused_parameters
@@ -313,7 +313,7 @@ def _banner(run: Run, stopped: tuple[str, str] | None) -> str:
     lines = []
     if status != "complete":
         error = (r.error or "").strip().splitlines()
-        far = results.how_far(run)
+        far = progress.how_far(run)
         of = f" of {far['planned']} planned" if far["planned"] else ""
         lines.append(f"<b>Run {_e(status)}</b>{': ' + _e(error[0]) if error else ''}. "
                      f"It measured {far['done']}{of} step{'' if far['done'] == 1 and not of else 's'}.")

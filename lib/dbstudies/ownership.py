@@ -25,9 +25,10 @@ from typing import Any, Iterator
 
 from . import passes, paths, proc
 from .contract import Study, study_name
+from .exports import export_figures
 from .params import as_dict
 from .paths import disk_usage
-from .results import Run, export_figures, find_run
+from .results import Run, find_run
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130  # bad input (a DbStudiesError) is the CLI's 2
 

@@ -1,6 +1,6 @@
 """The run store: data/runs/<study>/<run-id>/ with metadata.json and Parquet tables — the
-one module that knows a run directory's layout, and reads measurements back (`measured`,
-`how_far`); the tables studies share are declared in `tables`.
+one module that knows a run directory's layout, and reads measurements back (`measured`;
+how far a run got: `progress`); the tables studies share are declared in `tables`.
 
 A run directory is append-only: each measured step is written as a new Parquet part as
 soon as it finishes, metadata.json is replaced atomically, nothing is ever edited in
@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,7 +33,7 @@ from . import params as P
 from .provenance import git_state, host_facts, package_versions, speed_probe
 from .provenance import now as _now
 from .schema import Table
-from .tables import INTERVALS, STEPS
+from .tables import STEPS
 
 STATUSES = ("running", "complete", "failed", "interrupted", "abandoned")
 PROFILE_DIR = "profiles"    # in a run: the profiled steps' folded stacks
@@ -42,7 +41,6 @@ PROFILE_DIR = "profiles"    # in a run: the profiled steps' folded stacks
 
 class NotARun(errors.StoreError, FileNotFoundError):
     """The directory does not exist or holds no metadata.json."""
-
 
 
 class Stream:
@@ -383,80 +381,11 @@ def list_runs(study: str | None = None, root: Path = paths.RUNS_DIR,
     return out
 
 
-
-
-def export_tables(run: Run, out: Path, fmt: str) -> list[Path]:
-    """Every tidy table of a run as one file each (csv or parquet) in `out`."""
-    if fmt not in ("csv", "parquet"):
-        raise errors.StoreError(f"unknown export format {fmt!r}; use csv or parquet")
-    names = run.table_names()
-    if not names:
-        raise errors.StoreError(f"run {run.path.name} has no tables to export")
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name in names:
-        df, f = run.table(name), out / f"{name}.{fmt}"
-        df.to_csv(f, index=False) if fmt == "csv" else df.to_parquet(f, index=False)
-        files.append(f)
-    return files
-
-
-EXPORTED = "exported-from.json"  # in figures/<study>/: the run its figures came from, and its profile
-
-
-def export_figures(run: Run, dest_root: Path = paths.FIGURES_DIR) -> Path | None:
-    """Copy a run's figures to figures/<study>/ (the latest run's figures live there) — unless
-    the run is a smoke run and those figures are a larger run's: a few seconds of machinery
-    never replace a study's measured figures. Returns where they went, or None."""
-    dest = Path(dest_root) / run.study
-    profile = run.record.profile
-    with contextlib.suppress(OSError, ValueError):
-        before = json.loads((dest / EXPORTED).read_text()).get("profile")
-        if profile == "smoke" and before not in (None, "smoke"):
-            return None
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(run.figures, dest)
-    (dest / EXPORTED).write_text(json.dumps({"run": run.path.name, "profile": profile}) + "\n")
-    return dest
-
-
 # ---------------------------------------------------------------- reading measurements back
 
 def finished_steps(run: Run) -> bool:
     """Whether the run holds a finished sysbench step (measured, warm-up or busy)."""
     return run.has_table(STEPS)
-
-
-def _steps_stored(run: Run) -> int:
-    """Measured steps in the run's step tables (those with `step` and `phase` columns:
-    sysbench's steps, DBT3's queries)."""
-    steps: set[int] = set()
-    for name, table in run.record.tables.items():
-        if {"step", "phase"} <= set(table.get("columns", {})):
-            rows = run.table(name)
-            steps |= set(rows.loc[(rows["step"] > 0) & ~rows["phase"].isin(["warmup", "busy"]), "step"])
-    return len(steps)
-
-
-def how_far(run: Run) -> dict[str, Any]:
-    """How far a run got, from what it wrote: `done` steps of `planned` (None: unknown, a
-    time budget's), `running`: the step under way when it ended ("" if none), and
-    `streamed_s`: the seconds that step had streamed (None: no stream)."""
-    now = run.progress() or {}
-    planned = now.get("total") or len(run.record.plan) or None
-    running = "" if now.get("now") in (None, "done") else str(now["now"])
-    streamed = None
-    if running and run.has_table(INTERVALS):
-        finished = set(run.table(STEPS)["step"]) if finished_steps(run) else set()
-        iv = run.table(INTERVALS)
-        seconds = iv[(iv["step"] > 0) & ~iv["step"].isin(finished)].groupby("step").size()
-        streamed = int(seconds.iloc[-1]) if len(seconds) else None
-    # what is stored, not the progress counter: in the paired design a pair's first step is
-    # counted when its second begins, but both are stored only when the pair is whole
-    done = _steps_stored(run)
-    return {"done": int(done), "planned": planned, "running": running,
-            "streamed_s": streamed}
 
 
 def measured(run: Run) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The parts studies are built from: the parameters every study shares (`StudyParams`,
 `SysbenchParams`, `MultiServerParams`, `CpuProfiled` — each with what its parameters mean,
 `MEANINGS`, for the study READMEs' tables and `dbstudies list`), their checks, and the arms a study
-compares (`Arm`; named configurations, schedulers, the A/A twin).
+compares (`Arm`, whose home is `arms`; named configurations, schedulers, the A/A twin).
 
 A study's `__init__` imports this module as `S` (docs/writing-a-study.md); what a study is —
 its kind's class, whose methods are the hooks — is `dbstudies.contract`'s, finding and
@@ -9,52 +9,34 @@ loading studies `dbstudies.study`'s.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from . import comparisons as C
-from . import errors, pauses, servers, workloads
+from . import errors, servers, workloads
 from . import params as P
+
+# the arms, as a study's kit names them (`S.Arm`, `S.config_arms` …); their home is `arms`
+from .arms import AA_SUFFIX as AA_SUFFIX
+from .arms import INTENTS as INTENTS
+from .arms import Arm as Arm
+from .arms import arms_of as arms_of
+from .arms import config_arms as config_arms
+from .arms import config_servers as config_servers
+from .arms import flavour_label as flavour_label
+from .arms import split_config as split_config
+from .arms import with_control as with_control
+from .cpus import SMOKE_CPU, check_cpus
 
 # settings the driver owns: no study parameter may override them
 DRIVER_SETTINGS = frozenset({"datadir", "socket", "port", "bind_address", "pid_file",
                              "log_error", "user"})
-AA_SUFFIX = " (A/A)"
 DESIGNS = ("paired", "blocks")  # experiment: rounds of adjacent pairs, or blocks per fresh start
 MAX_WAREHOUSES = 10_000
 STEP_OVERHEAD = 0.6        # sysbench start-up and teardown around --time
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One configuration compared in a study: a label, what its server starts want — an
-    `intent` (said in each flavour's dialect) and/or plain my.cnf `settings` —, and its
-    flavour (None: the study's). `twin_of` marks a copy of an arm: the A/A twin, or with a
-    `pause` the positive control (its server paused during each measured step)."""
-    label: str
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    flavour: str | None = None
-    twin_of: str | None = None
-    intent: servers.Intent | None = None
-    pause: pauses.Pause | None = None
-
-    @property
-    def aa(self) -> bool:
-        """Whether this is the A/A twin (a copy, not paused)."""
-        return self.twin_of is not None and self.pause is None
-
-
-# A smoke run checks the machinery in seconds, not the host: its server (and sysbench) run on
-# one CPU, the first this process may use, so that a smoke step takes one core whatever else
-# runs beside it (the suite runs three at once on two cores; measured: the README's smoke run
-# 95 → 73 CPU-s pinned, latency's 64 → 40, the same wall time). Server and client then share
-# that CPU, as the caveats say (`cpus_shared`, `pinned_apart`).
-SMOKE_CPU = str(min(os.sched_getaffinity(0)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,51 +315,6 @@ def settings_problems(what: str, settings: Mapping[str, Any], flavours: list[str
     return problems
 
 
-def _pinned(p: Any) -> tuple[set[int] | None, set[int] | None]:
-    """The CPUs the run (its parameters `p`) pinned its server and its client to (None: unpinned)."""
-    return tuple(set(servers.parse_cpus(v)) if (v := getattr(p, k, None)) else None
-                 for k in ("server_cpus", "client_cpus"))  # type: ignore[return-value]
-
-
-def pinned_apart(p: Any) -> bool:
-    """Whether the run (its parameters `p`) pinned server and client to CPUs of their own
-    (a smoke run pins both to one: they share it).
-
-    >>> from types import SimpleNamespace as P
-    >>> [pinned_apart(P(server_cpus=s, client_cpus=c)) for s, c in [("0-1", "2"), ("0", "0"), ("0-1", "1"), ("0", None)]]
-    [True, False, False, False]
-    """
-    server, client = _pinned(p)
-    return bool(server and client and not server & client)
-
-
-def cpus_shared(p: Any, host_cpus: int) -> int:
-    """How many CPUs server and client could use between them: the host's, or where both are
-    pinned the CPUs of their lists together (a smoke run's one: saturated at 100 %, not at the
-    host's 200 %).
-
-    >>> from types import SimpleNamespace as P
-    >>> [cpus_shared(P(server_cpus=s, client_cpus=c), 2) for s, c in [("0", "0"), ("0", "1"), ("0", None), (None, None)]]
-    [1, 2, 2, 2]
-    """
-    server, client = _pinned(p) if p is not None else (None, None)
-    return len(server | client) if server and client else host_cpus
-
-
-def check_cpus(name: str, spec: str | None) -> list[str]:
-    """A taskset CPU list whose CPUs this process may use (None: no pinning)."""
-    if spec is None:
-        return []
-    try:
-        cpus = servers.parse_cpus(spec)
-    except ValueError as e:
-        return [f"{name}: {e}"]
-    usable = os.sched_getaffinity(0)
-    if not set(cpus) <= usable:
-        return [f"{name}: CPUs {sorted(set(cpus) - usable)} are not available (have {sorted(usable)})"]
-    return []
-
-
 def check_flavour(name: str, flavour: str) -> list[str]:
     """A known server flavour whose binaries are installed."""
     try:
@@ -385,35 +322,6 @@ def check_flavour(name: str, flavour: str) -> list[str]:
     except (errors.ConfigError, errors.ServerError) as e:
         return [f"{name}: {e}"]
     return []
-
-
-INTENTS = tuple(f.name for f in dataclasses.fields(servers.Intent))
-
-
-def split_config(config: Mapping[str, Any]) -> tuple[servers.Intent, dict[str, Any]]:
-    """A named configuration's intent (keys naming `servers.Intent` fields) and its plain
-    server variables (every other key; `flavour` excluded)."""
-    intent = {k: v for k, v in config.items() if k in INTENTS}
-    plain = {k: v for k, v in config.items() if k not in INTENTS and k != "flavour"}
-    return servers.Intent(**intent), plain
-
-
-def config_arms(configs: Mapping[str, Mapping[str, Any]], flavour: str) -> list[Arm]:
-    """One arm per named configuration, in the order given (the first is the baseline); a
-    configuration's `flavour` key picks its server (default: `flavour`)."""
-    out = []
-    for name, config in configs.items():
-        intent, plain = split_config(config)
-        out.append(Arm(name, plain, flavour=config.get("flavour") or flavour, intent=intent))
-    return out
-
-
-def config_servers(configs: Any, flavour: str) -> list[str]:
-    """The flavours named configurations start (each its own `flavour`, else `flavour`);
-    just `flavour` while the configurations are malformed (their check reports it)."""
-    if isinstance(configs, dict) and all(isinstance(v, dict) for v in configs.values()):
-        return list(dict.fromkeys(c.get("flavour") or flavour for c in configs.values()))
-    return [flavour]
 
 
 def configs_problems(what: str, configs: Any, flavour: str,
@@ -446,30 +354,3 @@ def configs_problems(what: str, configs: Any, flavour: str,
     return problems
 
 
-def with_control(arms: list[Arm], p: StudyParams) -> list[Arm]:
-    """The arms to measure: the study's, plus (`p.aa_control`) a twin of the baseline and
-    (`p.positive_control`) a twin whose server is paused (`pauses`), each after the baseline."""
-    base = arms[0]
-    twins = []
-    if p.aa_control:
-        twins.append(dataclasses.replace(base, label=base.label + AA_SUFFIX, twin_of=base.label))
-    pause = pauses.parse(getattr(p, "positive_control", None))
-    if pause is not None:
-        twins.append(dataclasses.replace(base, label=base.label + pauses.SUFFIX, twin_of=base.label,
-                                         pause=pause))
-    return [base, *twins, *arms[1:]]
-
-
-def flavour_label(flavour: str) -> str:
-    """How an arm names a flavour: by its name; a flavour file given by its path (a server
-    of the user's own kept outside env/servers) by the file's name without .toml.
-
-    >>> flavour_label("mariadb-10.11"), flavour_label("/home/me/servers/patched.toml")
-    ('mariadb-10.11', 'patched')
-    """
-    return Path(flavour).stem if str(flavour).endswith(".toml") else flavour
-
-
-def arms_of(study: Any, p: StudyParams) -> list[Arm]:
-    """The arms measured: the study's, with its controls (`with_control`)."""
-    return with_control(study.arms(p), p)

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .. import callgrind, probes, settings, stats, workloads
+from ..cpus import cpus_shared, pinned_apart
 from ..record import Host
 from ..results import Run
-from ..studykit import SysbenchParams, cpus_shared, pinned_apart
+from ..studykit import SysbenchParams
 from ..tables import INTERVALS
 from . import BY, design_table, is_paired, signed, threads, threshold, to_target, word_of
 from .words import listing, percent, span, thread_words

@@ -14,9 +14,9 @@ import pandas as pd
 from .. import settings, stats
 from ..comparisons import Comparison, primary, throughput
 from ..contract import Answer
+from ..cpus import cpus_shared, pinned_apart
 from ..results import Run
 from ..study import params_of
-from ..studykit import cpus_shared, pinned_apart
 from . import caveats, claims, findings, words
 
 

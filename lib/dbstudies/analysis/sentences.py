@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import stats
 from ..comparisons import SYSBENCH, Comparison, judged, throughput
-from ..studykit import pinned_apart
+from ..cpus import pinned_apart
 from . import findings, p_text, signed, threads, verdicts
 from .words import share_words
 

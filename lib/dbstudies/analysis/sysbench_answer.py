@@ -11,8 +11,9 @@ import pandas as pd
 from .. import results, tails
 from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts, with_tail_ratio
 from ..contract import Answer
+from ..cpus import cpus_shared, pinned_apart
 from ..results import Run
-from ..studykit import Arm, cpus_shared, pinned_apart
+from ..studykit import Arm
 from ..tables import HISTOGRAMS
 from . import caveats, control, summary
 from .aa import calibration

@@ -76,10 +76,10 @@ def clean(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from .. import archive, results
+    from .. import archive, exports
     run = archive.open_run(args.run_dir)
     out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
-    for f in results.export_tables(run, out, args.format):
+    for f in exports.export_tables(run, out, args.format):
         print(f)
     return 0
 

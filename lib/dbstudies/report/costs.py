@@ -7,13 +7,13 @@ from typing import Any
 
 from ..comparisons import server_cost, throughput
 from ..contract import Answer
+from ..cpus import cpus_shared
 from ..results import Run
 from ..shown import (
     skip,
     table,
 )
 from ..study import params_of
-from ..studykit import cpus_shared
 from .tables import details
 
 COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",

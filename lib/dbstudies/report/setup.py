@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import plots, results, schedule
+from .. import plots, progress, results, schedule
 from ..contract import Answer
 from ..described import _e, client_commands, configuration, data_sizes, design_line
 from ..render import scrub_paths
@@ -22,7 +22,7 @@ def plan(study: Any, p: Any, run_dir: Any = None) -> None:
     if run_dir:
         run = Run.open(results.find_run(run_dir))
         if run.status != "running":
-            done = results.how_far(run)["done"]
+            done = progress.how_far(run)["done"]
             print(f"Re-analysing run {run.path.name} ({run.status}, {done} measured steps): nothing is measured.")
             return
     print(schedule.describe(study, p))
