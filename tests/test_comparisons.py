@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from test_precision import QUICK
 
-from dbstudies import analysis, checks, comparisons, precision
+from dbstudies import analysis, checks, comparisons
+from dbstudies import study as study_registry
 from dbstudies import studykit as S
 from dbstudies.analysis import replication, sysbench_answer
 from dbstudies.analysis.said import answer_text
@@ -29,7 +30,7 @@ def test_a_comparison_added_to_the_kind_reaches_every_view(with_mean):
     p = checks.resolve_cell(tp, {"run_dir": str(QUICK)})
     run = Run.open(QUICK)
     # the paired tables the loop, the planner and a replication judge
-    words, frame, by, column = precision.paired_tables(tp, run)["mean"]
+    words, frame, by, column = study_registry.paired_tables(tp, run)["mean"]
     assert (words, by, column) == ("mean latency", ["workload", "threads"], "latency_avg_ms") and len(frame)
     # the answer: a table, a verdict and its words
     said = tp.answer(run, p)

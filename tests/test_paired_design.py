@@ -9,6 +9,7 @@ import pytest
 import scipy.stats
 
 from dbstudies import analysis, checks, described, planner, results, schedule, stats, tables
+from dbstudies import study as study_registry
 from dbstudies.analysis import aa
 from dbstudies.errors import ParamError
 from dbstudies.loop import Loop
@@ -125,11 +126,10 @@ def test_the_planner_predicts_the_mde_from_earlier_paired_runs(tmp_path):
 def test_the_planner_reads_a_runs_tables_once_until_they_change(tmp_path, monkeypatch):
     """A plan asks for each earlier run's tables once per metric and spread (47 reads of ≈ 1 s
     on five quick runs): read once per state of the run's tables."""
-    from dbstudies import precision
     run = fake_paired_run(tmp_path, sd_own=0.08, rounds=3)
     reads = []
-    real = precision.paired_tables
-    monkeypatch.setattr(precision, "paired_tables", lambda study, r: reads.append(r.path) or real(study, r))
+    real = study_registry.paired_tables
+    monkeypatch.setattr(planner, "judged", lambda study, r: reads.append(r.path) or real(study, r))
     first = planner.paired_tables(tp, run)
     assert planner.paired_tables(tp, Run.open(run.path)) is first and len(reads) == 1
     more = run.table(tables.STEPS).assign(step=lambda t: t["step"] + 1000, repeat=lambda t: t["repeat"] + 3)

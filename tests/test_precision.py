@@ -12,6 +12,7 @@ from conftest import FIXTURES
 
 from dbstudies import analysis, checks, described, planner, precision, schedule, stats
 from dbstudies import loop as loop_module
+from dbstudies import study as study_registry
 from dbstudies.analysis import words
 from dbstudies.analysis.said import verdict_summary
 from dbstudies.comparisons import Comparison
@@ -255,7 +256,7 @@ def test_the_planner_says_how_long_a_target_takes_and_what_it_leaves_undecided()
     # words of an undecided cell, go by) — and the loop's own count (its pairs' spread about zero),
     # which a real difference adds to: the loop's hardest cell is left at its first rounds
     short = precision.shortfall(tp, NS(target=p.target), run).set_index("cell")["needs_p95"]
-    _, frame, by, value = precision.paired_tables(tp, run)["p95"]
+    _, frame, by, value = study_registry.paired_tables(tp, run)["p95"]
     v = precision.cell_variances(frame, by, value, *precision.compared(run))
     s2, _, d0 = stats.moderated(v["s2"].to_numpy(float), v["n"].to_numpy(float) - 1)
     plain = {tuple(c): stats.rounds_for(math.sqrt(x), 0.25, len(v), d0) for c, x in zip(v[by].to_numpy().tolist(), s2)}
@@ -277,7 +278,7 @@ def test_where_rounds_go_never_depends_on_which_arm_of_a_pair_won():
     leaves every cell's pairs to go as they were — and the test's own variance would not."""
     tp, run = load("thread_pool"), Run.open(QUICK)
     p = NS(target={"qps": 0.10, "p95": 0.25})
-    tables = precision.paired_tables(tp, run)
+    tables = study_registry.paired_tables(tp, run)
     base, (cand,) = precision.compared(run)
     swapped = {}
     for metric, (label, frame, by, value) in tables.items():

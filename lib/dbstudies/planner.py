@@ -4,7 +4,7 @@ whether the run can answer the question before spending an hour on it.
 
 The noise comes from this host's earlier paired runs of the study (their per-round log
 ratios, per cell: workload × threads for the sysbench studies, query for DBT3 — its judged
-`COMPARISONS`, `precision.paired_tables`), or, when there are none, from a pilot: the same study
+`COMPARISONS`, `study.paired_tables`), or, when there are none, from a pilot: the same study
 and parameters for two rounds, kept as an ordinary run (so the next plan uses it too). A
 cell's variance is moderated across the cells as the verdicts do (`stats.moderated`); cells
 the earlier runs did not measure take the median cell's. The prediction is the paired MDE
@@ -26,17 +26,18 @@ import pandas as pd
 from . import analysis, checks, experiment, ownership, paths, precision, schedule, stats
 from .contract import Study, study_name
 from .results import Run, list_runs
-from .study import load
+from .study import Observations, load
+from .study import paired_tables as judged
 from .studykit import StudyParams, arms_of
 
 PILOT_ROUNDS = 2
 RECENT = 5   # the latest runs used
 
 
-_READ: dict[tuple, list[precision.Observations]] = {}
+_READ: dict[tuple, list[Observations]] = {}
 
 
-def paired_tables(study: Study, run: Run) -> list[precision.Observations]:
+def paired_tables(study: Study, run: Run) -> list[Observations]:
     """The tables `dbstudies plan` predicts for `study`, with `run`'s observations, in order —
     read once per state of the run's tables (a plan asks for each run's tables once per
     metric and spread: 47 reads of ≈ 1 s on five quick runs before)."""
@@ -46,7 +47,7 @@ def paired_tables(study: Study, run: Run) -> list[precision.Observations]:
                   for f in sorted(folder.iterdir())) if folder.is_dir() else ()
     key = (study_name(study), str(run.path), run.variant, run.meta_path.stat().st_mtime_ns, state)
     if key not in _READ:
-        _READ[key] = list(precision.paired_tables(study, run).values())
+        _READ[key] = list(judged(study, run).values())
     return _READ[key]
 
 
@@ -130,7 +131,7 @@ def to_target(study: Study, p: StudyParams, runs: list[Run], source: str) -> lis
     need the most, and those expected to end undecided."""
     cells = pd.DataFrame(study.cells(p))
     m = len(cells) * max(len([a for a in arms_of(study, p)[1:] if a.twin_of is None]), 1)
-    keys = list(precision.paired_tables(study, runs[0]))
+    keys = list(judged(study, runs[0]))
     need: dict[tuple, float] = {}  # pairs to the target as the loop judges it (spread about zero)
     noisy: dict[tuple, float] = {}  # … from the noise alone (the test's variance): what fixed rounds need
     plain: dict[tuple, float] = {}  # … the same, 0 where a difference its first rounds can see decides the cell

@@ -20,26 +20,14 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import comparisons, stats
+from . import stats
 from .contract import Study
 from .results import Run
 from .stats.lazy import sps
+from .study import paired_tables
 from .studykit import StudyParams
 
 HOPE = 0.8  # a cell is given up on only when even its variance's lower 80 % bound needs more than the budget has
-
-# what a table is judged on: (its words, the measured observations, cell columns, value)
-Observations = tuple[str, pd.DataFrame, list[str], str]
-
-
-def paired_tables(study: Study, run: Run, p: StudyParams | None = None) -> dict[str, Observations]:
-    """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
-    `observations(run, p)`; `p`: the run's, `Run.params`, unless given): {key: (words,
-    observations, cell columns, column)}."""
-    p = p if p is not None else run.params(study)
-    frame = study.observations(run, p)
-    listed = getattr(p, "COMPARISONS", study.Params.COMPARISONS)  # the run's own: a count's where it counts
-    return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(listed)}
 
 
 def cell_variances(frame: pd.DataFrame, by: list[str], value: str, baseline: str,

@@ -40,11 +40,15 @@ import os
 import sys
 import types
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+from . import comparisons, paths, record, workloads
 from . import params as P
-from . import paths, record, workloads
 from .contract import Study, study_name
+
+if TYPE_CHECKING:
+    from .results import Run
+    from .studykit import StudyParams
 
 
 def against_profile(meta: Mapping[str, Any]) -> list[tuple[str, Any, Any]] | None:
@@ -178,3 +182,17 @@ def faces(notebook: Path) -> list[str]:
     """The built-in studies whose notebook `notebook` is (one; the faces of one experiment:
     several, the first its notebook's default)."""
     return [name for name in names() if notebook_of(load(name)) == notebook]
+
+
+# what a table is judged on: (its words, the measured observations, cell columns, value)
+Observations = tuple[str, Any, list[str], str]  # the observations: a DataFrame
+
+
+def paired_tables(study: Study, run: Run, p: StudyParams | None = None) -> dict[str, Observations]:
+    """The study's judged comparisons (`comparisons.judged`) on `run`'s observations (its
+    `observations(run, p)`; `p`: the run's, `Run.params`, unless given): {key: (words,
+    observations, cell columns, column)}."""
+    p = p if p is not None else run.params(study)
+    frame = study.observations(run, p)
+    listed = getattr(p, "COMPARISONS", study.Params.COMPARISONS)  # the run's own: a count's where it counts
+    return {c.key: (c.words, frame, list(c.by), c.column) for c in comparisons.judged(listed)}

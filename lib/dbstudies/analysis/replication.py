@@ -3,7 +3,7 @@ original's answer hold in the replica?) and a pool of runs (`pooled`: several ni
 hosts of a sweep, as one estimate with its between-run spread) — `stats.replication` on the
 comparison tables of each run.
 
-A run's tables here are its study's judged comparisons (`precision.paired_tables`: what `dbstudies plan` predicts and a
+A run's tables here are its study's judged comparisons (`study.paired_tables`: what `dbstudies plan` predicts and a
 precision `target` names: QPS, p95, p99 and the tail ratio for the sysbench studies), every
 compared arm against the baseline in the design the run was measured in, with the run's own
 draw threshold — the verdicts its report gave. Absolute values never enter: the same profile
@@ -17,12 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import precision, stats
+from .. import stats
 from ..comparisons import by_key
 from ..contract import Study
 from ..errors import StoreError
 from ..results import Run
 from ..settings import between_runs, knobs
+from ..study import paired_tables
 from . import design_table, tail_rests, threshold, to_target, word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
@@ -53,7 +54,7 @@ def effects(study: Study, run: Run) -> dict[str, tuple[str, list[str], pd.DataFr
     twins = run.record.twins
     listed = getattr(rule, "COMPARISONS", study.Params.COMPARISONS)
     out = {}
-    for metric, (words, frame, by, value) in precision.paired_tables(study, run, rule).items():
+    for metric, (words, frame, by, value) in paired_tables(study, run, rule).items():
         if frame.empty or value not in frame:
             continue
         kept, _ = tail_rests(frame, by_key(listed, metric))
