@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 import slim_fixture
 
-from dbstudies import study as registry
+from dbstudies.kit import study as registry
 
 HERE = Path(__file__).resolve().parent
 NBVAL = HERE / "nbval"

@@ -22,8 +22,9 @@ from tiers import (  # noqa: F401 — the tiers plugin's hooks and fixture, regi
     pytest_runtest_setup,
 )
 
-from dbstudies import paths, servers
-from dbstudies import study as registry
+from dbstudies import servers
+from dbstudies.core import paths
+from dbstudies.kit import study as registry
 
 # the study of your own is measured through the CLI, from a copy outside the repository
 # (test_outside_study); nbval must not execute its notebook in place as a test notebook

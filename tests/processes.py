@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import proc
+from dbstudies.core import proc
 
 processes_mentioning = proc.find_processes
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dbstudies.analysis import cpu_profiles
-from dbstudies.results import Run
+from dbstudies.store.results import Run
 
 META = ["step", "arm", "pair", "workload", "threads", "samples", "cpu_server_us_per_txn"]
 

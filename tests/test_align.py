@@ -6,7 +6,8 @@ import json
 import nbformat
 import pytest
 
-from dbstudies import servers, settings
+from dbstudies import servers
+from dbstudies.store import settings
 
 SHOWN = [servers.SHOWN_AS[f] for f in servers.ALIGNED.asdict() if f in servers.SHOWN_AS]
 

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import checks
-from dbstudies import thread_handling as th
 from dbstudies.analysis import caveats
-from dbstudies.params import ParamError
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
-from dbstudies.tables import STEPS
+from dbstudies.kit import thread_handling as th
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks
+from dbstudies.store.params import ParamError
+from dbstudies.store.tables import STEPS
 
 tp = load("thread_pool")
 PC, POOL, TWIN = th.PER_CONNECTION, th.POOL, th.PER_CONNECTION + " (A/A)"

@@ -7,13 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import checks, comparisons, stats
+from dbstudies import stats
 from dbstudies.analysis import caveats, claims, words
-from dbstudies.comparisons import SYSBENCH
-from dbstudies.record import Host
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.tables import INTERVALS, STEPS
+from dbstudies.core import comparisons
+from dbstudies.core.comparisons import SYSBENCH
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store.record import Host
+from dbstudies.store.results import Run
+from dbstudies.store.tables import INTERVALS, STEPS
 
 tp = load("thread_pool")
 PC, POOL = "one-thread-per-connection", "pool-of-threads"
@@ -202,7 +204,7 @@ def test_ramp_up_a_virtual_machine_and_busy_steps_are_caveats(tmp_path):
 
 
 def test_settings_beyond_what_the_arms_vary_are_a_caveat():
-    from dbstudies import settings
+    from dbstudies.store import settings
     meta = {"arms": [{"label": "A", "settings": {"x_size": "1"}}, {"label": "B", "settings": {"x_size": "2"}}],
             "servers": [{"label": "A", "global_variables": {"x_size": "1", "sync_binlog": "0", "lock_wait_timeout": "10"}},
                         {"label": "B", "global_variables": {"x_size": "2", "sync_binlog": "1", "lock_wait_timeout": "10.000000"}}]}
@@ -269,7 +271,7 @@ def test_the_tail_ratio_measures_the_tail_not_a_body_that_moved():
 def test_the_whole_runs_p99_merges_histograms_and_resamples_rounds():
     """Percentiles cannot be averaged: the run's p99 comes from every step's histogram merged;
     its CI from resampling whole rounds is wider where rounds disagree."""
-    from dbstudies import tails
+    from dbstudies.analysis import tails
     rows, steps_ = [], []
     for r in range(1, 9):
         slow = 300 if r % 2 else 0  # half the rounds have a stall

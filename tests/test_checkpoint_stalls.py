@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from dbstudies import checks, results
-from dbstudies.params import ParamError
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
-from dbstudies.tables import INTERVALS, STATUS
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks
+from dbstudies.store import results
+from dbstudies.store.params import ParamError
+from dbstudies.store.results import Run
+from dbstudies.store.tables import INTERVALS, STATUS
 
 cs = load("checkpoint_stalls")
 
@@ -98,7 +99,7 @@ def test_probes_give_checkpoint_age_and_io_in_both_families(smoke_run):
     """The versions smoke run measures MariaDB 10.11 and MySQL 9.7 (under bwrap): checkpoint
     age comes from MariaDB's own status and from MySQL's LSNs and redo capacity, and the
     server's I/O is read from the real server process, not its launcher."""
-    from dbstudies import timeseries
+    from dbstudies.analysis import timeseries
     proc, run_dir = smoke_run("versions")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)
@@ -118,7 +119,8 @@ def test_the_smoke_run_pairs_long_write_steps_by_round(smoke_run):
     """design paired (the default here): every configuration on a server of its own, the steps
     of a round back to back (the idle one's flushing waited out, `settle_s`), the verdicts from
     per-round ratios; the planner predicts the verdict tables from the same run summaries."""
-    from dbstudies import planner, stats
+    from dbstudies import stats
+    from dbstudies.workflows import planner
     proc, run_dir = smoke_run("checkpoint_stalls")
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = Run.open(run_dir)

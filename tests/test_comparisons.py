@@ -6,14 +6,16 @@ from __future__ import annotations
 import pytest
 from test_precision import QUICK
 
-from dbstudies import analysis, checks, comparisons
-from dbstudies import study as study_registry
-from dbstudies import studykit as S
+from dbstudies import analysis
 from dbstudies.analysis import replication, sysbench_answer
 from dbstudies.analysis.said import answer_text
-from dbstudies.errors import ParamError
-from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.core import comparisons
+from dbstudies.core.errors import ParamError
+from dbstudies.kit import study as study_registry
+from dbstudies.kit import studykit as S
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store.results import Run
 
 # a comparison the sysbench studies do not have: the mean latency of a step (sysbench's avg)
 MEAN = comparisons.Comparison("mean", "latency_avg_ms", False, "mean latency", "mean")

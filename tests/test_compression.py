@@ -7,14 +7,16 @@ import json
 import pytest
 from processes import processes_mentioning
 
-from dbstudies import checks, experiment, ownership, results, servers
-from dbstudies.params import ParamError
-from dbstudies.provenance import storage_facts
-from dbstudies.results import Run
+from dbstudies import servers
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks, experiment, ownership
 from dbstudies.servers import compression
+from dbstudies.store import results
+from dbstudies.store.params import ParamError
+from dbstudies.store.provenance import storage_facts
+from dbstudies.store.results import Run
 from dbstudies.studies.compression import storage
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
 from dbstudies.workloads import linkbench
 from dbstudies.workloads.sysbench import Sysbench, SysbenchError
 

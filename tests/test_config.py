@@ -139,7 +139,7 @@ def test_sysbench_env_names_the_workload_and_table_options():
 def test_children_get_the_hard_open_files_limit():
     import resource
 
-    from dbstudies import proc
+    from dbstudies.core import proc
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
     try:

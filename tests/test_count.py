@@ -10,11 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dbstudies import callgrind, checks, experiment, ownership, results, servers
+from dbstudies import servers
 from dbstudies.analysis import counted, said
-from dbstudies.errors import ParamError
+from dbstudies.core.errors import ParamError
+from dbstudies.kit.study import load
+from dbstudies.measure import checks, experiment, ownership
+from dbstudies.observe import callgrind
 from dbstudies.servers import Server
-from dbstudies.study import load
+from dbstudies.store import results
 from dbstudies.workloads import sysbench
 
 # a dump as callgrind writes one (names compressed on first use, a call's inclusive cost on
@@ -152,7 +155,7 @@ def test_a_count_runs_caveats_are_its_own_and_none_is_empty():
     from types import SimpleNamespace
 
     from dbstudies.analysis import caveats
-    from dbstudies.record import Record
+    from dbstudies.store.record import Record
     p = checks.resolve(load("versions"), "count")
     (only,) = caveats.caveats(SimpleNamespace(record=Record.of({"servers": []})), p, {}, None)
     assert only.startswith("**A count, not a time.**")
@@ -228,7 +231,7 @@ def test_compare_and_pool_of_two_count_runs_judge_instructions_in_the_counts_dec
     binary as a release tarball; their global variables trimmed to a few): `compare` and
     `pool` read instructions per transaction, not the QPS valgrind slowed, with two decimals
     (one would print −0.0 % [−0.0, +0.0]) and the count's MDE."""
-    from dbstudies import sharing
+    from dbstudies.workflows import sharing
     a, b = COUNT_RUNS
     assert sharing.compare(a, b) == 0
     out = capsys.readouterr().out

@@ -10,15 +10,18 @@ import time
 import pandas as pd
 import pytest
 
-from dbstudies import checks, experiment, flamegraph, ownership, profiler, results, schedule
-from dbstudies import thread_handling as th
 from dbstudies.analysis import cpu_profiles
-from dbstudies.errors import ParamError
-from dbstudies.loop import Loop
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
-from dbstudies.tables import CPU_PROFILES
+from dbstudies.core.errors import ParamError
+from dbstudies.kit import thread_handling as th
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks, experiment, ownership, schedule
+from dbstudies.measure.loop import Loop
+from dbstudies.observe import profiler
+from dbstudies.plots import flamegraph
+from dbstudies.store import results
+from dbstudies.store.results import Run
+from dbstudies.store.tables import CPU_PROFILES
 
 # `perf script -F comm,ip,sym,dso` as perf 6.1 prints it (offsets and a frame without symbol)
 SCRIPT = """mariadbd

@@ -4,12 +4,13 @@ import dataclasses
 
 import pytest
 
-from dbstudies import checks, experiment, ownership, tpch
-from dbstudies.params import ParamError
-from dbstudies.results import Run
+from dbstudies import tpch
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks, experiment, ownership
+from dbstudies.store.params import ParamError
+from dbstudies.store.results import Run
 from dbstudies.studies.dbt3_plans import queries as qa
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
 from dbstudies.workloads import sql
 
 d3 = load("dbt3_plans")
@@ -124,7 +125,7 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
     in semi-joined subqueries and is reported as not forced, never timed."""
     import pandas as pd
 
-    from dbstudies.steps import Context
+    from dbstudies.measure.steps import Context
     p = checks.resolve(d3, "smoke", queries=[3, 21, 6])
     a, b = arms_of(d3, p)
     run = ownership.open_run(d3, p, root=tmp_path)

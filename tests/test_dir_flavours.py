@@ -15,10 +15,13 @@ import trees
 from conftest import REPO
 from processes import processes_mentioning
 
-from dbstudies import checks, paths, results, servers, stats
-from dbstudies.results import Run
+from dbstudies import servers, stats
+from dbstudies.core import paths
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
 from dbstudies.servers import dialect
-from dbstudies.study import load
+from dbstudies.store import results
+from dbstudies.store.results import Run
 
 pytestmark = pytest.mark.server
 CLI = [sys.executable, "-m", "dbstudies"]

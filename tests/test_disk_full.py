@@ -15,7 +15,7 @@ import psutil
 import pytest
 from processes import processes_mentioning, wait_for
 
-from dbstudies.results import RESERVE, Run
+from dbstudies.store.results import RESERVE, Run
 
 # small servers (short redo logs) on a 1 GiB disk, far more than the run needs until the fill (the
 # run's servers and data took 400 MiB on a loaded host once); six measured steps, the fill after the first

@@ -13,9 +13,12 @@ import pandas as pd
 import pytest
 import trees
 
-from dbstudies import archive, bisection, cli, cluster, history, paths, series, sweep
-from dbstudies.errors import ParamError
+from dbstudies import cli
+from dbstudies.core import paths
+from dbstudies.core.errors import ParamError
 from dbstudies.plots import axes
+from dbstudies.store import archive
+from dbstudies.workflows import bisection, cluster, history, series, sweep
 
 AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
 BUILDS = [f"b{i}" for i in range(1, 9)]

@@ -27,3 +27,29 @@ def test_no_hook_is_bound_twice():
     module function in any study (a forgotten one silently ran the kind's default)."""
     bound = [name for name, text in sources(STUDIES).items() if "staticmethod(" in text]
     assert bound == [], bound
+
+
+def test_a_name_from_before_the_wings_imports_the_module_at_its_home():
+    """Notebooks and studies written before the wings keep working: `dbstudies.<old name>`,
+    imported either way, is the module at its home (the same object: a patch of one is a patch
+    of the other); a name that never was one is still an error."""
+    import importlib
+    import subprocess
+    import sys
+
+    import dbstudies
+    for old, home in dbstudies.MOVED.items():
+        assert importlib.import_module(f"dbstudies.{old}") is importlib.import_module(f"dbstudies.{home}"), old
+        assert getattr(dbstudies, old) is importlib.import_module(f"dbstudies.{home}")
+        assert not (PACKAGE / f"{old}.py").exists()  # moved, not copied
+    fresh = subprocess.run([sys.executable, "-c", "from dbstudies import results, checks\n"
+                            "from dbstudies.studykit import arms_of\nfrom dbstudies.errors import ParamError\n"
+                            "import dbstudies.experiment as e\nprint(results.__name__, e.__name__, arms_of.__module__)"],
+                           capture_output=True, text=True, timeout=60)
+    assert fresh.stdout.split() == ["dbstudies.store.results", "dbstudies.measure.experiment", "dbstudies.kit.arms"], fresh.stderr
+    try:
+        importlib.import_module("dbstudies.no_such_module")
+    except ModuleNotFoundError:
+        pass
+    else:
+        raise AssertionError("an unknown name imported")

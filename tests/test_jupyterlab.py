@@ -20,8 +20,8 @@ import nbformat
 import pytest
 from processes import wait_for
 
-from dbstudies import lab
-from dbstudies.results import Run
+from dbstudies.kernel import lab
+from dbstudies.store.results import Run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "dbstudies-browser-test"

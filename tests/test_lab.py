@@ -7,7 +7,8 @@ import nbformat
 import pytest
 from tornado import web
 
-from dbstudies import lab, paths
+from dbstudies.core import paths
+from dbstudies.kernel import lab
 
 
 @pytest.fixture

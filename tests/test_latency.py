@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from dbstudies import checks
-from dbstudies.params import ParamError
-from dbstudies.results import Run
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store.params import ParamError
+from dbstudies.store.results import Run
+from dbstudies.store.tables import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
 from dbstudies.studies.latency import levels as L
-from dbstudies.study import load
-from dbstudies.tables import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
 
 study = load("latency")
 
@@ -32,7 +32,7 @@ def test_bad_levels_and_targets_are_parameter_errors():
 
 
 def test_named_configurations_are_the_arms_when_given():
-    from dbstudies.studykit import arms_of
+    from dbstudies.kit.studykit import arms_of
     p = checks.resolve(study, "smoke", configs={"bp 64M": {"buffer_pool": "64M"},
                                                     "pool": {"thread_pool": True}})
     arms = arms_of(study, p)
@@ -129,7 +129,7 @@ def test_a_recorded_smoke_run_keeps_150_percent_of_the_peak_as_lower_bounds():
     t = study.tables(run, p)
     assert t["levels"]["lower_bound"].tolist() == [False, False, True, True]
     assert t["p99"][t["p99"]["offered"].str.contains("30 %")]["delta_pct"].notna().all()
-    from dbstudies import planner
+    from dbstudies.workflows import planner
     noise = planner.cell_noise(study, [run], 0)
     assert noise[["workload", "threads", "level", "df"]].values.tolist() == [["oltp_point_select", 8, 0.3, 1]]
     assert planner.predict(study, p, noise)["comparisons"] == 1  # one level up to 0.7 × one candidate
@@ -138,7 +138,7 @@ def test_a_recorded_smoke_run_keeps_150_percent_of_the_peak_as_lower_bounds():
 def test_levels_compare_paired_rounds_and_name_who_did_not_keep_up():
     from types import SimpleNamespace
 
-    from dbstudies.studykit import Arm
+    from dbstudies.kit.studykit import Arm
     rows = []
     for repeat in (1, 2, 3):
         for rate, level in ((100.0, 0.5), (130.0, 0.65), (300.0, 1.5)):
@@ -176,9 +176,9 @@ def test_the_capacity_ladder_brackets_the_crossing_when_the_queue_model_is_off_b
 
 
 def test_the_positive_control_in_an_open_loop_must_show_where_the_delayed_share_passes_the_tail():
-    from dbstudies import pauses
     from dbstudies.analysis import control
-    from dbstudies.studykit import Arm
+    from dbstudies.kit.studykit import Arm
+    from dbstudies.observe import pauses
     arms = [Arm("base"), Arm("base (paused)", twin_of="base", pause=pauses.Pause(20, 2))]
     levels = pd.DataFrame({"workload": "w", "threads": 64, "arm": "base", "rate": [250.0, 500.0, 700.0],
                            "p99_median": 2.0, "p50_median": 0.8})

@@ -1,13 +1,13 @@
-"""The package's layers and the one direction of its imports (docs/architecture.md, "Layout").
+"""The package's wings and the one direction of its imports (docs/architecture.md, "Layout").
 
 Every import of a dbstudies module by another one is read from the source, function-local
-and type-only ones (`if TYPE_CHECKING:`) included, and must point down this order: a module
-imports only modules of an earlier layer, or earlier in its own layer.
+and type-only ones (`if TYPE_CHECKING:`) included, and must point down the wings' order: a
+module imports only modules of a wing below its own, or of its own wing without a circle.
+A folder is one room: the house stands on at most ten of them, and so does each wing.
 """
 from __future__ import annotations
 
 import ast
-import fnmatch
 import re
 from pathlib import Path
 
@@ -15,29 +15,29 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "dbstudies"
 
-# bottom first; docs/architecture.md "Layout" says the same in words
-LAYERS = [
-    ("ground", ["errors", "paths", "schema", "proc", "css", "live", "passes", "comparisons", "contract"]),
-    ("servers", ["servers.cnf", "servers.dialect", "servers.tree", "servers.rootfs", "servers.launch", "servers.flavour", "servers.catalogue",
-                 "servers.instance", "servers.remote", "servers.compression", "servers.factory",
-                 "servers"]),
-    ("workloads, probes, TPC-H", ["pauses", "counters", "callgrind", "workloads", "workloads.sysbench_output", "workloads.sysbench", "workloads.tpcc",
-                                  "workloads.linkbench", "workloads.sql", "probes", "profiler", "tpch"]),
-    ("store", ["cpus", "provenance", "record", "params", "tables", "results", "exports", "progress", "settings", "archive", "ownership"]),
-    ("numbers", ["stats.lazy", "stats.samples", "stats.paired", "stats.profiles", "stats.changepoints", "stats.reach", "stats.stopping", "stats.censored", "stats.replication", "stats", "timeseries", "plots.axes", "plots.*", "plots", "flamegraph"]),
-    ("study contract", ["arms", "studykit", "thread_handling", "study"]),
-    ("plan", ["schedule", "checks", "tails"]),
-    ("measurement loop", ["steps", "precision", "inventory", "loop", "experiment"]),
-    ("analysis", ["analysis.words", "analysis", "analysis.claims", "analysis.findings", "analysis.sentences", "analysis.aa", "analysis.caveats", "analysis.transactions", "analysis.control", "analysis.sysbench_answer", "analysis.said", "analysis.runs", "analysis.replication",
-                  "analysis.server_view", "analysis.costs", "analysis.cpu_profiles", "analysis.counted"]),
-    ("studies", ["studies", "studies.scaling", "studies.*.queries", "studies.*.storage", "studies.*.levels", "studies.*"]),
-    ("report", ["shown", "described", "glance", "render", "replicated", "instructions", "report.tables", "report.setup",
-                "report.costs", "report.profiles", "report.controls", "report.answer", "report"]),
-    ("runner", ["runner"]),
-    ("tools", ["planner", "cluster", "sweep", "series", "history", "bisection", "lab", "sharing", "generated"]),
-    ("command line", ["commands.kit", "commands.studies", "commands.runs", "commands.servers", "commands.builds",
-                      "commands.sweeps", "commands.loader", "commands", "cli", "__main__"]),
+# the wings, bottom first: a module imports only from a wing below its own, or within its own
+# wing without a circle (docs/architecture.md "Layout" says the same in words)
+WINGS = [
+    ("core", "the ground: errors, paths, the subprocess helper, the comparison record"),
+    ("kernel", "what a live notebook kernel needs"),
+    ("servers", "a server: flavours, dialects, starting it"),
+    ("workloads", "sysbench and our Lua workloads, SQL sessions"),
+    ("tpch", "TPC-H data and queries"),
+    ("observe", "a server's process observed and paused"),
+    ("store", "the run store and what it records"),
+    ("stats", "the numbers"),
+    ("plots", "the figures"),
+    ("kit", "what a study is and is built from"),
+    ("analysis", "what a run's tables say"),
+    ("measure", "measuring a run"),
+    ("studies", "the built-in studies"),
+    ("report", "a run's report"),
+    ("workflows", "what works over runs"),
+    ("commands", "the command line's commands"),
+    ("cli", "the console script"),
+    ("__main__", "python -m dbstudies"),
 ]
+MAX_ROOT_MODULES = 8  # modules directly in lib/dbstudies (its __init__ among them)
 
 
 def module_name(path: Path) -> str:
@@ -45,12 +45,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts) or "dbstudies"
 
 
-def rank(name: str) -> tuple[int, int]:
-    for i, (_, modules) in enumerate(LAYERS):
-        for j, m in enumerate(modules):
-            if m == name or fnmatch.fnmatchcase(name, m):
-                return i, j
-    raise KeyError(name)
+def room(name: str) -> str:
+    """A module's room: its wing (the folder it lies in), or itself directly in the package."""
+    return name.split(".")[0]
+
+
+def rank(name: str) -> int:
+    return [w for w, _ in WINGS].index(room(name))
 
 
 def imports(path: Path) -> list[tuple[str, int]]:
@@ -80,6 +81,13 @@ def imports(path: Path) -> list[tuple[str, int]]:
     return out
 
 
+def graph() -> dict[str, set[str]]:
+    """module → the dbstudies modules it imports (the package itself: an import of a name
+    that is no module of its own — a name from before the wings, kept for notebooks only)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {m: {t for t, _ in imports(p)} for m, p in files.items() if m != "dbstudies"}
+
+
 def violations() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -87,117 +95,136 @@ def violations() -> list[str]:
         if me == "dbstudies":
             continue
         for target, line in imports(path):
-            if target == "dbstudies" or rank(target) >= rank(me) and target != me:
+            if target == "dbstudies" or room(target) != room(me) and rank(target) >= rank(me):
                 found.append(f"{path.relative_to(PACKAGE)}:{line}: {me} imports {target}, "
                              f"which is not below it")
     return found
 
 
-def test_every_module_has_a_layer():
-    missing = []
-    for path in PACKAGE.rglob("*.py"):
-        try:
-            rank(module_name(path))
-        except KeyError:
-            missing.append(module_name(path))
-    assert module_name(PACKAGE / "__init__.py") == "dbstudies" and sorted(missing) == ["dbstudies"]
+def circles() -> list[list[str]]:
+    """Circles of imports (within a wing: between wings the order forbids them)."""
+    edges, found, state = graph(), [], {}
+
+    def walk(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(edges.get(m, ())):
+            if state.get(t) == 1:
+                found.append(path[path.index(t):] + [t])
+            elif t not in state:
+                walk(t, [*path, t])
+        state[m] = 2
+    for m in sorted(edges):
+        if m not in state:
+            walk(m, [m])
+    return found
 
 
-def test_imports_go_down_the_layers_only():
+def test_every_module_lies_in_a_wing_and_few_lie_loose():
+    """Every folder is a wing of the list; at most `MAX_ROOT_MODULES` modules lie directly in
+    lib/dbstudies (the console script's, the package's face)."""
+    rooms = {room(module_name(p)) for p in PACKAGE.rglob("*.py")} - {"dbstudies"}
+    assert rooms == {w for w, _ in WINGS}
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_ROOT_MODULES and "__init__.py" in loose, loose
+
+
+def test_imports_go_down_the_wings_only():
     assert violations() == []
+    assert circles() == []
 
 
 @pytest.mark.parametrize("source, bad", [
-    ("from . import experiment\n", True),                       # up, at the top
-    ("def f():\n    from .runner import execute\n", True),      # up, hidden in a function
-    ("import dbstudies.cli\n", True),                           # up, absolute
-    ("from . import errors, stats\n", False),                   # down
-    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .experiment import Context\n", True),
+    ("from ..measure import experiment\n", True),                     # up, at the top
+    ("def f():\n    from ..workflows.runner import execute\n", True),  # up, hidden in a function
+    ("import dbstudies.cli\n", True),                                 # up, absolute
+    ("from .. import results\n", True),                               # a name from before the wings
+    ("from ..core import errors\nfrom . import samples\n", False),     # down, and within its wing
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..measure.experiment import Context\n", True),
 ])
 def test_the_walk_sees_an_import_against_the_order(tmp_path, monkeypatch, source, bad):
-    """The check itself: a module of the numbers layer importing upward is caught, at the
-    top, inside a function or for type hints only; importing downward is not."""
+    """The check itself: a module of the numbers wing importing upward is caught, at the top,
+    inside a function or for type hints only; importing downward is not."""
     fake = tmp_path / "dbstudies"
     fake.mkdir()
     for path in PACKAGE.rglob("*.py"):
         (fake / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
         (fake / path.relative_to(PACKAGE)).write_text(path.read_text())
-    (fake / "stats.py").write_text(source)
+    (fake / "stats" / "walk.py").write_text(source)
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
-    assert bool([v for v in violations() if v.startswith("stats.py")]) is bad
+    assert bool([v for v in violations() if v.startswith("stats/walk.py")]) is bad
 
 
-def test_the_readme_layout_names_every_module_layer_by_layer():
-    """docs/architecture.md "Layout" names every module, each layer's after the start of the layer below:
-    a module added or renamed without the docs saying so fails here."""
-    readme = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
-    layout = readme[readme.index("## Layout"):]
+def test_a_circle_within_a_wing_is_seen(tmp_path, monkeypatch):
+    fake = tmp_path / "dbstudies"
+    for path in PACKAGE.rglob("*.py"):
+        (fake / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
+        (fake / path.relative_to(PACKAGE)).write_text(path.read_text())
+    (fake / "core" / "errors.py").write_text("from . import paths\n")
+    (fake / "core" / "paths.py").write_text("def f():\n    from .errors import X\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    assert any(set(c) == {"core.errors", "core.paths"} for c in circles()), circles()
+
+
+def test_the_layout_names_every_wing_in_order_and_every_module_in_its_wing():
+    """docs/architecture.md "Layout" names every wing in the order here, and every module in
+    its wing's paragraph: a module added, moved or renamed without the docs saying so fails."""
+    doc = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    layout = doc[doc.index("## Layout"):]
     layout = layout[:layout.index("\nenv/")]
-    cursor = layout.index("lib/dbstudies/")
-    for layer, modules in LAYERS:
-        names = [m.removesuffix(".*").rsplit(".", 1)[-1] for m in modules
-                 if m not in ("__main__", "studies")]
-        found = {}
-        for n in names:  # each name after the start of the layer before
-            hit = re.compile(rf"(?<![\w.-]){re.escape(n)}\b").search(layout, cursor)
-            found[n] = hit.start() if hit else -1
-        missing = [n for n, i in found.items() if i < 0]
-        assert not missing, f"docs/architecture.md Layout does not name {missing} in or after the layer before {layer}"
-        cursor = min(found.values())
+    heads = [re.search(rf"^\s+{re.escape(w)}(/|\.py)", layout, re.M) for w, _ in WINGS]
+    assert all(heads), [w for (w, _), h in zip(WINGS, heads) if not h]
+    starts = [h.start() for h in heads]
+    assert starts == sorted(starts), "the wings are not in order"
+    for k, (wing, _) in enumerate(WINGS):
+        part = layout[starts[k]:starts[k + 1] if k + 1 < len(starts) else len(layout)]
+        mods = sorted({p.stem for p in (PACKAGE / wing).glob("*.py")} - {"__init__"})
+        missing = [m for m in mods if not re.search(rf"(?<![\w.-]){re.escape(m)}\b", part)]
+        assert not missing, f"docs/architecture.md Layout does not name {missing} under {wing}/"
 
 
-MAX_CHAIN = 12  # files, __main__ to the ground; issue 67: 12 for one commit (the splits added loop and arms), then a folder counts as one room
+MAX_FLOORS = 10  # rooms, __main__ to the ground: a folder counts as one
 
 
-def reexports_only(path: Path) -> bool:
-    """A package `__init__` that only imports and re-exports (a docstring, imports, `__all__`)."""
-    return path.name == "__init__.py" and all(
-        isinstance(n, (ast.Import, ast.ImportFrom))
-        or isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
-        or isinstance(n, ast.Assign) and [getattr(t, "id", "") for t in n.targets] == ["__all__"]
-        for n in ast.parse(path.read_text()).body)
-
-
-def longest_chain() -> list[str]:
-    """The tallest chain of imports between the package's files; a package whose `__init__`
-    only re-exports counts as one file (its folder), imports inside it not counted."""
-    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    folders = [m for m, p in files.items() if m != "dbstudies" and reexports_only(p)]
-
-    def node(m: str) -> str:
-        return next((f for f in folders if m == f or m.startswith(f + ".")), m)
-
-    edges: dict[str, set[str]] = {}
-    for m, p in files.items():
-        edges.setdefault(node(m), set()).update(
-            node(t) for t, _ in imports(p) if t in files and node(t) != node(m))
+def tallest(edges: dict[str, set[str]]) -> list[str]:
+    """The tallest chain of a graph (of equally tall chains, the first by name)."""
     memo: dict[str, list[str]] = {}
 
-    def tallest(m: str) -> list[str]:  # of equally tall chains, the first by name: one answer every run
+    def up(m: str) -> list[str]:
         if m not in memo:
-            below = [tallest(t) for t in sorted(edges[m])]
-            memo[m] = [m, *max(below, key=len, default=[])]
+            memo[m] = [m, *max((up(t) for t in sorted(edges.get(m, ()))), key=len, default=[])]
         return memo[m]
-
-    return max((tallest(m) for m in sorted(edges)), key=len)
-
-
-def test_the_longest_chain_of_imports_is_at_most_ten_files_tall():
-    chain = longest_chain()
-    assert len(chain) <= MAX_CHAIN, " → ".join(chain)
+    return max((up(m) for m in sorted(edges)), key=len, default=[])
 
 
-def test_the_chain_counts_files_and_sees_a_taller_house(tmp_path, monkeypatch):
-    """The measure itself: a module importing the top of the house stands one floor above it."""
+def floors() -> list[str]:
+    """The tallest chain of rooms (wings and loose modules)."""
+    edges: dict[str, set[str]] = {}
+    for m, targets in graph().items():
+        edges.setdefault(room(m), set()).update(room(t) for t in targets if t != "dbstudies" and room(t) != room(m))
+    return tallest(edges)
+
+
+def test_the_house_stands_on_at_most_ten_floors_and_so_does_each_wing():
+    house = floors()
+    assert len(house) <= MAX_FLOORS, " → ".join(house)
+    edges = graph()
+    for wing, _ in WINGS:
+        inside = {m: {t for t in ts if room(t) == wing} for m, ts in edges.items() if room(m) == wing}
+        chain = tallest(inside)
+        assert len(chain) <= MAX_FLOORS, " → ".join(chain)
+
+
+def test_the_floors_are_counted_and_a_taller_house_is_seen(tmp_path, monkeypatch):
+    """The measure itself: a loose module importing the top of the house stands above it."""
     fake = tmp_path / "dbstudies"
     for path in PACKAGE.rglob("*.py"):
         (fake / path.relative_to(PACKAGE)).parent.mkdir(parents=True, exist_ok=True)
         (fake / path.relative_to(PACKAGE)).write_text(path.read_text())
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
-    before = longest_chain()
-    (fake / "roof.py").write_text(f"from . import {before[0].rsplit('.', 1)[-1]}\n")
-    assert longest_chain() == ["roof", *before]
-    assert not imports(fake / (before[-1].replace(".", "/") + ".py"))  # the chain ends on the ground
+    before = floors()
+    assert before[0] in ("__main__", "cli") and before[-1] == "core"
+    (fake / "roof.py").write_text("from . import __main__\n")
+    assert floors() == ["roof", "__main__", *before[1:]] or floors()[0] == "roof"
 
 
 def test_no_module_is_over_500_lines():

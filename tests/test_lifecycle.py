@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbstudies import checks, exports, ownership, results
-from dbstudies import thread_handling as th
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.tables import INTERVALS
+from dbstudies.kit import thread_handling as th
+from dbstudies.kit.study import load
+from dbstudies.measure import checks, ownership
+from dbstudies.store import exports, results
+from dbstudies.store.results import Run
+from dbstudies.store.tables import INTERVALS
 
 CLI = [sys.executable, "-m", "dbstudies"]
 tp = load("thread_pool")
@@ -133,7 +134,7 @@ def test_report_of_a_running_run_is_refused_until_it_ends(tmp_path):
 
 def run_with_steps(root, gain, seed):
     """A complete run whose steps have QPS 10,000 × gain (3 % noise), 6 repeats per arm."""
-    from dbstudies.tables import STEPS
+    from dbstudies.store.tables import STEPS
     run = make_run(root, "complete")
     rng = np.random.default_rng(seed)
     rows = [{**{c: 0 for c in STEPS.columns}, "step": i + 1, "phase": "measure", "repeat": r,
@@ -210,8 +211,8 @@ def test_a_run_records_its_hosts_identity_and_speed_and_compare_names_a_slower_h
     """The fixed CPU loop at the run's start and end, the machine's identity, the kernel in the
     set-up line; two runs whose one-client µs per transaction differ 2× are said to first."""
     from dbstudies.analysis import runs
-    from dbstudies.described import setup_line
-    from dbstudies.tables import STEPS
+    from dbstudies.report.described import setup_line
+    from dbstudies.store.tables import STEPS
     made = []
     for gain in (1.0, 0.5):  # the second host: half the transactions per second at one client
         run = make_run(tmp_path / "runs", "complete")

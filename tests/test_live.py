@@ -5,9 +5,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from dbstudies import live
-from dbstudies.loop import Loop
-from dbstudies.runner import default_kernel
+from dbstudies.kernel import live
+from dbstudies.measure.loop import Loop
+from dbstudies.workflows.runner import default_kernel
 
 
 @pytest.mark.notebook
@@ -75,7 +75,7 @@ def test_the_terminal_bar_never_shows_a_smaller_fraction_when_rounds_are_added()
     total), then the target loop adding rounds as it goes (81 % read 79 %, then 78 %, before)."""
     import io
 
-    from dbstudies.runner import ProgressBar
+    from dbstudies.workflows.runner import ProgressBar
     written = [(0, 48), (20, 48), (40, 48), (48, 48), (48, 56), (50, 56), (52, 60), (56, 60), (60, 66), (66, 66)]
     out = io.StringIO()
     bar = ProgressBar("thread_pool", out, mininterval=0)
@@ -106,11 +106,11 @@ def test_progress_through_a_paired_runs_updates_counts_up_and_names_the_step_tha
     never go back."""
     from tqdm import tqdm
 
-    from dbstudies import checks, steps
-    from dbstudies.results import Run
-    from dbstudies.steps import Context
-    from dbstudies.study import load
-    from dbstudies.studykit import arms_of
+    from dbstudies.kit.study import load
+    from dbstudies.kit.studykit import arms_of
+    from dbstudies.measure import checks, steps
+    from dbstudies.measure.steps import Context
+    from dbstudies.store.results import Run
     study = load("thread_pool")
     p = checks.resolve(study, "smoke", busy_retries=1)
     arms = {a.label: a for a in arms_of(study, p)}
@@ -156,8 +156,8 @@ def test_a_long_run_shows_its_last_stored_steps_throughput_second_by_second(tmp_
     import IPython.display
     import pandas as pd
 
-    from dbstudies.results import Run
-    from dbstudies.tables import INTERVALS
+    from dbstudies.store.results import Run
+    from dbstudies.store.tables import INTERVALS
 
     class Handle:
         def update(self, obj):

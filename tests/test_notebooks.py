@@ -11,11 +11,12 @@ import nbformat
 import pytest
 from conftest import FIXTURES, NOTEBOOKS, SMOKE_ORDER, SMOKE_RUNS, STUDIES
 
-from dbstudies import generated, paths
-from dbstudies import study as registry
-from dbstudies.params import fields
-from dbstudies.results import Run
-from dbstudies.runner import default_kernel
+from dbstudies.core import paths
+from dbstudies.kit import study as registry
+from dbstudies.store.params import fields
+from dbstudies.store.results import Run
+from dbstudies.workflows import generated
+from dbstudies.workflows.runner import default_kernel
 
 CHECK = "# CHECK_OUTPUT"
 EXPECTED = json.loads((FIXTURES / "notebook_outputs.json").read_text())

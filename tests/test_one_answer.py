@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from conftest import FIXTURES, REPO
 
-from dbstudies import render
+from dbstudies.report import render
 
 TARGETED = next((FIXTURES / "make_study" / "thread_pool").iterdir())
 FIXED = next((FIXTURES / "quick" / "thread_pool").iterdir())

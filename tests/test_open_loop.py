@@ -7,7 +7,7 @@ import threading
 import pandas as pd
 import pytest
 
-from dbstudies.errors import ParamError
+from dbstudies.core.errors import ParamError
 from dbstudies.workloads import sysbench, sysbench_output
 
 RECORDED = "\n".join([

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from report_checks import report_problems
 
-from dbstudies import paths, study
-from dbstudies.errors import ParamError
-from dbstudies.study import load, names
+from dbstudies.core import paths
+from dbstudies.core.errors import ParamError
+from dbstudies.kit import study
+from dbstudies.kit.study import load, names
 
 FIXTURE = Path(__file__).parent / "fixtures" / "outside_study"
 CLI = [sys.executable, "-m", "dbstudies"]
@@ -136,7 +137,7 @@ def test_its_parameters_cell_names_every_parameter_once():
 
     import nbformat
 
-    from dbstudies.params import fields
+    from dbstudies.store.params import fields
     nb = nbformat.read(FIXTURE / "outside_study.ipynb", as_version=4)
     (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     declared = [t.id for n in ast.parse(cell.source).body for t in n.targets]

@@ -9,10 +9,13 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO
 
-from dbstudies import checks, paths, results, workloads
-from dbstudies.errors import ParamError
-from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies import workloads
+from dbstudies.core import paths
+from dbstudies.core.errors import ParamError
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store import results
+from dbstudies.store.results import Run
 
 CLI = [sys.executable, "-m", "dbstudies"]
 SCRIPT = FIXTURES / "lua" / "kv_counter.lua"

@@ -8,14 +8,18 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from dbstudies import analysis, checks, described, planner, results, schedule, stats, tables
-from dbstudies import study as study_registry
+from dbstudies import analysis, stats
 from dbstudies.analysis import aa
-from dbstudies.errors import ParamError
-from dbstudies.loop import Loop
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import Arm, arms_of
+from dbstudies.core.errors import ParamError
+from dbstudies.kit import study as study_registry
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import Arm, arms_of
+from dbstudies.measure import checks, schedule
+from dbstudies.measure.loop import Loop
+from dbstudies.report import described
+from dbstudies.store import results, tables
+from dbstudies.store.results import Run
+from dbstudies.workflows import planner
 
 tp = load("thread_pool")
 
@@ -233,7 +237,7 @@ def test_the_planner_predicts_the_positive_control_and_never_pilots_beside_a_mea
     control = [x for x in lines if x.startswith("  positive control, throughput (QPS):")]
     assert len(control) == 1 and control[0].endswith("; 2 comparisons)")  # two cells, the paused twin alone
     # a run this process is measuring: the planner neither learns from it nor pilots beside it
-    from dbstudies import ownership
+    from dbstudies.measure import ownership
     other = tmp_path / "elsewhere"
     ownership.create_run("versions", checks.resolve(load("versions"), "smoke"), other, "notebook")
     lines = planner.plan("versions", "smoke", {}, other, allow_pilot=True)

@@ -3,11 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from dbstudies import checks, generated, schedule, servers, study, thread_handling
-from dbstudies import params as P
-from dbstudies.params import ParamError, parse_value
-from dbstudies.study import load, names
-from dbstudies.studykit import arms_of
+from dbstudies import servers
+from dbstudies.kit import study, thread_handling
+from dbstudies.kit.study import load, names
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks, schedule
+from dbstudies.store import params as P
+from dbstudies.store.params import ParamError, parse_value
+from dbstudies.workflows import generated
 
 tp = study.load("thread_pool")
 
@@ -167,7 +170,7 @@ def test_a_smoke_run_measures_no_busy_step_again_unless_asked():
     """`busy_retries` is declared once (SysbenchParams, default 2) with a smoke overlay of 0
     for every sysbench study (`PROFILE_DEFAULTS`), under each study's own profile; the README
     tables, the re-run's "changed parameters" and parameter loading read the same values."""
-    from dbstudies.studykit import SysbenchParams
+    from dbstudies.kit.studykit import SysbenchParams
     sysbench = [n for n in names() if issubclass(load(n).Params, SysbenchParams)]
     assert len(sysbench) == 5 and "dbt3_plans" not in sysbench
     for name in sysbench:
@@ -189,7 +192,7 @@ def test_a_recorded_run_reads_back_typed_old_runs_and_variants_too(tmp_path):
 
     from test_precision import QUICK
 
-    from dbstudies.results import Run
+    from dbstudies.store.results import Run
     tp = load("thread_pool")
     p = Run.open(QUICK).params(tp)
     assert isinstance(p, tp.Params) and p.repeats == 16 and p.threads == [1, 16, 64, 256]
@@ -206,7 +209,7 @@ def test_a_field_a_run_predates_reads_back_as_its_profile_said_unless_it_is_a_mo
     """A versions run recorded before `schedulers` existed ran one scheduler — what its
     profile says; read at the field's default (both schedulers) its arms would not be the
     run's and every table would come out empty. A `target` it predates it did not use."""
-    from dbstudies.results import Run
+    from dbstudies.store.results import Run
     versions = load("versions")
     run = Run.create("versions", {"profile": "smoke", "flavours": ["mariadb-10.11", "mysql-9.7"], "repeats": 2},
                      root=tmp_path)

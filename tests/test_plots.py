@@ -177,7 +177,7 @@ def test_whiskers_of_a_tight_spread_far_from_zero_are_not_cut_by_the_frame():
 def test_the_shift_function_finds_a_known_shift_and_draws_it_readably():
     """A candidate whose every transaction takes 3× the baseline's in the tail only: the
     ratio is 1 in the body and 3 at p99 and beyond, each inside its round-resampled band."""
-    from dbstudies import tails
+    from dbstudies.analysis import tails
     rng = np.random.default_rng(3)
     rows, steps = [], []
     for r in range(1, 9):

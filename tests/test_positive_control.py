@@ -13,11 +13,13 @@ import pytest
 from processes import wait_for
 from report_checks import report_problems
 
-from dbstudies import checks, errors, pauses
 from dbstudies.analysis import control
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import Arm, with_control
+from dbstudies.core import errors
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import Arm, with_control
+from dbstudies.measure import checks
+from dbstudies.observe import pauses
+from dbstudies.store.results import Run
 
 PAUSE = {"pause_ms": 20, "every_s": 2}
 

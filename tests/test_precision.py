@@ -10,18 +10,21 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from dbstudies import analysis, checks, described, planner, precision, schedule, stats
-from dbstudies import loop as loop_module
-from dbstudies import study as study_registry
+from dbstudies import analysis, stats
 from dbstudies.analysis import words
 from dbstudies.analysis.said import verdict_summary
-from dbstudies.comparisons import Comparison
-from dbstudies.contract import Answer, Study
-from dbstudies.errors import ParamError
-from dbstudies.loop import Loop
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import Arm
+from dbstudies.core.comparisons import Comparison
+from dbstudies.core.errors import ParamError
+from dbstudies.kit import study as study_registry
+from dbstudies.kit.contract import Answer, Study
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import Arm
+from dbstudies.measure import checks, precision, schedule
+from dbstudies.measure import loop as loop_module
+from dbstudies.measure.loop import Loop
+from dbstudies.report import described
+from dbstudies.store.results import Run
+from dbstudies.workflows import planner
 
 QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())  # 16 rounds × 8 cells, measured here
 
@@ -329,8 +332,8 @@ def test_every_word_agrees_with_the_interval_printed_beside_it_in_the_recorded_q
     from pathlib import Path
 
     from dbstudies.analysis.said import answer_text
-    from dbstudies.results import Run
-    from dbstudies.study import load, params_of
+    from dbstudies.kit.study import load, params_of
+    from dbstudies.store.results import Run
     run = Run.open(next((Path(__file__).parent / "fixtures" / where / "thread_pool").iterdir()))
     said = load("thread_pool").answer(run, params_of(run))
     seen = 0

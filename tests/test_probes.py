@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from dbstudies import counters, probes
-from dbstudies.counters import HOST_BUSY, HOST_STEAL, HOST_TOTAL
-from dbstudies.probes import CPU_CLIENT, CPU_SERVER, CPU_SIBLINGS, Sampler
+from dbstudies.observe import counters, probes
+from dbstudies.observe.counters import HOST_BUSY, HOST_STEAL, HOST_TOTAL
+from dbstudies.observe.probes import CPU_CLIENT, CPU_SERVER, CPU_SIBLINGS, Sampler
 
 
 def recorded(rows):

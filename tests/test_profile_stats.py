@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 import record_profile
 
-from dbstudies import checks, flamegraph
 from dbstudies.analysis import cpu_profiles, server_view
 from dbstudies.analysis.said import answer_text
-from dbstudies.comparisons import server_cost, throughput
-from dbstudies.results import Run
+from dbstudies.core.comparisons import server_cost, throughput
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.plots import flamegraph
 from dbstudies.stats import profiles
-from dbstudies.study import load
+from dbstudies.store.results import Run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
 BASE = "mariadb-10.11"

@@ -8,9 +8,12 @@ import subprocess
 import pytest
 from conftest import REPO
 
-from dbstudies import checks, cli, generated, study
-from dbstudies.params import fields, meanings
-from dbstudies.study import load
+from dbstudies import cli
+from dbstudies.kit import study
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store.params import fields, meanings
+from dbstudies.workflows import generated
 
 tp = load("thread_pool")
 

@@ -10,10 +10,11 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO
 
-from dbstudies import checks, ownership, paths
-from dbstudies.errors import ParamError
-from dbstudies.results import NotARun, Run, find_run
-from dbstudies.study import load
+from dbstudies.core import paths
+from dbstudies.core.errors import ParamError
+from dbstudies.kit.study import load
+from dbstudies.measure import checks, ownership
+from dbstudies.store.results import NotARun, Run, find_run
 
 FIXTURE = next((FIXTURES / "runs" / "thread_pool").iterdir())
 

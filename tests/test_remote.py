@@ -10,10 +10,12 @@ import sys
 import pytest
 from conftest import REPO
 
-from dbstudies import checks, results, servers
-from dbstudies.params import ParamError
-from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies import servers
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store import results
+from dbstudies.store.params import ParamError
+from dbstudies.store.results import Run
 
 ENV = "DBSTUDIES_TEST_REMOTE_PASSWORD"
 

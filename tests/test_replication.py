@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 from processes import run_logged
 
-from dbstudies import archive, cli, stats
+from dbstudies import cli, stats
 from dbstudies.analysis import replication
-from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.kit.study import load
+from dbstudies.store import archive
+from dbstudies.store.results import Run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())        # 16 rounds × 8 cells
@@ -175,8 +176,8 @@ def test_a_replication_this_machine_cannot_measure_is_one_line_exit_2_and_nothin
 
 
 def test_a_replication_keeps_the_original_s_parameters_and_refuses_a_changed_one(tmp_path):
-    from dbstudies import checks
-    from dbstudies.errors import ReplicationError
+    from dbstudies.core.errors import ReplicationError
+    from dbstudies.measure import checks
     study = load("thread_pool")
     profile, given = checks.replication_base(study, {"replicate": str(TARGETED), "draw_threshold": 0.02})
     recorded = Run(TARGETED).metadata["parameters"]
@@ -189,7 +190,8 @@ def test_a_replication_keeps_the_original_s_parameters_and_refuses_a_changed_one
 
 
 def test_a_notebook_s_parameters_cell_naming_a_run_to_replicate_resolves_to_that_run_s_parameters():
-    from dbstudies import checks, params
+    from dbstudies.measure import checks
+    from dbstudies.store import params
     study = load("thread_pool")
     cell = {"profile": "quick", **{name: None for name in params.fields(study.Params)}, "replicate": str(TARGETED)}
     p = checks.resolve_cell(study, cell)

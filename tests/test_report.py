@@ -8,10 +8,12 @@ import pytest
 from conftest import FIXTURES, REPO, SMOKE_ORDER
 from report_checks import opening_problems, read_in_chromium, report_problems, unused_option_problems
 
-from dbstudies import checks, described, ownership, paths, render
-from dbstudies.results import Run
-from dbstudies.shown import SKIP
-from dbstudies.study import load
+from dbstudies.core import paths
+from dbstudies.kit.study import load
+from dbstudies.measure import checks, ownership
+from dbstudies.report import described, render
+from dbstudies.report.shown import SKIP
+from dbstudies.store.results import Run
 
 tp = load("thread_pool")
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from dbstudies import errors, ownership, results
-from dbstudies.results import Run, Table
-from dbstudies.tables import INTERVALS
+from dbstudies.core import errors
+from dbstudies.measure import ownership
+from dbstudies.store import results
+from dbstudies.store.results import Run, Table
+from dbstudies.store.tables import INTERVALS
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ import pytest
 from conftest import FIXTURES, REPO
 from report_checks import read_in_chromium, report_problems, unused_option_problems
 
-from dbstudies import checks
 from dbstudies.analysis import caveats, costs
-from dbstudies.results import Run
-from dbstudies.study import load
+from dbstudies.kit.study import load
+from dbstudies.measure import checks
+from dbstudies.store.results import Run
 
 QUICK = next((FIXTURES / "quick" / "thread_pool").iterdir())
 

@@ -27,7 +27,7 @@ def test_start_answers_on_socket_and_loopback_port(server):
         assert c.is_connected()
     assert server.error_log.exists() and "ready for connections" in server.error_log.read_text()
     # what a run records of it: the AIO InnoDB says it uses (this machine allows io_uring), the kernel's say
-    from dbstudies import provenance
+    from dbstudies.store import provenance
     allowed = provenance.kernel_knobs()["io_uring_disabled"] == 0
     assert server.describe()["aio"] == ("io_uring" if allowed else "Linux native AIO")
 

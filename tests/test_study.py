@@ -11,12 +11,16 @@ import pytest
 from conftest import REPO, SMOKE_RUNS
 from processes import processes_mentioning, wait_for
 
-from dbstudies import checks, errors, experiment, ownership, pauses, results, servers
-from dbstudies import steps as step_driver
-from dbstudies import thread_handling as th
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.tables import INTERVALS, STATUS
+from dbstudies import servers
+from dbstudies.core import errors
+from dbstudies.kit import thread_handling as th
+from dbstudies.kit.study import load
+from dbstudies.measure import checks, experiment, ownership
+from dbstudies.measure import steps as step_driver
+from dbstudies.observe import pauses
+from dbstudies.store import results
+from dbstudies.store.results import Run
+from dbstudies.store.tables import INTERVALS, STATUS
 
 tp = load("thread_pool")
 

@@ -12,9 +12,10 @@ import tarfile
 import pytest
 from processes import processes_mentioning, wait_for
 
-from dbstudies import archive, sweep
-from dbstudies.params import ParamError
-from dbstudies.results import Run
+from dbstudies.store import archive
+from dbstudies.store.params import ParamError
+from dbstudies.store.results import Run
+from dbstudies.workflows import sweep
 
 # the quickest real run there is: thread_pool's smoke profile cut to one step per arm
 FAST = {"profile": "smoke", "parameters": {"threads": [1], "repeats": 1, "duration": 2, "warmup": 0}}
@@ -163,7 +164,7 @@ def cluster(tmp_path):
     from conftest import REPO
     from distributed import Client
 
-    from dbstudies import cluster as C
+    from dbstudies.workflows import cluster as C
     port, tls = free_port(), tmp_path / "tls"
     cmd = [sys.executable, "-m", "dbstudies"]
     log = open(tmp_path / "cluster.log", "w")
@@ -201,7 +202,7 @@ def test_a_cluster_admits_only_members_of_its_authority(cluster, tmp_path):
 
     from distributed import Client
 
-    from dbstudies import cluster as C
+    from dbstudies.workflows import cluster as C
     way, client = cluster
     assert stat.S_IMODE(way.tls_dir.stat().st_mode) == 0o700
     assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in way.tls_dir.iterdir()} == \

@@ -2,8 +2,8 @@
 import pytest
 from conftest import FIXTURES
 
-from dbstudies import probes
-from dbstudies.probes import Sampler
+from dbstudies.observe import probes
+from dbstudies.observe.probes import Sampler
 from dbstudies.workloads import sysbench
 
 pytestmark = pytest.mark.server

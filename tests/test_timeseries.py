@@ -3,7 +3,7 @@ pure noise (timeseries.py); seeded, no server."""
 import numpy as np
 import pytest
 
-from dbstudies import timeseries as ts
+from dbstudies.analysis import timeseries as ts
 
 SEEDS = range(200)
 

@@ -10,7 +10,8 @@ import pytest
 from conftest import prepared
 from processes import wait_for
 
-from dbstudies import checks, experiment, ownership, results
+from dbstudies.measure import checks, experiment, ownership
+from dbstudies.store import results
 from dbstudies.workloads import tpcc
 
 MIX = {"new_order": 0.45, "payment": 0.43, "order_status": 0.04, "delivery": 0.04, "stock_level": 0.04}
@@ -120,8 +121,8 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     """`workloads=["tpcc"]` in a study: TPC-C's tables are prepared (not sbtest's), the
     warm-up runs TPC-C, and the per-type tables and New-Order per minute come out."""
     from dbstudies.analysis import transactions
-    from dbstudies.study import load
-    from dbstudies.tables import STEPS
+    from dbstudies.kit.study import load
+    from dbstudies.store.tables import STEPS
     tp = load("thread_pool")
     p = checks.resolve(tp, "smoke", workloads=["tpcc"], threads=[2], repeats=1, design="blocks",
                        duration=2)  # a per-second series: 1-s steps may keep no whole second
@@ -138,7 +139,7 @@ def test_the_thread_pool_study_runs_tpcc_and_reports_its_types(tmp_path):
     assert (nopm["tps_min"] <= nopm["tps_median"]).all()
     series, runs = transactions.tpcc_per_second(run, steps)  # the per-second chart's data
     assert set(series["step"]) == set(steps["step"]) == set(runs["step"])
-    from dbstudies.tables import TYPE_INTERVALS
+    from dbstudies.store.tables import TYPE_INTERVALS
     per_second = run.table(TYPE_INTERVALS).query("type == 'new_order'")
     # matched on (step, second) pairs: a second only one of the tables has (the last, partial
     # one) counts in neither sum

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from dbstudies import tpch
-from dbstudies.errors import WorkloadError
+from dbstudies.core.errors import WorkloadError
 
 SF = 0.01
 

@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dbstudies import profiler, servers
+from dbstudies import servers
 from dbstudies.analysis import cpu_profiles
+from dbstudies.observe import profiler
 from dbstudies.workloads.sysbench import Sysbench
 
 SCHEDULERS = ("one-thread-per-connection", "pool-of-threads")

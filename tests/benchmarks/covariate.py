@@ -21,8 +21,9 @@ import sys
 
 import pandas as pd
 
-from dbstudies import results, stats
+from dbstudies import stats
 from dbstudies.analysis import BY
+from dbstudies.store import results
 
 COVARIATES = ("wait_server_us_per_txn", "wait_client_us_per_txn", "cpu_pressure_us_per_txn")
 

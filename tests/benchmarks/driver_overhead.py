@@ -20,8 +20,9 @@ import statistics
 import tempfile
 import time
 
-from dbstudies import proc, servers, stats
-from dbstudies.probes import Sampler
+from dbstudies import servers, stats
+from dbstudies.core import proc
+from dbstudies.observe.probes import Sampler
 from dbstudies.workloads.sysbench import Sysbench
 
 

@@ -20,11 +20,14 @@ import time
 import numpy as np
 import pandas as pd
 
-from dbstudies import analysis, checks, experiment, ownership, paths, planner, stats
-from dbstudies.contract import study_name
-from dbstudies.results import Run
-from dbstudies.study import load
-from dbstudies.studykit import arms_of
+from dbstudies import analysis, stats
+from dbstudies.core import paths
+from dbstudies.kit.contract import study_name
+from dbstudies.kit.study import load
+from dbstudies.kit.studykit import arms_of
+from dbstudies.measure import checks, experiment, ownership
+from dbstudies.store.results import Run
+from dbstudies.workflows import planner
 
 
 def analyse(run: Run) -> None:

@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dbstudies import profiler, servers, stats
+from dbstudies import servers, stats
+from dbstudies.observe import profiler
 from dbstudies.workloads.sysbench import Sysbench
 
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from dbstudies import servers
-from dbstudies.probes import CPU_CLIENT, CPU_SERVER, Sampler
+from dbstudies.observe.probes import CPU_CLIENT, CPU_SERVER, Sampler
 from dbstudies.workloads import family
 from dbstudies.workloads.sysbench import Sysbench
 

@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..comparisons import COUNTED, FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
-from ..studykit import BY, Arm  # a sysbench cell
+from ..core.comparisons import COUNTED, FEWEST_TAIL, SYSBENCH, Comparison, by_key, columns
+from ..kit.studykit import BY, Arm  # a sysbench cell
 from .words import WIDE, WORDS, _threshold_pct, adjusted, field, word_of  # noqa: F401 - the vocabulary, said here too
 
 # ---------------------------------------------------------------- comparison tables of any study

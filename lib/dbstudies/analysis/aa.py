@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..comparisons import SYSBENCH, Comparison
-from ..studykit import BY, Arm
+from ..core.comparisons import SYSBENCH, Comparison
+from ..kit.studykit import BY, Arm
 from . import comparison, is_paired, target_of, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)

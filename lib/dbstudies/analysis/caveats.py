@@ -10,12 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import callgrind, probes, settings, stats, workloads
-from ..cpus import cpus_shared, pinned_apart
-from ..record import Host
-from ..results import Run
-from ..studykit import SysbenchParams
-from ..tables import INTERVALS
+from .. import stats, workloads
+from ..kit.studykit import SysbenchParams
+from ..observe import callgrind, probes
+from ..store import settings
+from ..store.cpus import cpus_shared, pinned_apart
+from ..store.record import Host
+from ..store.results import Run
+from ..store.tables import INTERVALS
 from . import BY, design_table, is_paired, signed, threads, threshold, to_target, word_of
 from .words import listing, percent, span, thread_words
 

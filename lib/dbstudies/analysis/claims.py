@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..comparisons import SYSBENCH, server_cost
+from ..core.comparisons import SYSBENCH, server_cost
 from .words import candidate_clause
 
 

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..comparisons import PER_SECOND, SYSBENCH, Comparison, judged
-from ..pauses import Pause
-from ..results import Run
+from ..core.comparisons import PER_SECOND, SYSBENCH, Comparison, judged
+from ..kit.studykit import Arm
+from ..observe.pauses import Pause
 from ..stats import mde_text
-from ..studykit import Arm
-from ..tables import PAUSES
+from ..store.results import Run
+from ..store.tables import PAUSES
 from . import BY, design_table, effect, signed
 from .words import listing
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..contract import Answer
-from ..probes import COSTS
-from ..studykit import Arm
+from ..kit.contract import Answer
+from ..kit.studykit import Arm
+from ..observe.probes import COSTS
 from . import BY, adjusted, caveats, compare_arms, effect, signed
 
 JUDGED = ("better", "worse")

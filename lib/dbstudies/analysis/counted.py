@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from .. import callgrind
-from ..results import Run
-from ..tables import COUNTS
+from ..observe import callgrind
+from ..store.results import Run
+from ..store.tables import COUNTS
 from . import BY
 
 TOP = 20  # functions shown per candidate

@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import flamegraph, profiler, results
-from ..profiler import MAX_CELLS, parse_cell
-from ..results import Run
+from ..kit.studykit import Arm
+from ..observe import profiler
+from ..observe.profiler import MAX_CELLS, parse_cell
+from ..plots import flamegraph
 from ..stats import profiles as judged_units
-from ..studykit import Arm
-from ..tables import CPU_PROFILES, STEPS, WAITS
+from ..store import results
+from ..store.results import Run
+from ..store.tables import CPU_PROFILES, STEPS, WAITS
 from . import BY, compare_arms, signed
 
 JUDGED = ("better", "worse")

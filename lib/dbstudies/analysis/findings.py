@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..comparisons import Comparison
-from ..contract import Answer
+from ..core.comparisons import Comparison
+from ..kit.contract import Answer
 from ..stats import mde_text
 from . import CELL_KEYS, WORDS, adjusted, cell_name, effect, field, word_of
 from .words import where

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..comparisons import by_key
-from ..contract import Study
-from ..errors import StoreError
-from ..results import Run
-from ..settings import between_runs, knobs
-from ..study import paired_tables
+from ..core.comparisons import by_key
+from ..core.errors import StoreError
+from ..kit.contract import Study
+from ..kit.study import paired_tables
+from ..store.results import Run
+from ..store.settings import between_runs, knobs
 from . import design_table, tail_rests, threshold, to_target, word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table

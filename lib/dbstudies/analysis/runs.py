@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import results, stats
-from ..comparisons import SYSBENCH, Comparison, by_key, with_tail_ratio
-from ..errors import StoreError
-from ..results import Run
+from .. import stats
+from ..core.comparisons import SYSBENCH, Comparison, by_key, with_tail_ratio
+from ..core.errors import StoreError
+from ..store import results
+from ..store.results import Run
 from . import BY
 
 SPEED_RATIO = 1.5  # hosts whose speeds differ more than this are said to, before anything else

@@ -11,12 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from .. import settings, stats
-from ..comparisons import Comparison, primary, throughput
-from ..contract import Answer
-from ..cpus import cpus_shared, pinned_apart
-from ..results import Run
-from ..study import params_of
+from .. import stats
+from ..core.comparisons import Comparison, primary, throughput
+from ..kit.contract import Answer
+from ..kit.study import params_of
+from ..store import settings
+from ..store.cpus import cpus_shared, pinned_apart
+from ..store.results import Run
 from . import caveats, claims, findings, words
 
 

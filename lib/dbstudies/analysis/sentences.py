@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 
 from .. import stats
-from ..comparisons import SYSBENCH, Comparison, judged, throughput
-from ..cpus import pinned_apart
+from ..core.comparisons import SYSBENCH, Comparison, judged, throughput
+from ..store.cpus import pinned_apart
 from . import findings, p_text, signed, threads, verdicts
 from .words import share_words
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..comparisons import Comparison
+from ..core.comparisons import Comparison
 from . import BY, field, interval, signed
 from .caveats import AGREES, _pair, client_per_server
 

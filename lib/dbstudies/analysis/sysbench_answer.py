@@ -8,14 +8,23 @@ from typing import Any
 
 import pandas as pd
 
-from .. import results, tails
-from ..comparisons import AA_KEY, Comparison, by_key, judged, primary, throughput, verdicts, with_tail_ratio
-from ..contract import Answer
-from ..cpus import cpus_shared, pinned_apart
-from ..results import Run
-from ..studykit import Arm
-from ..tables import HISTOGRAMS
-from . import caveats, control, summary
+from ..core.comparisons import (
+    AA_KEY,
+    Comparison,
+    by_key,
+    judged,
+    primary,
+    throughput,
+    verdicts,
+    with_tail_ratio,
+)
+from ..kit.contract import Answer
+from ..kit.studykit import Arm
+from ..store import results
+from ..store.cpus import cpus_shared, pinned_apart
+from ..store.results import Run
+from ..store.tables import HISTOGRAMS
+from . import caveats, control, summary, tails
 from .aa import calibration
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import Run
-from ..tables import INTERVALS, TYPE_INTERVALS, TYPES
+from ..store.results import Run
+from ..store.tables import INTERVALS, TYPE_INTERVALS, TYPES
 from ..workloads import TYPES as ORDER
 
 

@@ -31,17 +31,17 @@ def given(args: argparse.Namespace) -> dict:
 
 
 def history(args: argparse.Namespace) -> int:
-    from .. import cluster
-    from .. import history as builds_history
-    from ..runner import parameters
+    from ..workflows import cluster
+    from ..workflows import history as builds_history
+    from ..workflows.runner import parameters
     return builds_history.main(args.name, args.reference, args.profile, parameters(args.parameter), **given(args),
                                scheduler=cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure))
 
 
 def bisect(args: argparse.Namespace) -> int:
-    from .. import bisection, series
-    from .. import history as builds_history
-    from ..runner import parameters
+    from ..workflows import bisection, series
+    from ..workflows import history as builds_history
+    from ..workflows.runner import parameters
     code = bisection.main(args.name, args.profile, parameters(args.parameter), args.good, args.bad, **given(args))
     print(f"report: {builds_history.rewrite(series.SERIES_DIR / args.name)}")  # the series' (with its history's effects)
     return code

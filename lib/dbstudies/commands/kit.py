@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import paths, study
+from ..core import paths
+from ..kit import study
 
 Argument = tuple[tuple[str, ...], dict[str, Any]]
 

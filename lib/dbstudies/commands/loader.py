@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Sequence
 
-from ..errors import DbStudiesError
+from ..core.errors import DbStudiesError
 from . import builds, runs, servers, studies, sweeps
 from .kit import Command
 

@@ -7,14 +7,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from .. import comparisons, contract, paths, study
-from .. import params as P
+from ..core import comparisons, paths
+from ..kit import contract, study
+from ..store import params as P
 from .kit import Command, arg, runs_dir
 
 
 def runs(args: argparse.Namespace) -> int:
     """One line per run (of the study `args.study`, a name or a study's folder), oldest first."""
-    from .. import archive, ownership, results
+    from ..measure import ownership
+    from ..store import archive, results
     which = args.study
     packed = which is not None and archive.is_archive(which)
     # an unknown study is an error, not an empty list
@@ -32,8 +34,8 @@ def runs(args: argparse.Namespace) -> int:
 def variant_line(run: Any, name: str, changed: dict) -> str:
     """A re-analysis variant as `runs` lists it: what it changed, its report — or, where it
     has none (a notebook's re-analysis writes none), the command that writes it."""
-    from .. import results
-    from ..ownership import report_command
+    from ..measure.ownership import report_command
+    from ..store import results
     what = ", ".join(f"{k} {c.get('variant')} (run: {c.get('run')})" for k, c in changed.items())
     if (run.path / results.VARIANTS / name / "report.html").exists():
         return f"  └ re-analysis {name}: {what}; {results.VARIANTS}/{name}/report.html"
@@ -60,7 +62,8 @@ def changed_line(meta: dict) -> str:
 
 
 def clean(args: argparse.Namespace) -> int:
-    from .. import archive, ownership, results
+    from ..measure import ownership
+    from ..store import archive, results
     freed, measuring = 0, set()
     for run in results.list_runs(None, args.runs_dir):
         if ownership.check_abandoned(run) == "running":
@@ -76,7 +79,7 @@ def clean(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from .. import archive, exports
+    from ..store import archive, exports
     run = archive.open_run(args.run_dir)
     out = args.out or paths.DATA_DIR / "exports" / f"{run.path.name}-{args.format}"
     for f in exports.export_tables(run, out, args.format):
@@ -85,22 +88,22 @@ def export(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from .. import sharing
+    from ..workflows import sharing
     return sharing.compare(args.run_a, args.run_b, args.metric, args.csv)
 
 
 def pack(args: argparse.Namespace) -> int:
-    from .. import sharing
+    from ..workflows import sharing
     return sharing.pack(args.run_dir, args.out)
 
 
 def replicate(args: argparse.Namespace) -> int:
-    from .. import sharing
+    from ..workflows import sharing
     return sharing.replicate(args.run_dir, args.runs_dir, args.kernel, args.verbose)
 
 
 def pool(args: argparse.Namespace) -> int:
-    from .. import sharing
+    from ..workflows import sharing
     return sharing.pool(args.runs, args.csv)
 
 

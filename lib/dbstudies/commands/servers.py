@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import paths
+from ..core import paths
 from .kit import Command, arg, say
 
 
 def servers(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError, ParamError
+    from ..core.errors import ConfigError, ParamError
     action, name = args.action, args.name
     if action == "add":
         if not (name and args.path):
@@ -38,7 +38,7 @@ def add(name: str, args: argparse.Namespace) -> int:
 
 def provision(name: str) -> int:
     from .. import servers as flavours
-    from ..errors import ConfigError, ParamError
+    from ..core.errors import ConfigError, ParamError
     try:
         flavour = flavours.load_flavour(name)
     except ConfigError as e:
@@ -50,7 +50,7 @@ def provision(name: str) -> int:
 
 def listing() -> int:
     from .. import servers as flavours
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     print(f"{'flavour':<15} {'source':<34} {'version':<28} {'disk':>9}")
     for name in flavours.list_flavours():
         try:

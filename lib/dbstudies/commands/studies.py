@@ -6,19 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import contract, study
-from ..params import PROFILES, fields, meanings, profile_values
+from ..kit import contract, study
+from ..store.params import PROFILES, fields, meanings, profile_values
 from .kit import Command, arg, kernel, parameter, runs_dir, study_arg
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import runner
+    from ..workflows import runner
     return runner.execute(args.study, args.profile, args.parameter, args.runs_dir, args.kernel, args.verbose)
 
 
 def plan(args: argparse.Namespace) -> int:
-    from .. import planner
-    from ..runner import parameters
+    from ..workflows import planner
+    from ..workflows.runner import parameters
     for line in planner.plan(args.study, args.profile, parameters(args.parameter), args.runs_dir,
                              allow_pilot=not args.no_pilot,
                              say=lambda m: print(f"dbstudies: {m}", file=sys.stderr, flush=True)):
@@ -30,7 +30,7 @@ def listing(args: argparse.Namespace) -> int:
     """Studies and their parameters: each one's quick value, smoke and full where they
     differ, and what it means (the study READMEs' tables say the same; `--write-readme` writes them)."""
     if args.write_readme:
-        from .. import generated
+        from ..workflows import generated
         for line in generated.write_all():
             print(f"dbstudies: {line}")
         return 0
@@ -47,8 +47,9 @@ def listing(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from .. import archive, runner
-    from ..render import render
+    from ..report.render import render
+    from ..store import archive
+    from ..workflows import runner
     done = runner.variant_of(archive.open_run(args.run_dir), args.parameter)
     if args.analyse or not done.notebook.exists():
         print(f"dbstudies: executing the {done.study or 'study'} notebook on the run's "
@@ -59,7 +60,7 @@ def report(args: argparse.Namespace) -> int:
 
 
 def lab(args: argparse.Namespace) -> int:
-    from .. import lab as jupyterlab
+    from ..kernel import lab as jupyterlab
     return jupyterlab.main(args.port)
 
 

@@ -6,7 +6,8 @@ import argparse
 import signal
 from pathlib import Path
 
-from .. import contract, paths, study
+from ..core import paths
+from ..kit import contract, study
 from .kit import Command, arg, cluster_args, runs_dir, study_arg
 
 
@@ -18,21 +19,21 @@ def interruptible() -> None:
 
 
 def scheduler(args: argparse.Namespace) -> int:
-    from .. import cluster
+    from ..workflows import cluster
     interruptible()
     return cluster.serve(args.port, args.host, args.dashboard, tls_dir=args.tls_dir, insecure=args.insecure)
 
 
 def worker(args: argparse.Namespace) -> int:
-    from .. import cluster
+    from ..workflows import cluster
     interruptible()
     return cluster.join(cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure),
                         args.local_directory, args.name)
 
 
 def sweep(args: argparse.Namespace) -> int:
-    from .. import cluster
-    from .. import sweep as sweeps
+    from ..workflows import cluster
+    from ..workflows import sweep as sweeps
     interruptible()
     way = cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure)
     jobs = sweeps.expand(args.study, sweeps.load_grid(args.grid))

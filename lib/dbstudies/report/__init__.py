@@ -3,8 +3,13 @@ settings that still differ), how the run was measured (`setup`), comparison tabl
 folded away, costs that moved, on-CPU profiles, and notes on sections that do not apply
 (`skip`). `render` turns the executed notebook into report.html. A room per section; this
 face only re-exports what the notebooks call (`report.answer`, `report.table` …)."""
-from ..instructions import count_functions
-from ..shown import (
+from .answer import answer, finish
+from .controls import positive_control
+from .costs import COST_COLUMNS, costs, cpu_budget
+from .instructions import count_functions
+from .profiles import cpu_profiles, shows
+from .setup import narrative, plan, setup, where
+from .shown import (
     LABELS,
     PROSE,
     SKIP,
@@ -19,11 +24,6 @@ from ..shown import (
     skip,
     table,
 )
-from .answer import answer, finish
-from .controls import positive_control
-from .costs import COST_COLUMNS, costs, cpu_budget
-from .profiles import cpu_profiles, shows
-from .setup import narrative, plan, setup, where
 from .tables import (
     FULL_COMPARISON,
     KEYS,

@@ -3,18 +3,13 @@ conclusion — and the notebook's last cell."""
 
 from __future__ import annotations
 
-from .. import ownership, replicated
 from ..analysis.said import answer_text, glance_markdown, tldr, verdict_summary
-from ..contract import Answer
-from ..glance import glance, grid
-from ..results import Run
-from ..shown import (
-    SKIP,
-    fill_here,
-    first,
-    note,
-    table,
-)
+from ..kit.contract import Answer
+from ..measure import ownership
+from ..store.results import Run
+from . import replicated
+from .glance import glance, grid
+from .shown import SKIP, fill_here, first, note, table
 
 
 def answer(said: Answer, run: Run | None = None) -> None:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import Answer
-from ..shown import (
-    skip,
-    table,
-)
+from ..kit.contract import Answer
+from .shown import skip, table
 from .tables import details
 
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..comparisons import server_cost, throughput
-from ..contract import Answer
-from ..cpus import cpus_shared
-from ..results import Run
-from ..shown import (
-    skip,
-    table,
-)
-from ..study import params_of
+from ..core.comparisons import server_cost, throughput
+from ..kit.contract import Answer
+from ..kit.study import params_of
+from ..store.cpus import cpus_shared
+from ..store.results import Run
+from .shown import skip, table
 from .tables import details
 
 COST_COLUMNS = ["cost", "workload", "threads", "candidate", "median_baseline", "median_candidate",

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import results
-from ..results import Run
-from ..shown import (
-    skip,
-    table,
-)
+from ..store import results
+from ..store.results import Run
+from .shown import skip, table
 from .tables import details
 
 

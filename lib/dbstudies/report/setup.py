@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import plots, progress, results, schedule
-from ..contract import Answer
-from ..described import _e, client_commands, configuration, data_sizes, design_line
-from ..render import scrub_paths
-from ..results import Run
-from ..study import load, params_of, reference
+from .. import plots
+from ..kit.contract import Answer
+from ..kit.study import load, params_of, reference
+from ..measure import schedule
+from ..store import progress, results
+from ..store.results import Run
+from .described import _e, client_commands, configuration, data_sizes, design_line
+from .render import scrub_paths
 
 
 def plan(study: Any, p: Any, run_dir: Any = None) -> None:

@@ -6,16 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import analysis, tails
-from ..described import _e
-from ..glance import inline_markdown
-from ..shown import (
-    LABELS,
-    label,
-    note,
-    skip,
-    table,
-)
+from .. import analysis
+from ..analysis import tails
+from .described import _e
+from .glance import inline_markdown
+from .shown import LABELS, label, note, skip, table
 
 
 def comparison(layout: "Any", rel: "Any", *, empty: str | None = None) -> None:

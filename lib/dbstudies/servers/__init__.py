@@ -17,7 +17,7 @@ Everything a study needs is importable from here (`servers.Server`, `servers.Int
 """
 from __future__ import annotations
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from .catalogue import dir_flavour, dir_flavour_text, list_flavours, load_flavour
 from .cnf import ALIGN, ALIGNED, BASE_INTENT, Intent, base_intent, norm_key, read_cnf, render_cnf, size_bytes
 from .dialect import SHOWN_AS, Dialect, Unavailable

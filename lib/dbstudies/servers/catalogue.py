@@ -9,8 +9,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from ..errors import ConfigError, did_you_mean
+from ..core import paths
+from ..core.errors import ConfigError, did_you_mean
 from . import launch, tree
 from .dialect import Dialect
 from .flavour import Flavour, remember_help

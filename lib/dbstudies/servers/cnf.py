@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 COMPRESSION = ("none", "row", "page")       # table compression kinds (`table_options`)
 # page-compression algorithms: MariaDB's innodb_compression_algorithm values (all but zlib

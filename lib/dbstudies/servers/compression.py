@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ServerError
+from ..core.errors import ServerError
 from .cnf import ALGORITHMS, KEY_BLOCK_SIZES, Intent
 from .dialect import Dialect
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, ServerError
+from ..core.errors import ConfigError, ServerError
 from .cnf import ALGORITHMS, COMPRESSION, KEY_BLOCK_SIZES, MYSQL_ALGORITHMS, Intent, size_bytes
 
 FAMILIES = ("mariadb", "mysql")

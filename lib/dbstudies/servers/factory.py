@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-from .. import paths
-from ..errors import ConfigError
+from ..core import paths
+from ..core.errors import ConfigError
 from .catalogue import dir_flavour, dir_flavour_text, list_flavours
 from .cnf import Intent
 from .flavour import Flavour

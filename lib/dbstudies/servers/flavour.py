@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import proc
-from ..errors import ServerError
+from ..core import proc
+from ..core.errors import ServerError
 from . import launch, rootfs
 from .cnf import Intent, norm_key
 from .dialect import Detected, Dialect, Unavailable, parse_version

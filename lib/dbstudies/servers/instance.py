@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import paths, proc
-from ..errors import ConfigError, ServerError
+from ..core import paths, proc
+from ..core.errors import ConfigError, ServerError
 from . import launch
 from .cnf import BASE_INTENT, Intent, norm_key, read_cnf, render_cnf
 from .flavour import Flavour

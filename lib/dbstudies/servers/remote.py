@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import proc
-from ..errors import ServerError
+from ..core import proc
+from ..core.errors import ServerError
 from .cnf import Intent
 from .dialect import Unavailable
 from .flavour import Flavour

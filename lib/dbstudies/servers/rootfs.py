@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
-from .. import paths, proc
-from ..errors import ServerError
+from ..core import paths, proc
+from ..core.errors import ServerError
 
 
 class Flavour(Protocol):

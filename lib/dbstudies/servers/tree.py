@@ -21,8 +21,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import proc
-from ..errors import ConfigError
+from ..core import proc
+from ..core.errors import ConfigError
 from .dialect import Detected, parse_version
 
 # where each layout keeps the server binary, in the order tried

@@ -17,18 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import analysis, callgrind, pauses, profiler
-from .. import studykit as S
-from .. import thread_handling as sch
+from .. import analysis
 from ..analysis import aa, cpu_profiles, sentences, sysbench_answer
 from ..analysis.claims import Claim
-from ..contract import Answer
-from ..steps import SysbenchStudy
+from ..kit import studykit as S
+from ..kit import thread_handling as sch
+from ..kit.contract import Answer
+from ..measure.steps import SysbenchStudy
+from ..observe import callgrind, pauses, profiler
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..results import Run
+    from ..store.results import Run
 
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")

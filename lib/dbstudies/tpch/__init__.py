@@ -25,8 +25,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .. import paths
-from ..errors import WorkloadError
+from ..core import paths
+from ..core.errors import WorkloadError
 
 TPCH_DIR = paths.DATA_DIR / "tpch"
 QUERIES_DIR = Path(__file__).with_name("queries")

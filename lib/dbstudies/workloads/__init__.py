@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths, proc
+from ..core import paths, proc
 
 LUA_DIR = Path(__file__).with_name("lua")
 OLTP = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",

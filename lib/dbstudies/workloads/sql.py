@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import WorkloadError
+from ..core.errors import WorkloadError
 
 # the error a server raises when a statement exceeds its time limit
 TIMEOUT_ERRORS = {1969: "mariadb max_statement_time", 3024: "mysql max_execution_time"}

@@ -19,8 +19,8 @@ from typing import IO, Any, Callable, Protocol
 
 import pandas as pd
 
-from .. import errors, proc
-from ..errors import ParamError
+from ..core import errors, proc
+from ..core.errors import ParamError
 from . import LUA_DIR, OLTP, OURS, WRAPPER, environ_script, family, is_script, options, script_options
 from .sysbench_output import (
     OpenLoop,

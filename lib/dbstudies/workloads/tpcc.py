@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from .. import proc
+from ..core import proc
 from . import LUA_DIR
 
 # the standard's consistency conditions 1–4, each a query returning the offending rows

@@ -21,18 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, pauses, profiler, results, timeseries
-from ... import comparisons as C
-from ... import studykit as S
-from ...analysis import control, cpu_profiles, sentences
+from ... import analysis
+from ...analysis import control, cpu_profiles, sentences, timeseries
 from ...analysis.claims import Claim
-from ...contract import Answer
-from ...steps import SysbenchStudy
+from ...core import comparisons as C
+from ...kit import studykit as S
+from ...kit.contract import Answer
+from ...measure.steps import SysbenchStudy
+from ...observe import pauses, profiler
+from ...store import results
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...results import Run
+    from ...store.results import Run
 
 WORKLOADS = ("oltp_read_write", "oltp_write_only", "oltp_update_index", "oltp_update_non_index")
 # what governs checkpointing and flushing, shown in the report's settings table

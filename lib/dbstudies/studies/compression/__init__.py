@@ -24,21 +24,23 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import analysis, results, schedule, servers, workloads
-from ... import comparisons as C
-from ... import studykit as S
-from ...contract import Answer
-from ...errors import WorkloadError
-from ...schema import Table
+from ... import analysis, servers, workloads
+from ...core import comparisons as C
+from ...core.errors import WorkloadError
+from ...kit import studykit as S
+from ...kit.contract import Answer
+from ...measure import schedule
+from ...measure.steps import SysbenchStudy, sysbench_step
 from ...servers import compression
-from ...steps import SysbenchStudy, sysbench_step
+from ...store import results
+from ...store.schema import Table
 from . import storage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...results import Run
-    from ...steps import Context
+    from ...measure.steps import Context
+    from ...store.results import Run
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")
 # what governs compression and its cost, shown in the report's settings table

@@ -20,12 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import timeseries
-from ...analysis import over_repeats, signed, threads
+from ...analysis import over_repeats, signed, threads, timeseries
 from ...analysis.claims import size_check
 from ...analysis.sentences import aa_line, listed_comparisons
-from ...results import Run
 from ...servers import size_bytes
+from ...store.results import Run
 
 # what the notebook shows: figure panels (title → {column: label}) and table columns
 FOOTPRINT_PANELS = {

@@ -22,19 +22,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from ... import comparisons as C
-from ... import errors, tpch
-from ... import studykit as S
-from ...contract import Answer
-from ...schema import Table
-from ...steps import SysbenchStudy
+from ... import tpch
+from ...core import comparisons as C
+from ...core import errors
+from ...kit import studykit as S
+from ...kit.contract import Answer
+from ...measure.steps import SysbenchStudy
+from ...store.schema import Table
 from ...workloads import sql as sql_
 from . import queries as qa
 from .queries import OWN_PLAN
 
 if TYPE_CHECKING:
-    from ...results import Run
-    from ...steps import Context
+    from ...measure.steps import Context
+    from ...store.results import Run
 
 # what governs the optimizer's plans and the joins' cost, shown in the report's settings table
 GOVERNING = ("optimizer_use_condition_selectivity", "optimizer_switch", "optimizer_search_depth",

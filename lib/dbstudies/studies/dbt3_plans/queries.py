@@ -27,7 +27,7 @@ from ...analysis import (
     verdict_text,
     verdicts,
 )
-from ...studykit import Arm
+from ...kit.studykit import Arm
 from ...workloads import sql
 
 OWN_PLAN = ""  # order_of of an execution with the candidate's own plan

@@ -29,20 +29,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ... import comparisons as C
-from ... import params as P
-from ... import pauses
-from ... import studykit as S
-from ... import thread_handling as sch
-from ...contract import Answer
-from ...steps import SysbenchStudy
+from ...core import comparisons as C
+from ...kit import studykit as S
+from ...kit import thread_handling as sch
+from ...kit.contract import Answer
+from ...measure.steps import SysbenchStudy
+from ...observe import pauses
+from ...store import params as P
 from ...workloads import sysbench
 from . import levels as L
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...results import Run
+    from ...store.results import Run
 
 WORKLOADS = ("oltp_point_select", "oltp_read_only", "oltp_read_write")
 GOVERNING = sch.GOVERNING  # shown in the report's settings table

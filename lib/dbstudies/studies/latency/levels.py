@@ -9,7 +9,6 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ... import results
 from ...analysis import (
     adjusted,
     cell_text,
@@ -21,10 +20,11 @@ from ...analysis import (
     signed,
     with_unavailable,
 )
-from ...errors import StoreError
-from ...results import Run
-from ...studykit import Arm
-from ...tables import OL_SECONDS, OPEN_LOOP
+from ...core.errors import StoreError
+from ...kit.studykit import Arm
+from ...store import results
+from ...store.results import Run
+from ...store.tables import OL_SECONDS, OPEN_LOOP
 
 CELL = ["workload", "threads", "rate"]
 VERDICT_LOAD = 0.7   # latency verdicts per level up to this fraction of the baseline's peak

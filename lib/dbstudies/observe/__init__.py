@@ -1,0 +1,5 @@
+"""A server's process, observed and controlled while a step runs: what the operating system
+counts (`counters`), 1 Hz status samples and per-transaction costs (`probes`), on-CPU profiles
+(`profiler`), instructions counted under valgrind (`callgrind`), and the positive control's
+pauses (`pauses`).
+"""
