@@ -2,7 +2,7 @@
 can read: `python tests/slim_fixture.py RUN_DIR…` rewrites each run's metadata.json in place.
 
 - sysbench's calls: of the measured runs, per workload and loop, only the calls that bring a
-  value the report's client command shows ({threads}, seeds …: `described.client_commands` reads
+  value the report's client command shows ({threads}, seeds …: `report.setup.client_commands` reads
   the same command back); the warm-ups' and repeated calls go (a quick run records 500 argv
   lists, 15k lines); every other command (prepare) is kept.
 - each server's `SHOW GLOBAL VARIABLES` dump: the variables that differ between the run's
@@ -51,7 +51,7 @@ def slim_calls(meta: dict[str, Any]) -> None:
     duration = f"--time={(meta.get('parameters') or {}).get('duration')}"
     measured = [c for c in calls if c.get("command") == "run" and duration in c.get("argv", [])]
 
-    def values(c: dict[str, Any]) -> dict[str, str]:  # what `described.client_commands` may show as {…}
+    def values(c: dict[str, Any]) -> dict[str, str]:  # what `report.setup.client_commands` may show as {…}
         both = [*c["argv"], *(f"{k}={v}" for k, v in (c.get("env") or {}).items())]
         return {a.split("=", 1)[0]: a.split("=", 1)[1] for a in both if "=" in a}
     kept = []

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dbstudies import stats
-from dbstudies.analysis import caveats, claims, words
+from dbstudies.analysis import budget, caveats, claims, words
 from dbstudies.core import comparisons
 from dbstudies.core.comparisons import SYSBENCH
 from dbstudies.kit.study import load
@@ -100,19 +100,19 @@ def test_the_cpu_budget_predicts_the_change_and_names_the_clients_share():
     CPU that predicts −25 % (15 / 20 − 1), all of it the client's."""
     s = steps({16: 0.75, 64: 0.75, 256: 0.75}, cpu={PC: (10.0, 5.0), POOL: (10.0, 10.0)})
     rel = qps_table(s)
-    b = caveats.judged_only(caveats.budget(s, rel, host_cpus=2))  # the draws' rows: for `client_decides`
+    b = budget.judged_only(budget.budget(s, rel, host_cpus=2))  # the draws' rows: for `client_decides`
     assert len(b) == 6 and b["saturated"].all()
     assert b["predicted_pct"].round(6).eq(-25.0).all() and b["client_share_pct"].round(6).eq(100.0).all()
-    shown = caveats.budget_table(b, 2).iloc[0]
+    shown = budget.budget_table(b, 2).iloc[0]
     assert shown["predicted"] == "−25.0 % (matches; the CPUs were full)"
     assert shown["client µs per transaction"] == "5 → 10 (+100.0 %); f 0.50"  # f: the baseline's client µs over its server's
     before_v6 = s.drop(columns=["wait_server_us_per_txn", "wait_client_us_per_txn"], errors="ignore")
-    assert "µs waiting for a CPU: server; client" not in caveats.budget_table(  # a run before steps v6: no run delay
-        caveats.judged_only(caveats.budget(before_v6, rel, host_cpus=2)), 2).columns
+    assert "µs waiting for a CPU: server; client" not in budget.budget_table(  # a run before steps v6: no run delay
+        budget.judged_only(budget.budget(before_v6, rel, host_cpus=2)), 2).columns
     # with run delay recorded: the pool's server waits half as long for a CPU, its client twice
     waited = s.assign(wait_server_us_per_txn=np.where(s["arm"] == POOL, 2.0, 4.0),
                       wait_client_us_per_txn=np.where(s["arm"] == POOL, 6.0, 3.0))
-    shown = caveats.budget_table(caveats.judged_only(caveats.budget(waited, rel, host_cpus=2)), 2).iloc[0]
+    shown = budget.budget_table(budget.judged_only(budget.budget(waited, rel, host_cpus=2)), 2).iloc[0]
     assert shown["µs waiting for a CPU: server; client"] == "4 → 2 (−50.0 %); 3 → 6 (+100.0 %)"
     text = caveats.saturation(s, b, 2, pinned=False)
     assert "Server and sysbench together used 195 % of the host's 200 % at every client thread count" in text
@@ -126,14 +126,14 @@ def test_a_verdict_the_client_explains_says_so_in_its_own_sentence_and_a_claim_i
     testable here — never 'contradicted' — with what was tested said instead."""
     s = steps({16: 0.75, 64: 0.75, 256: 0.75}, cpu={PC: (10.0, 5.0), POOL: (10.0, 10.0)})
     rel = qps_table(s)
-    client = caveats.client_explained(caveats.budget(s, rel, 2), pinned=False)
-    assert len(client) == 6 and caveats.client_explained(caveats.budget(s, rel, 2), pinned=True).empty
+    client = budget.client_explained(budget.budget(s, rel, 2), pinned=False)
+    assert len(client) == 6 and budget.client_explained(budget.budget(s, rel, 2), pinned=True).empty
     text = words.paragraph("throughput (QPS)", rel, client, 2)
     worse = next(c for c in text.split("; ") if "lower (worse)" in c)
     assert ("— in all 6 of these cells 100 % of the change in CPU per transaction is sysbench's own, on "
             "the same 2 CPUs as the server: mostly the client's cost") in worse
     gains = claims.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
-    decides = caveats.client_decides(caveats.budget(s, rel, 2), pinned=False)
+    decides = budget.client_decides(budget.budget(s, rel, 2), pinned=False)
     said = claims.held(gains, {"qps": rel}, client, pinned=False, cpus=2, decides=decides)
     assert "**not testable here**" in said and "contradicted" not in said
     assert "What was tested: pool-of-threads 24–26 % lower (worse) from 16 client threads up" in said
@@ -151,14 +151,14 @@ def test_a_claim_gets_one_rule_whatever_the_verdict_where_the_client_decides_the
     s = steps({16: 1.0, 64: 1.0, 256: 1.0}, cpu={PC: (10.0, 5.0), POOL: (8.0, 7.5)})
     rel = qps_table(s)
     assert set(rel["verdict"]) == {"draw"}
-    b = caveats.budget(s, rel, 2)
-    decides = caveats.client_decides(b, pinned=False)
-    assert len(decides) == len(rel) and caveats.client_decides(b, pinned=True).empty
+    b = budget.budget(s, rel, 2)
+    decides = budget.client_decides(b, pinned=False)
+    assert len(decides) == len(rel) and budget.client_decides(b, pinned=True).empty
     gains = claims.Claim("S", "the pool gains with many threads", "qps", POOL, "better", min_threads=16)
     said = claims.held(gains, {"qps": rel}, None, pinned=False, cpus=2, decides=decides)
     assert "**not testable here**" in said and "not shown" not in said and "What was tested" in said
     assert "**not shown**" in claims.held(gains, {"qps": rel}, None, pinned=True, cpus=2,
-                                             decides=caveats.client_decides(b, pinned=True))
+                                             decides=budget.client_decides(b, pinned=True))
     assert words.share_words([68.0, 115.0]).endswith("over 100 %: the server's own went the other way")
 
 

@@ -125,7 +125,7 @@ def test_the_forced_phase_forces_verifies_and_reports_what_it_cannot_force(tpch_
     in semi-joined subqueries and is reported as not forced, never timed."""
     import pandas as pd
 
-    from dbstudies.measure.steps import Context
+    from dbstudies.measure.context import Context
     p = checks.resolve(d3, "smoke", queries=[3, 21, 6])
     a, b = arms_of(d3, p)
     run = ownership.open_run(d3, p, root=tmp_path)

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 import trees
 
-from dbstudies import cli
+from dbstudies import cli, stats
 from dbstudies.core import paths
 from dbstudies.core.errors import ParamError
 from dbstudies.plots import axes
 from dbstudies.store import archive
-from dbstudies.workflows import bisection, cluster, history, series, sweep
+from dbstudies.workflows import bisection, cluster, grid, history, series, sweep
 
 AA = np.loadtxt(Path(__file__).parent / "fixtures" / "series" / "aa-pairs.txt")
 BUILDS = [f"b{i}" for i in range(1, 9)]
@@ -105,7 +105,7 @@ def test_a_series_on_dask_hosts_keeps_what_came_back_names_what_did_not_and_goes
     host died is named with where it stayed, and the next `history` asks only for the rest."""
     monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
     s = series.Series("t", "ref", ("b1", "b2", "b3"), "smoke", {})
-    keys = {b: sweep.Job(series.STUDY, "smoke", s.parameters_of("ref", b)).key for b in s.builds}
+    keys = {b: grid.Job(series.STUDY, "smoke", s.parameters_of("ref", b)).key for b in s.builds}
     (tmp_path / "r1").mkdir()
     (tmp_path / "r1" / "metadata.json").write_text("{}")
     asked = []
@@ -141,7 +141,7 @@ def _count_effect(rng, level: float, between_runs: bool, pairs: int = 4) -> dict
     resampled from the recorded residuals, and — measured in a run of its own against the
     reference — that run's shift (two neighbours in one run share theirs)."""
     d = rng.choice(COUNT_PAIRS, pairs) + level + (rng.normal(0, COUNT_RUNS_SD) if between_runs else 0.0)
-    return series.paired_effect(d)
+    return stats.paired_effect(d)
 
 
 def test_by_count_a_1_percent_step_is_reported_at_its_build_alone_once_its_neighbours_confirm_it(tmp_path, monkeypatch):
@@ -152,7 +152,9 @@ def test_by_count_a_1_percent_step_is_reported_at_its_build_alone_once_its_neigh
     at b4→b5, and only there, in ≥ 95 % of series; in all-equal series in ≤ 5 %."""
     monkeypatch.setattr(series, "SERIES_DIR", tmp_path)
     s = series.Series("c", "ref", tuple(BUILDS), "count", {})
-    assert s.metric is series.INSTRUCTIONS and s.metric.digits == 2
+    m = s.metric  # the versions study's count comparison at its count profile's draw threshold
+    assert (m.column, m.same, m.digits, m.by) == ("instr_per_txn", 0.002, 2, ["workload", "threads"])
+    assert series.Series("q", "ref", tuple(BUILDS), "quick", {}).metric == series.QPS  # throughput, ±5 %
     rng = np.random.default_rng(21)
     (tmp_path / "metadata.json").write_text("{}")  # the neighbours' run: its effect simulated below
 
@@ -186,7 +188,7 @@ def test_by_count_a_1_percent_step_is_reported_at_its_build_alone_once_its_neigh
     drift = {"changes": [{"index": 6, "after": "b6", "before": "b7", "kept": True, "together": 1, "steps": [
         {"cell": "oltp_point_select@1", "pct": 0.08, "lo": 0.03, "hi": 0.13, "moved": 1}]}], "quiet": [], "tau2": {}}
     monkeypatch.setattr(history, "effects_of", lambda run, base, cand, metric: pd.DataFrame(
-        [{"workload": "oltp_point_select", "threads": 1, **series.paired_effect([0.0001, -0.0002, 0.0, 0.0001])}]))
+        [{"workload": "oltp_point_select", "threads": 1, **stats.paired_effect([0.0001, -0.0002, 0.0, 0.0001])}]))
     words = history.change_words(history.confirmed(s, drift, {("b6", "b7"): tmp_path}), s.metric)
     assert words[0].startswith("**No change point**") and "confirmed by its neighbours' paired run" in words[0]
     assert "not confirmed: b7 against b6 in one paired run oltp_point_select@1 +0.00 % [" in words[1] and "not counted" in words[1]
@@ -319,3 +321,15 @@ def test_a_bisection_in_a_historys_folder_leaves_its_record_and_joins_its_report
     assert record["argv"].startswith("dbstudies bisect --name h --good b1 --bad b8 --profile smoke --builds b1 b2")
     page = (tmp_path / "h" / "report.html").read_text()
     assert "<h1>Bisection: h</h1>" in page and "5 of 8 builds measured" in page
+
+
+def test_the_history_profiles_are_an_overlay_of_the_versions_studys_parameters():
+    """Every value a history profile sets is a versions-study parameter, read by its `Params`
+    (a typo is a failing test, not a silently ignored key); the count profile's runs count."""
+    from dbstudies.kit.study import load
+    from dbstudies.store import params as P
+    known = P.fields(load("versions").Params)
+    assert {k for o in series.PROFILES.values() for k in o} <= set(known)
+    p = series.Series("q", "ref", ("b1", "b2"), "quick", {"threads": [4]}).params
+    assert (p.threads, p.repeats, p.target, p.restart_every) == ([4], 48, {"qps": 0.04}, 10)
+    assert series.Series("c", "ref", ("b1", "b2"), "count", {}).params.count == 3000

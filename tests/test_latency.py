@@ -12,6 +12,7 @@ from dbstudies.measure import checks
 from dbstudies.store.params import ParamError
 from dbstudies.store.results import Run
 from dbstudies.store.tables import OL_HISTOGRAMS, OL_SECONDS, OPEN_LOOP
+from dbstudies.studies.latency import capacity
 from dbstudies.studies.latency import levels as L
 
 study = load("latency")
@@ -52,21 +53,21 @@ def curve(p99s, sustained=None):
 
 
 def test_the_capacity_interpolates_the_crossing_and_says_when_it_is_only_a_bound():
-    cap, kind = L.capacity_of(curve([1, 4, 16, 64]), 8)
+    cap, kind = capacity.capacity_of(curve([1, 4, 16, 64]), 8)
     assert kind == "=" and 200 < cap < 400 and cap == pytest.approx(200 * 2 ** 0.5)
-    assert L.capacity_of(curve([1, 2, 3, 4]), 8) == (800, "≥")       # never crossed
-    assert L.capacity_of(curve([9, 20, 30, 40]), 8) == (100, "<")    # crossed before the first
+    assert capacity.capacity_of(curve([1, 2, 3, 4]), 8) == (800, "≥")       # never crossed
+    assert capacity.capacity_of(curve([9, 20, 30, 40]), 8) == (100, "<")    # crossed before the first
     # the level over the target was not sustained: its p99 is a lower bound, no interpolation
-    assert L.capacity_of(curve([1, 4, 16, 64], [True, True, False, False]), 8) == (200, "≥")
+    assert capacity.capacity_of(curve([1, 4, 16, 64], [True, True, False, False]), 8) == (200, "≥")
     # ... unless its bound is so far over the target that the crossing is pinned within 2 %:
     # the true p99 is at least the bound, so the crossing lies between 200/s and the
     # interpolation to the bound (200 × 2^0.0106); the middle is off by at most 0.4 %
-    cap, kind = L.capacity_of(curve([1, 7.5, 500], [True, True, False]), 8)
+    cap, kind = capacity.capacity_of(curve([1, 7.5, 500], [True, True, False]), 8)
     upper = 200 * 2 ** (math.log(8 / 7.5) / math.log(500 / 7.5))
     assert kind == "=" and cap == pytest.approx((200 * upper) ** 0.5) and 200 < cap < upper < 204
     # a bound under the target, or a wide bracket, stays a bound
-    assert L.capacity_of(curve([1, 7.5, 7.9], [True, True, False]), 8) == (200, "≥")
-    assert L.capacity_of(curve([1, 2, 500], [True, True, False]), 8) == (200, "≥")
+    assert capacity.capacity_of(curve([1, 7.5, 7.9], [True, True, False]), 8) == (200, "≥")
+    assert capacity.capacity_of(curve([1, 2, 500], [True, True, False]), 8) == (200, "≥")
 
 
 @pytest.mark.notebook

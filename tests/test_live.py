@@ -109,7 +109,7 @@ def test_progress_through_a_paired_runs_updates_counts_up_and_names_the_step_tha
     from dbstudies.kit.study import load
     from dbstudies.kit.studykit import arms_of
     from dbstudies.measure import checks, steps
-    from dbstudies.measure.steps import Context
+    from dbstudies.measure.context import Context
     from dbstudies.store.results import Run
     study = load("thread_pool")
     p = checks.resolve(study, "smoke", busy_retries=1)

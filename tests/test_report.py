@@ -1,5 +1,6 @@
 """report.html: header from the run's metadata, parameters table, title, banner for runs
 that did not complete, no tracebacks and no absolute paths of this machine."""
+import importlib
 import re
 import socket
 
@@ -11,9 +12,11 @@ from report_checks import opening_problems, read_in_chromium, report_problems, u
 from dbstudies.core import paths
 from dbstudies.kit.study import load
 from dbstudies.measure import checks, ownership
-from dbstudies.report import described, render
+from dbstudies.report import render
 from dbstudies.report.shown import SKIP
 from dbstudies.store.results import Run
+
+setup_section = importlib.import_module("dbstudies.report.setup")  # the module (the face's `setup` is its section)
 
 tp = load("thread_pool")
 
@@ -222,18 +225,18 @@ def test_the_header_shows_what_differs_between_arms_the_data_and_the_client_comm
                  "argv": ["sysbench", "w.lua", f"--mysql-socket=/tmp/dbs-{i}/s.sock", f"--threads={t}",
                           f"--time={d}", f"--rand-seed={i}", "run"]}
                 for i, (t, d) in enumerate([(8, 1), (1, 3), (16, 3), (1, 3)])]}}
-    config = described.configuration(meta)
+    config = setup_section.configuration(meta)
     rows = re.findall(r"<tr( class='dbs-differs')?><td><code>(\w+)</code></td><td>([^<]*)</td><td>([^<]*)</td>", config)
     assert ("", "version", "10.11.19", "10.11.19") in rows
     assert (" class='dbs-differs'", "thread_handling", "one-thread-per-connection", "pool-of-threads") in rows
     assert ("", "innodb_buffer_pool_size", "128 MiB", "128 MiB") in rows
     assert (" class='dbs-differs'", "tmp_table_size", "16 MiB", "32 MiB") in rows
     assert "port" not in {r[1] for r in rows} and "datadir" not in {r[1] for r in rows}
-    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in described.data_sizes(meta)
-    client = described.client_commands(meta)
+    assert "A: 256 MiB (sbtest 256 MiB, ≈ 1,000,000 rows) — 2 × its buffer pool (128 MiB)" in setup_section.data_sizes(meta)
+    client = setup_section.client_commands(meta)
     assert ("DBSTUDIES_WORKLOAD=oltp_read_only sysbench w.lua --mysql-socket=… --threads={1, 16} "
             "--time=3 --rand-seed=… run") in client  # the measured steps' (not the 1-s warm-up's)
-    assert described.configuration({"arms": []}) == described.data_sizes({}) == described.client_commands({}) == ""
+    assert setup_section.configuration({"arms": []}) == setup_section.data_sizes({}) == setup_section.client_commands({}) == ""
 
 
 @pytest.mark.notebook

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, REPO
 from report_checks import read_in_chromium, report_problems, unused_option_problems
 
-from dbstudies.analysis import caveats, costs
+from dbstudies.analysis import budget, caveats, costs
 from dbstudies.kit.study import load
 from dbstudies.measure import checks
 from dbstudies.store.results import Run
@@ -72,7 +72,7 @@ def test_the_quick_runs_numbers_are_said_once_and_its_tail_ratio_reads_the_tail(
     run = Run.open(QUICK)
     p = checks.resolve_cell(study, {"run_dir": str(QUICK)})
     said = study.answer(run, p)
-    b = caveats.judged_budget(said.tables, "qps", run.metadata["host"]["cpus"])
+    b = budget.judged_budget(said.tables, "qps", run.metadata["host"]["cpus"])
     arms = study.arms(p)
     table = costs.tables(said.tables["steps"], arms, p)["cpu_client_us_per_txn"].set_index(["workload", "threads", "candidate"])
     assert len(b)

@@ -3,7 +3,7 @@ timeout recorded as censored (no seconds), handler counters, plans and join orde
 import pytest
 
 from dbstudies import tpch
-from dbstudies.workloads import sql
+from dbstudies.workloads import forcing, sql
 
 pytestmark = pytest.mark.server
 
@@ -40,17 +40,17 @@ def test_a_forced_join_order_is_in_effect_and_gives_the_same_answer(loaded):
             chosen = [t["table"] for t in sql.join_order(s.explain(q[n])) if t["select_id"] == 1
                       and not t["table"].startswith("<")]
             forced_order = list(reversed(chosen))
-            forced = sql.force_order(q[n], forced_order)
+            forced = forcing.force_order(q[n], forced_order)
             assert "STRAIGHT_JOIN" in forced
-            sql.verify_order(s.explain(forced), forced_order)  # raises if ignored
+            forcing.verify_order(s.explain(forced), forced_order)  # raises if ignored
             assert [t["table"] for t in sql.join_order(s.explain(forced))
                     if t["table"] in forced_order][:len(forced_order)] == forced_order
             e = s.execute(forced, timeout=60, keep_result=True)
             assert tpch.check(n, e.result, reference[n]) == []
-        with pytest.raises(sql.OrderNotForced, match="semi-join"):
-            sql.force_order(q[4], ["lineitem", "orders"])  # lineitem sits in an EXISTS subquery
-        with pytest.raises(sql.OrderNotForced, match="the server joins"):
-            sql.verify_order(s.explain(q[5]), ["supplier", "region"])  # not the plan's order
+        with pytest.raises(forcing.OrderNotForced, match="semi-join"):
+            forcing.force_order(q[4], ["lineitem", "orders"])  # lineitem sits in an EXISTS subquery
+        with pytest.raises(forcing.OrderNotForced, match="the server joins"):
+            forcing.verify_order(s.explain(q[5]), ["supplier", "region"])  # not the plan's order
 
 
 def test_mysql_materialised_blocks_are_named_as_mariadb_names_them():

@@ -16,8 +16,7 @@ from dbstudies.core import errors
 from dbstudies.kit import thread_handling as th
 from dbstudies.kit.study import load
 from dbstudies.measure import checks, experiment, ownership
-from dbstudies.measure import steps as step_driver
-from dbstudies.observe import pauses
+from dbstudies.observe import pauses, probes
 from dbstudies.store import results
 from dbstudies.store.results import Run
 from dbstudies.store.tables import INTERVALS, STATUS
@@ -124,7 +123,7 @@ def check_partial_report(run, status, error):
 
 
 def test_a_step_on_a_busy_host_is_measured_again_and_the_attempts_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(step_driver, "_busy", lambda host: True)  # every step sees a busy host
+    monkeypatch.setattr(probes, "busy", lambda host: True)  # every step sees a busy host
     # a smoke run measures nothing again (`busy_retries` 0 in every smoke profile): two here
     p = checks.resolve(tp, "smoke", threads=[1], duration=1, warmup=0, repeats=1, busy_retries=2)
     run = ownership.open_run(tp, p, root=tmp_path)

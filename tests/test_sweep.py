@@ -15,17 +15,17 @@ from processes import processes_mentioning, wait_for
 from dbstudies.store import archive
 from dbstudies.store.params import ParamError
 from dbstudies.store.results import Run
-from dbstudies.workflows import sweep
+from dbstudies.workflows import grid, sweep
 
 # the quickest real run there is: thread_pool's smoke profile cut to one step per arm
 FAST = {"profile": "smoke", "parameters": {"threads": [1], "repeats": 1, "duration": 2, "warmup": 0}}
 
 
 def test_a_grid_expands_to_every_combination_with_stable_keys():
-    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
+    jobs = grid.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
     assert [(j.parameters["threads"], j.parameters["duration"]) for j in jobs] == \
         [([1], 2), ([1], 3), ([4], 2), ([4], 3)]
-    again = sweep.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
+    again = grid.expand("thread_pool", {**FAST, "grid": {"threads": [[1], [4]], "duration": [2, 3]}})
     assert [j.key for j in jobs] == [j.key for j in again] and len({j.key for j in jobs}) == 4
     argv = jobs[0].argv(sweep.Path("/r"))
     assert argv[3:] == ["run", "thread_pool", "--profile", "smoke", "-p", "threads", "[1]",
@@ -35,15 +35,15 @@ def test_a_grid_expands_to_every_combination_with_stable_keys():
 
 def test_every_bad_run_of_a_grid_is_reported_before_anything_starts():
     with pytest.raises(ParamError) as e:
-        sweep.expand("thread_pool", {"profile": "smoke", "grid": {"threads": [[1], [0]],
+        grid.expand("thread_pool", {"profile": "smoke", "grid": {"threads": [[1], [0]],
                                                                   "flavour": ["nope"]}})
     text = "\n".join(e.value.problems)
     assert "threads=[0]" in text and "threads: each must be between 1 and" in text
     assert "flavour: unknown server flavour 'nope'" in text
     with pytest.raises(ParamError, match="unknown keys"):
-        sweep.expand("thread_pool", {"grids": {}})
+        grid.expand("thread_pool", {"grids": {}})
     with pytest.raises(ParamError, match="threads needs a list of values"):
-        sweep.expand("thread_pool", {"grid": {"threads": 4}})
+        grid.expand("thread_pool", {"grid": {"threads": 4}})
 
 
 def tampered(data: bytes, rel: str) -> bytes:
@@ -95,11 +95,11 @@ def test_a_sweep_here_runs_each_job_ctrl_c_stops_it_and_a_second_sweep_skips_wha
 
     from conftest import REPO
     spec = {**FAST, "grid": {"duration": [2, 30]}}
-    jobs = sweep.expand("thread_pool", spec)
+    jobs = grid.expand("thread_pool", spec)
     assert [j.parameters["duration"] for j in jobs] == [2, 30]
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(json.dumps(spec))
-    p = subprocess.Popen([sys.executable, "-m", "dbstudies", "sweep", "thread_pool", "--grid", str(grid),
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(json.dumps(spec))
+    p = subprocess.Popen([sys.executable, "-m", "dbstudies", "sweep", "thread_pool", "--grid", str(grid_file),
                           "--runs-dir", str(tmp_path / "runs"), "--sweeps-dir", str(tmp_path / "sweeps")],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -249,7 +249,7 @@ def test_a_sweep_on_two_dask_workers_abandons_a_killed_workers_run_and_ships_the
     dirs = client.run(lambda dask_worker: str(sweep.worker_runs_dir(dask_worker)))
     assert len(set(dirs.values())) == 2  # each worker its own directory
     pids = client.run(os.getpid)
-    jobs = sweep.expand("thread_pool", {**FAST, "grid": {"seed": [3, 4]}})
+    jobs = grid.expand("thread_pool", {**FAST, "grid": {"seed": [3, 4]}})
     s = sweep.Sweep("thread_pool", jobs, tmp_path / "runs", tmp_path / "sweeps", say=lambda m: None)
     t = threading.Thread(target=s.run_on, args=(way,))
     t.start()
@@ -285,7 +285,7 @@ def test_a_latency_sweep_shows_each_offered_level_side_by_side(tmp_path):
     not sustained — not the closed-loop peak phase's."""
     from conftest import FIXTURES
     (fixture,) = (FIXTURES / "runs" / "latency").iterdir()
-    jobs = sweep.expand("latency", {"profile": "smoke", "grid": {"arrivals": ["poisson", "constant"]}})
+    jobs = grid.expand("latency", {"profile": "smoke", "grid": {"arrivals": ["poisson", "constant"]}})
     s = sweep.Sweep("latency", jobs, tmp_path / "runs", tmp_path / "sweeps", id="l", say=lambda m: None)
     s.records = [{"key": j.key, "label": j.label, "status": "complete", "run_dir": str(fixture)}
                  for j in jobs]

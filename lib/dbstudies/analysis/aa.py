@@ -12,7 +12,7 @@ import pandas as pd
 from .. import stats
 from ..core.comparisons import SYSBENCH, Comparison
 from ..kit.studykit import BY, Arm
-from . import comparison, is_paired, target_of, threshold
+from .tables import comparison, is_paired, target_of, threshold
 
 SHIFTS = (0.0, 0.10, 0.20)
 MIN_POOL = 8  # whole A/A rounds a fixed-round run needs before its noise is resampled

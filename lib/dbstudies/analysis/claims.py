@@ -39,7 +39,7 @@ def held(claim: Claim, tables: dict[str, pd.DataFrame], client: pd.DataFrame | N
     **not testable here** in throughput where the run's set-up differs from the source's in what
     the claim depends on: the source ran the client on cores of its own and this run did not
     (`claim.client_apart`, `pinned`), or the run's own CPU budget says the client decides
-    every cell the claim rests on (`decides`: `caveats.client_decides`) — one rule, whatever
+    every cell the claim rests on (`decides`: `budget.client_decides`) — one rule, whatever
     each cell's verdict, draws and better verdicts too; cells it decides among others are set
     aside and said so. Then what was tested is said instead, and the claim is tested in the
     server's own terms where the run compared its CPU per transaction (`in_server_terms`)."""

@@ -29,12 +29,13 @@ import numpy as np
 import pandas as pd
 
 from ..core.comparisons import PER_SECOND, SYSBENCH, Comparison, judged
-from ..kit.studykit import Arm
+from ..kit.studykit import BY, Arm
 from ..observe.pauses import Pause
 from ..stats import mde_text
 from ..store.results import Run
 from ..store.tables import PAUSES
-from . import BY, design_table, effect, signed
+from .cells import effect, signed
+from .tables import design_table
 from .words import listing
 
 # the metrics the pause's models speak of, by key: the closed loop's (`CONTROLLED`), the

@@ -10,9 +10,12 @@ import numpy as np
 import pandas as pd
 
 from ..kit.contract import Answer
-from ..kit.studykit import Arm
+from ..kit.studykit import BY, Arm
 from ..observe.probes import COSTS
-from . import BY, adjusted, caveats, compare_arms, effect, signed
+from . import budget
+from .cells import effect, signed
+from .tables import compare_arms
+from .words import adjusted
 
 JUDGED = ("better", "worse")
 
@@ -70,7 +73,7 @@ def cpu_points(costs: dict[str, pd.DataFrame], key: dict[str, Any], candidate: s
     extra = cand - base
     if cand <= 0 or abs(extra) <= 1e-9:
         return {}
-    predicted = caveats.predicted(base, cand)
+    predicted = budget.predicted(base, cand)
     return {column: predicted * (c - b) / extra for column, (b, c) in medians.items()}
 
 

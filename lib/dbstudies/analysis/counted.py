@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..kit.studykit import BY
 from ..observe import callgrind
 from ..store.results import Run
 from ..store.tables import COUNTS
-from . import BY
 
 TOP = 20  # functions shown per candidate
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..kit.studykit import Arm
+from ..kit.studykit import BY, Arm
 from ..observe import profiler
 from ..observe.profiler import MAX_CELLS, parse_cell
 from ..plots import flamegraph
@@ -27,7 +27,8 @@ from ..stats import profiles as judged_units
 from ..store import results
 from ..store.results import Run
 from ..store.tables import CPU_PROFILES, STEPS, WAITS
-from . import BY, compare_arms, signed
+from .cells import signed
+from .tables import compare_arms
 
 JUDGED = ("better", "worse")
 TOP = 12               # functions in a difference table
@@ -250,6 +251,17 @@ def sizes(rel: pd.DataFrame) -> dict[tuple[str, int], float]:
     return {(w, int(t)): float(v) for (w, t), v in rel["delta_pct"].abs().groupby([rel[b] for b in BY]).max().items()}
 
 
+def _arm_view(mine: pd.DataFrame, read: dict[int, Counter], label: str, title: str) -> dict[str, Any]:
+    """One arm's profiled rounds of a cell (`mine`): their stacks merged, samples, median
+    throughput and flame graph."""
+    merged: Counter = Counter()
+    for step in mine["step"]:
+        merged.update(read[step])
+    return {"arm": label, "stacks": dict(merged), "samples": int(mine["samples"].sum()),
+            "tps": float(mine["tps"].median()), "rounds": len(mine),
+            "svg": flamegraph.svg(merged, f"{label} · {title}" + (f" · {len(mine)} rounds" if len(mine) > 1 else ""))}
+
+
 def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
     """Everything the report shows per profiled cell, the cell whose throughput differs
     most between arms first: its title, per arm (baseline first) the flame graph of all its
@@ -272,16 +284,7 @@ def views(run: Run, arms: list[Arm]) -> list[dict[str, Any]]:
         read = {r.step: stacks(run, r) for r in cell.itertuples()}
         units = unit_samples(read)
         labels = sorted(set(cell["arm"]), key=lambda a: order.get(a, len(order)))
-        per_arm = []
-        for label in labels:
-            mine = cell[cell["arm"] == label]
-            merged: Counter = Counter()
-            for step in mine["step"]:
-                merged.update(read[step])
-            per_arm.append({"arm": label, "stacks": dict(merged), "samples": int(mine["samples"].sum()),
-                            "tps": float(mine["tps"].median()), "rounds": len(mine),
-                            "svg": flamegraph.svg(merged, f"{label} · {w}, {t} threads"
-                                                  + (f" · {len(mine)} rounds" if len(mine) > 1 else ""))})
+        per_arm = [_arm_view(cell[cell["arm"] == label], read, label, f"{w}, {t} threads") for label in labels]
         base = per_arm[0]
         diffs = []
         for c in per_arm[1:]:

@@ -29,8 +29,8 @@ import pandas as pd
 from ..core.comparisons import Comparison
 from ..kit.contract import Answer
 from ..stats import mde_text
-from . import CELL_KEYS, WORDS, adjusted, cell_name, effect, field, word_of
-from .words import where
+from .cells import CELL_KEYS, cell_name, effect
+from .words import WORDS, adjusted, field, where, word_of
 
 
 @dataclass(frozen=True)

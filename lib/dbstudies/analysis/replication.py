@@ -24,7 +24,8 @@ from ..kit.contract import Study
 from ..kit.study import paired_tables
 from ..store.results import Run
 from ..store.settings import between_runs, knobs
-from . import design_table, tail_rests, threshold, to_target, word_of
+from .tables import design_table, tail_rests, threshold, to_target
+from .words import word_of
 
 KEYS = ["metric", "candidate"]  # with each table's cell columns: one row of a replication table
 

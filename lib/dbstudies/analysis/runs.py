@@ -8,9 +8,9 @@ import pandas as pd
 from .. import stats
 from ..core.comparisons import SYSBENCH, Comparison, by_key, with_tail_ratio
 from ..core.errors import StoreError
+from ..kit.studykit import BY
 from ..store import results
 from ..store.results import Run
-from . import BY
 
 SPEED_RATIO = 1.5  # hosts whose speeds differ more than this are said to, before anything else
 

@@ -18,7 +18,7 @@ from ..kit.study import params_of
 from ..store import settings
 from ..store.cpus import cpus_shared, pinned_apart
 from ..store.results import Run
-from . import caveats, claims, findings, words
+from . import budget, caveats, claims, findings, words
 
 
 @dataclass
@@ -40,9 +40,9 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     p = params_of(run) if run is not None else None
     cpus = cpus_shared(p, run.record.host.cpus if run is not None else 0)
     pinned = pinned_apart(p) if run is not None else True
-    b = caveats.judged_budget(said.tables, key, cpus) if run is not None and key else None
-    client = caveats.client_explained(b, pinned) if b is not None else None
-    decides = caveats.client_decides(b, pinned) if b is not None else None
+    b = budget.judged_budget(said.tables, key, cpus) if run is not None and key else None
+    client = budget.client_explained(b, pinned) if b is not None else None
+    decides = budget.client_decides(b, pinned) if b is not None else None
     name = next((n for n, k in said.verdicts.items() if k == key), None)
     per_table = dict(zip(tables, [words.paragraph(n, rel, client if n == name else None, cpus)
                                   for n, rel in tables.items()]))
@@ -170,7 +170,7 @@ def _f_words(said: Answer, c: Any) -> str:
     cost line (`c`: its comparison, whose table names the baseline), with the one formula the
     report's server view uses (`server_view`)."""
     rel = said.tables.get(c.key)
-    f = caveats.client_per_server(said.tables.get("steps"), rel["baseline"].iloc[0]) \
+    f = budget.client_per_server(said.tables.get("steps"), rel["baseline"].iloc[0]) \
         if rel is not None and len(rel) and "baseline" in rel else pd.Series(dtype=float)
     if f.empty:
         return ""
@@ -181,13 +181,13 @@ def _f_words(said: Answer, c: Any) -> str:
 
 def _client_note(said: Answer, run: Run) -> str:
     """One line where the run's CPU budget puts most of a judged throughput change on the
-    client (`caveats.client_explained`): how many such cells, and what that means."""
+    client (`budget.client_explained`): how many such cells, and what that means."""
     key = throughput(said.comparisons)
     p = params_of(run)
     cpus = cpus_shared(p, run.record.host.cpus)
     if not key or not cpus:
         return ""
-    client = caveats.client_explained(caveats.judged_budget(said.tables, key, cpus), pinned_apart(p))
+    client = budget.client_explained(budget.judged_budget(said.tables, key, cpus), pinned_apart(p))
     if client is None or client.empty:
         return ""
     n = len(client)

@@ -10,7 +10,8 @@ import pandas as pd
 from .. import stats
 from ..core.comparisons import SYSBENCH, Comparison, judged, throughput
 from ..store.cpus import pinned_apart
-from . import findings, p_text, signed, threads, verdicts
+from . import findings
+from .cells import p_text, signed, threads, verdicts
 from .words import share_words
 
 
@@ -62,7 +63,7 @@ def comparison_lines(tables: dict[str, pd.DataFrame], versus: str,
 
 def _client(client: pd.DataFrame | None, big: findings.Finding) -> str:
     """'; 71 % of its change in CPU per transaction is sysbench's own: …' where the run's CPU
-    budget attributes this judged cell mostly to the client (`caveats.client_explained` rows)."""
+    budget attributes this judged cell mostly to the client (`budget.client_explained` rows)."""
     r = big.row
     if client is None or client.empty or not big.decisive:
         return ""

@@ -19,8 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.comparisons import Comparison
-from . import BY, field, interval, signed
-from .caveats import AGREES, _pair, client_per_server
+from ..kit.studykit import BY
+from .budget import AGREES, client_per_server, pair_of
+from .cells import interval, signed
+from .words import field
 
 VIEW_COLUMNS = ["workload", "threads", "candidate", "throughput", "server CPU/txn", "f",
                 "the server's change alone", "reading", "server waited for a CPU, µs/txn"]
@@ -86,7 +88,7 @@ def table(tables: dict[str, Any], throughput: str, cost: Comparison | None) -> p
             continue
         s = keyed.loc[key]
         cell = steps[(steps["workload"] == r.workload) & (steps["threads"] == r.threads)]
-        waited = _pair(cell, r, "wait_server_us_per_txn") if "wait_server_us_per_txn" in cell else (np.nan, np.nan)
+        waited = pair_of(cell, r, "wait_server_us_per_txn") if "wait_server_us_per_txn" in cell else (np.nan, np.nan)
         rows.append({
             "workload": r.workload, "threads": int(r.threads), "candidate": r.candidate,
             "throughput": f"{signed(r.delta_pct)} ({r.verdict})",

@@ -24,8 +24,9 @@ from ..store import results
 from ..store.cpus import cpus_shared, pinned_apart
 from ..store.results import Run
 from ..store.tables import HISTOGRAMS
-from . import caveats, control, summary, tails
+from . import budget, control, tails
 from .aa import calibration
+from .tables import summary
 
 
 def tables(run: Run, p: Any, arms: list[Arm], relative: Any) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def answer(run: Run, p: Any, arms: list[Arm], relative: Any, conclusion: Any,
     summ = t["summary"]  # the configurations compared: the twins have tables of their own
     summ = summ[summ["arm"].isin([a.label for a in arms if a.twin_of is None])] if "arm" in summ else summ
     cpus = run.record.host.cpus
-    client = caveats.client_explained(caveats.judged_budget(t, throughput(p.COMPARISONS), cpus_shared(p, cpus)),
+    client = budget.client_explained(budget.judged_budget(t, throughput(p.COMPARISONS), cpus_shared(p, cpus)),
                                       pinned_apart(p))
     said = conclusion(summ, {**{c.key: t[c.key] for c in p.COMPARISONS}, AA_KEY: t[AA_KEY], "client": client}, p,
                       host_cpus=cpus, calibration=t["calibration"])

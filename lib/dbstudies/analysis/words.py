@@ -158,7 +158,7 @@ def _cells(n: int, of: int) -> str:
 def client_clause(sub: pd.DataFrame, client: pd.DataFrame | None, cpus: int) -> str:
     """What a verdict's own run data attribute to the client, said beside it: in which of
     `sub`'s judged cells (one candidate) the CPU budget puts most of the change in CPU per
-    transaction on sysbench (`client`: `caveats.client_explained` rows); "" where none.
+    transaction on sysbench (`client`: `budget.client_explained` rows); "" where none.
 
     >>> sub = pd.DataFrame({"workload": ["w", "w"], "threads": [16, 64], "candidate": ["p", "p"]})
     >>> client_clause(sub, pd.DataFrame({"workload": ["w"], "threads": [64], "candidate": ["p"], "client_share_pct": [71.0]}), 2)

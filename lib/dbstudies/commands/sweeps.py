@@ -32,11 +32,11 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def sweep(args: argparse.Namespace) -> int:
-    from ..workflows import cluster
+    from ..workflows import cluster, grid
     from ..workflows import sweep as sweeps
     interruptible()
     way = cluster.access(args.scheduler, tls_dir=args.tls_dir, insecure=args.insecure)
-    jobs = sweeps.expand(args.study, sweeps.load_grid(args.grid))
+    jobs = grid.expand(args.study, grid.load_grid(args.grid))
     s = sweeps.Sweep(contract.study_name(study.load(args.study)), jobs, args.runs_dir, args.sweeps_dir,
                      say=lambda m: print(f"dbstudies: {m}", flush=True))
     code = 0

@@ -42,6 +42,7 @@ from ..store.results import Run
 from ..workloads import sql
 from . import inventory, precision
 from .checks import max_clients
+from .context import Context
 from .schedule import (
     FOLD_SECONDS,
     MAX_ROUNDS,
@@ -55,7 +56,6 @@ from .schedule import (
     server_key,
     session_settings,
 )
-from .steps import Context
 
 
 class Loop:

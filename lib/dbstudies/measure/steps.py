@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -26,53 +25,22 @@ from .. import servers, workloads
 from ..core import paths
 from ..core.comparisons import with_tail_ratio
 from ..kit.contract import P, Study
-from ..kit.studykit import Arm
 from ..observe import callgrind, pauses, probes, profiler
-from ..observe.probes import BUSY_OTHER_PCT, BUSY_STEAL_PCT, CPU_CLIENT, CPU_SERVER, Sampler
+from ..observe.probes import Sampler
 from ..store import results
 from ..store.results import PROFILE_DIR, Run
 from ..store.tables import (
-    COUNTS,
-    CPU_PROFILES,
-    HISTOGRAMS,
     INTERVALS,
-    OL_HISTOGRAMS,
-    OL_SECONDS,
-    OPEN_LOOP,
-    PAUSES,
     STATUS,
-    STEPS,
-    TYPE_INTERVALS,
-    TYPES,
-    WAITS,
 )
 from ..workloads.sysbench import Sysbench, SysbenchResult
 from ..workloads.sysbench import version as sysbench_version
+from .context import Context
+from .written import Attempt, store_sysbench_step
 
 SETTLE_TIMEOUT = 60.0      # longest wait for an idle server's flushing after a write step
 WARMUP_WORKLOAD, WARMUP_MAX_THREADS = "oltp_read_only", 8  # our workloads warm up with themselves
 PROGRESS_EVERY = 10        # a long step updates the progress every this many seconds
-
-@dataclass
-class Context:
-    """What a hook sees: the parameters, the run, the arm's server and sysbench client."""
-    params: Any
-    run: Run
-    server: servers.Server
-    sysbench: Sysbench | None
-    arm: "Arm | None" = None
-    repeat: int = 0
-    warmups: list[int] = field(default_factory=lambda: [0])  # the run's counter: warm-ups are steps -1, -2, …
-    progress: Callable[[str], None] = lambda text: None     # where a long step says how far it is
-    cells: list[dict[str, Any]] = field(default_factory=list)  # the block's cells, in their order
-    memo: dict[str, Any] = field(default_factory=dict)      # the study's own notes across blocks
-    session: dict[str, Any] = field(default_factory=dict)   # settings the arm's sessions set (shared server)
-    siblings: Callable[[], list[int]] = lambda: []           # pids of the run's other servers up now
-
-    def start_settings(self) -> dict[str, Any]:
-        """The arm's settings for a (cold) start of its server: none on a shared server,
-        where each session sets them (`session`)."""
-        return {} if self.session else dict(self.arm.settings if self.arm else {})
 
 
 # ---------------------------------------------------------------- the default hooks: sysbench
@@ -159,26 +127,6 @@ def sysbench_pair(begin: Callable[..., Context], cells: list[dict[str, Any]]) ->
             keep(ctx, a, ctx.warmups[0] if busy else cell["step"], "busy" if busy else "measure")
         if not busy:
             return
-
-
-@dataclass
-class Attempt:
-    """One finished sysbench run of a cell, held until it is stored: its rows streamed so
-    far stay on disk (a crash keeps them) until `keep` writes the step whole."""
-    cell: dict[str, Any]
-    seed: int
-    res: SysbenchResult
-    sampler: Sampler
-    streams: tuple[Any, ...]
-    settle_s: float = np.nan
-    recorder: profiler.Recorder | None = None  # the step's on-CPU profile (`cpu_profile` cells)
-    pauser: pauses.Pauser | None = None        # the positive control's pauses of its server
-    count: callgrind.Count | None = None       # the window's instructions (`count` runs)
-    waits: list[dict[str, Any]] = field(default_factory=list)  # performance_schema's, profiled cells
-
-    @property
-    def busy(self) -> bool:
-        return _busy(self.sampler.host_load())
 
 
 def _watchers(ctx: Context, cell: dict[str, Any], measured: bool, duration: int) -> tuple[Any, Any, Any]:
@@ -322,66 +270,6 @@ def sysbench_step(ctx: Context, cell: dict[str, Any], *, phase: str = "measure",
         if not busy:
             return a.res
     raise AssertionError("unreachable")
-
-
-def _busy(host: dict[str, float]) -> bool:
-    """Whether others used the machine during a step: other processes' CPU or the
-    hypervisor's steal above their limits (NaN — unknown — is not busy)."""
-    return bool(host.get("other_pct", np.nan) > BUSY_OTHER_PCT
-                or host.get("steal_pct", np.nan) > BUSY_STEAL_PCT)
-
-
-def store_sysbench_step(ctx: Context, step: int, phase: str, attempt: Attempt) -> None:
-    """Flush one finished step: its totals, intervals, histogram and status samples."""
-    res, sampler, cell = attempt.res, attempt.sampler, attempt.cell
-    cpu, host, t = sampler.mean_cpu(), sampler.host_load(), res.totals
-    other, steal = host.get("other_pct", np.nan), host.get("steal_pct", np.nan)
-    ctx.run.append(STEPS, pd.DataFrame([{
-        "step": step, "phase": phase, "repeat": ctx.repeat, "arm": ctx.arm.label,
-        "workload": res.workload, "threads": res.threads, "seed": attempt.seed,
-        "started_at": res.started_at, **{k: t[k] for k in (
-            "seconds", "events", "tps", "qps", "errors", "reconnects", "latency_min_ms",
-            "latency_avg_ms", "latency_max_ms", "latency_p50_ms", "latency_p95_ms",
-            "latency_p99_ms")},
-        "cpu_server_pct": cpu.get(CPU_SERVER, np.nan), "cpu_client_pct": cpu.get(CPU_CLIENT, np.nan),
-        "host_other_pct": other, "host_steal_pct": steal, "host_foreign_pct": host.get("foreign_pct", np.nan),
-        "host_busy": _busy(host), "pair": cell.get("pair", 0), "position": cell.get("position", 0),
-        "settle_s": attempt.settle_s, **sampler.per_transaction(t["tps"]), **_counted(attempt.count, t["events"]),
-    }]))
-    ctx.run.append(INTERVALS, res.intervals.assign(step=step))
-    ctx.run.append(HISTOGRAMS, res.histogram.assign(step=step))
-    ctx.run.append(STATUS, sampler.frame().assign(step=step))
-    if not res.types.empty:  # our workloads: per transaction type
-        ctx.run.append(TYPES, res.types.assign(step=step))
-        ctx.run.append(TYPE_INTERVALS, res.type_intervals.assign(step=step))
-    if res.open_loop is not None:
-        ol = res.open_loop
-        ctx.run.append(OPEN_LOOP, pd.DataFrame([{"step": step, **{
-            k: ol.totals[k] for k in OPEN_LOOP.columns if k != "step"}}]))
-        ctx.run.append(OL_SECONDS, ol.seconds[[c for c in OL_SECONDS.columns if c != "step"]]
-                       .assign(step=step))
-        ctx.run.append(OL_HISTOGRAMS, ol.histogram.assign(step=step))
-    c = attempt.count
-    if c is not None and c.prefix is not None:
-        ctx.run.append_rows(COUNTS, [{"step": step, "dump": str(c.prefix.relative_to(ctx.run.path)),
-                                      "serving": ",".join(str(t) for t in sorted(c.serving)),
-                                      "served": float(c.served), "total": float(c.total), "server_threads": len(c.threads)}])
-    if attempt.pauser is not None and attempt.pauser.pauses:
-        ctx.run.append_rows(PAUSES, [{**x, "step": step} for x in attempt.pauser.pauses])
-    if attempt.recorder is not None and phase == "profile":
-        r = attempt.recorder
-        ctx.run.append_rows(CPU_PROFILES, [{"step": step, "samples": r.samples, "frequency_hz": r.frequency,
-                                            "file": str(r.out.relative_to(ctx.run.path))}])
-    if attempt.waits and phase == "profile":
-        ctx.run.append_rows(WAITS, [{**w, "step": step} for w in attempt.waits])
-
-
-def _counted(count: callgrind.Count | None, events: int) -> dict[str, float]:
-    """A window's instructions per transaction: its serving threads', all its threads'
-    (NaN: not a counted step)."""
-    if count is None or not events:
-        return {"instr_per_txn": np.nan, "instr_all_per_txn": np.nan}
-    return {"instr_per_txn": count.served / events, "instr_all_per_txn": count.total / events}
 
 
 class SysbenchStudy(Study[P]):

@@ -299,22 +299,24 @@ def serving_files(prefix: Path, serving: Iterable[int]) -> list[Path]:
     return [f for t in serving for f in prefix.parent.glob(f"{prefix.name}-{int(t):02d}")]
 
 
-def read(path: Path) -> Profile:
-    """Parse a callgrind dump (one event, Ir): its `totals:` and per-function costs. Names
-    are compressed as `(id) name` on first use and `(id)` after it."""
-    names: dict[str, str] = {}
-    self_cost: Counter = Counter()
-    calls: Counter = Counter()
-    total, fn, callee, call_next = 0, "", "", False
+class _Names(dict):
+    """A dump's table of compressed names, which fn= and cfn= share: `(id) name` on first
+    use, `(id)` after it."""
 
-    def name(text: str) -> str:  # fn= and cfn= share one table of compressed names
+    def __call__(self, text: str) -> str:
         m = _NAMED.match(text)
         if not m:
             return text
         if m.group(2) is not None:
-            names[m.group(1)] = m.group(2)
-        return names.get(m.group(1), f"({m.group(1)})")
+            self[m.group(1)] = m.group(2)
+        return self.get(m.group(1), f"({m.group(1)})")
 
+
+def read(path: Path) -> Profile:
+    """Parse a callgrind dump (one event, Ir): its `totals:` and per-function costs (its
+    names compressed: `_Names`)."""
+    name, self_cost, calls = _Names(), Counter(), Counter()
+    total, fn, callee, call_next = 0, "", "", False
     with open(path, errors="replace") as f:
         for line in f:
             if not line or line[0] in "#\n":

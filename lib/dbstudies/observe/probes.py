@@ -359,3 +359,10 @@ def settle(server: Any, timeout: float, *, quiet: float = 1.0, every: float = 0.
         state = flushing_state(server)
         if state != last:
             last, since = state, time.monotonic()
+
+
+def busy(host: dict[str, float]) -> bool:
+    """Whether others used the machine during a step: other processes' CPU or the
+    hypervisor's steal above their limits (NaN — unknown — is not busy)."""
+    return bool(host.get("other_pct", np.nan) > BUSY_OTHER_PCT
+                or host.get("steal_pct", np.nan) > BUSY_STEAL_PCT)

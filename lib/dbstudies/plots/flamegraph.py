@@ -55,6 +55,15 @@ def _diverging(change: float, scale: float) -> str:
     return f"rgb(235,{fade},{fade})" if x > 0 else f"rgb({fade},{fade},235)"
 
 
+def _box(name: str, tip: str, x: float, y: float, w: float, fill: str) -> str:
+    """One function's box: its rectangle, its name where it fits (cut with "…"), its tooltip."""
+    fits = int((w - 6) / CHAR_PX)
+    label = "" if fits < 3 else name if len(name) <= fits else name[:fits - 1] + "…"
+    return (f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" width="{w:.2f}" '
+            f'height="{ROW - 1}" fill="{fill}" rx="1"/>'
+            + (f'\n<text x="{x + 3:.2f}" y="{y + ROW - 5}">{escape(label)}</text>' if label else "") + "\n</g>")
+
+
 def svg(stacks: Mapping[str, int], title: str, *, delta: Mapping[str, float] | None = None,
         unit: str = "points", width: int = WIDTH) -> str:
     """The flame graph of `stacks` ({folded stack: samples}) as SVG text. `delta`
@@ -76,19 +85,10 @@ def svg(stacks: Mapping[str, int], title: str, *, delta: Mapping[str, float] | N
         w = node["n"] / total * inner
         if w < MIN_PX:
             return
-        y = height - PAD - (level + 1) * ROW
-        pct = node["n"] / total * 100
         fill = _diverging(delta.get(name, 0.0), scale) if delta is not None else _warm(name)
-        tip = f"{name}: {node['n']:,} samples ({pct:.2f} %)"
-        if delta is not None and name in delta:
-            tip += f", {delta[name]:+.2f} {unit} against the other arm"
-        out.append(f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" width="{w:.2f}" '
-                   f'height="{ROW - 1}" fill="{fill}" rx="1"/>')
-        fits = int((w - 6) / CHAR_PX)
-        if fits >= 3:
-            label = name if len(name) <= fits else name[:fits - 1] + "…"
-            out.append(f'<text x="{x + 3:.2f}" y="{y + ROW - 5}">{escape(label)}</text>')
-        out.append("</g>")
+        said = f", {delta[name]:+.2f} {unit} against the other arm" if delta is not None and name in delta else ""
+        tip = f"{name}: {node['n']:,} samples ({node['n'] / total * 100:.2f} %){said}"
+        out.append(_box(name, tip, x, height - PAD - (level + 1) * ROW, w, fill))
         for kid_name in sorted(node["kids"]):
             kid = node["kids"][kid_name]
             draw(kid, kid_name, x, level + 1)

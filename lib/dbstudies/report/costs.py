@@ -52,12 +52,12 @@ def costs(moved: Any, tables: dict[str, Any]) -> None:
 def cpu_budget(said: Answer, run: Run) -> None:
     """The server's own answer per compared cell (`analysis.server_view`), then the CPU
     budget of every cell the throughput verdicts judged better or worse
-    (`analysis.caveats.budget`): CPU used by server and client, their µs per transaction, the
+    (`analysis.budget.budget`): CPU used by server and client, their µs per transaction, the
     throughput change that cost predicts if the CPUs are the limit next to the measured one,
     and the client's share of the extra CPU."""
     from IPython.display import Markdown, display
 
-    from ..analysis import caveats, server_view
+    from ..analysis import budget, server_view
     key = throughput(said.comparisons)
     cpus = cpus_shared(params_of(run), run.record.host.cpus)
     view = server_view.table(said.tables, key, server_cost(said.comparisons)) if key else None
@@ -71,7 +71,7 @@ def cpu_budget(said: Answer, run: Run) -> None:
             "throughput *overstates* it. The last column: how long the server's threads were runnable "
             "but waiting for a CPU, per transaction (schedstat run delay).*"))
         display(table(view))
-    b = caveats.judged_budget(said.tables, key, cpus)
+    b = budget.judged_budget(said.tables, key, cpus)
     if b.empty:
         skip("No cell was judged better or worse on throughput (or the run recorded no CPU per "
              "transaction): there is no verdict for a CPU budget to explain.")
@@ -86,6 +86,6 @@ def cpu_budget(said: Answer, run: Run) -> None:
         "waiting — sets the pace. A candidate's µs are the baseline's median times the paired "
         "difference of its cost table below (one estimate per quantity: an arm's own median can "
         "fall while the paired difference rises, when rounds drift).*"))
-    display(table(caveats.budget_table(b, cpus)))
+    display(table(budget.budget_table(b, cpus)))
 
 

@@ -5,6 +5,7 @@ Answer below. Its widths are the notebook's: the grid fits JupyterLab's column (
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..analysis.said import GRID_FIELDS
 from ..analysis.said import grid as said_grid
@@ -38,6 +39,23 @@ GRID_COLOURS = {"better": "#c6efce", "worse": "#ffc7ce", "same": "#e2efda", "wit
                 "not judged": "#fafafa"}
 
 
+def _row(key: tuple, part: Any, comparisons: list[str]) -> str:
+    """One row of the grid: the cell's keys, an entry per comparison (coloured by its word;
+    empty where the cell has none), its pairs and whether the loop left it short."""
+    by = dict(zip(part["comparison"], part.to_dict("records")))
+    n, unit = part["n"].min(), part["unit"].iloc[0]
+    count = "–" if n != n else f"{int(n)} {unit}{'s' if n != 1 else ''}"
+    short = "<br><b>short</b>" if part["short"].any() else ""
+    tds = "".join(f"<td{PAD}>{_e(v)}</td>" for v in key)
+    for c in comparisons:
+        r = by.get(c)
+        entry = re.sub(r"\[unbounded: [^]]*\]", "[unbounded]", r["entry"]) if r is not None else ""  # its pairs: beside
+        tds += ("<td></td>" if r is None else
+                f"<td style='background:{GRID_COLOURS.get(r['word'], '#ffffff')};white-space:nowrap;{CELL_PAD}'>"
+                f"{_e(entry).replace(' [', '<br>[', 1)}<br><small>{_e(r['word'])}</small></td>")
+    return f"<tr>{tds}<td{PAD}>{count}{short}</td></tr>"
+
+
 def grid(said: Answer) -> str:
     """The answer at a glance as HTML (`said.grid`): a row per cell (and candidate, where
     several are compared) — the first of its keys a row of its own over its cells, so that the
@@ -62,18 +80,7 @@ def grid(said: Answer) -> str:
             rows.append(f"<tr class='dbs-group'><th colspan='{width}' style='text-align:left;{CELL_PAD}'>"
                         f"{_e(label(group))}: {_e(key[0])}</th></tr>")
         key = key[1:] if group else key
-        by = dict(zip(part["comparison"], part.to_dict("records")))
-        n, unit = part["n"].min(), part["unit"].iloc[0]
-        count = "–" if n != n else f"{int(n)} {unit}{'s' if n != 1 else ''}"
-        short = "<br><b>short</b>" if part["short"].any() else ""
-        tds = "".join(f"<td{PAD}>{_e(v)}</td>" for v in key)
-        for c in comparisons:
-            r = by.get(c)
-            entry = re.sub(r"\[unbounded: [^]]*\]", "[unbounded]", r["entry"]) if r is not None else ""  # its pairs: beside
-            tds += ("<td></td>" if r is None else
-                    f"<td style='background:{GRID_COLOURS.get(r['word'], '#ffffff')};white-space:nowrap;{CELL_PAD}'>"
-                    f"{_e(entry).replace(' [', '<br>[', 1)}<br><small>{_e(r['word'])}</small></td>")
-        rows.append(f"<tr>{tds}<td{PAD}>{count}{short}</td></tr>")
+        rows.append(_row(key, part, comparisons))
     shown = [w for w in GRID_COLOURS if w in set(g["word"])]
     legend = " ".join(f"<span style='background:{GRID_COLOURS[w]};padding:0 .5em'>{_e(w)}</span>" for w in shown)
     return (f"<table class='dbs-table dbs-grid' style='font-size:12px'><thead><tr>{head}"

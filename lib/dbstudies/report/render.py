@@ -200,3 +200,21 @@ def conclusion_text(nb_path: Path) -> str | None:
     """`printed` as one Markdown text, or None."""
     said = printed(nb_path)
     return "\n\n".join(said) if said else None
+
+
+def page(out: Path, title: str, parts: list[str]) -> Path:
+    """A page of our own beside the runs' reports — a build series' history, a sweep's index:
+    `parts` (HTML) under the reports' style sheet, written to `out`."""
+    out.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                   f"{css.STYLE}</head><body class='dbs-header'>" + "\n".join(parts) + "</body></html>\n")
+    return out
+
+
+def inline_html(text: str) -> str:
+    """A line of our Markdown on such a page: **bold** as <b>, the rest escaped.
+
+    >>> inline_html("**5 % slower** at b6 < b7")
+    '<b>5 % slower</b> at b6 &lt; b7'
+    """
+    bits = html.escape(text).split("**")
+    return "".join(f"<b>{b}</b>" if i % 2 else b for i, b in enumerate(bits))

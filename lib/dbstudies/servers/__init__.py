@@ -9,6 +9,8 @@
     cnf.py       my.cnf fragments and rendering; the `Intent` and the like-for-like `ALIGNED`
     dialect.py   one dialect per family and version: what an intent is called on a server
     instance.py  Server: a private instance (init, start, restart, cold restart, stop)
+    place.py     where it runs: a free loopback port, a taskset CPU list
+    facts.py     what a run records of its binary and its AIO
     remote.py    RemoteServer: a server somewhere else, used as it is
     factory.py   which of the two runs a flavour (`instance`, `check_installed`)
     compression.py  compressed-table formats: what each candidate asks of a server
@@ -22,6 +24,7 @@ from .catalogue import dir_flavour, dir_flavour_text, list_flavours, load_flavou
 from .cnf import ALIGN, ALIGNED, BASE_INTENT, Intent, base_intent, norm_key, read_cnf, render_cnf, size_bytes
 from .dialect import SHOWN_AS, Dialect, Unavailable
 from .factory import add_dir, check_installed, instance
+from .facts import binary_record
 from .flavour import (
                   Flavour,
                   bad_values,
@@ -34,16 +37,11 @@ from .flavour import (
 from .instance import (
                   CONNECTION_HEADROOM,
                   DEFAULT_MAX_CONNECTIONS,
-                  FORBIDDEN_PORTS,
-                  PortInUse,
                   Server,
                   ServerDied,
-                  binary_record,
-                  check_port,
                   configured,
-                  free_port,
-                  parse_cpus,
 )
+from .place import FORBIDDEN_PORTS, PortInUse, check_port, free_port, parse_cpus
 
 __all__ = ["ALIGN", "ALIGNED", "SHOWN_AS", "Dialect", "add_dir", "base_intent", "size_bytes", "BASE_INTENT", "bad_values", "CONNECTION_HEADROOM", "DEFAULT_MAX_CONNECTIONS", "FORBIDDEN_PORTS",
            "Flavour", "Intent", "PortInUse", "Server", "ServerDied", "ServerError", "Unavailable",

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,44 +26,20 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core import paths, proc
-from ..core.errors import ConfigError, ServerError
+from ..core.errors import ServerError
 from . import launch
 from .cnf import BASE_INTENT, Intent, norm_key, read_cnf, render_cnf
+from .facts import aio_backend, binary_record
 from .flavour import Flavour
+from .place import check_port, free_port, parse_cpus
 
 DEFAULT_MAX_CONNECTIONS = 151
 CONNECTION_HEADROOM = 16  # admin, sampler and status connections on top of the clients
-FORBIDDEN_PORTS = {3306, 33060}
 
 
 class ServerDied(ServerError):
     """The server process exited while we were using it."""
 
-
-class PortInUse(ServerError):
-    pass
-
-
-# ---------------------------------------------------------------- ports
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def check_port(port: int) -> None:
-    """Refuse port 3306 (the system server's), and any port something already listens on."""
-    if port in FORBIDDEN_PORTS:
-        raise PortInUse(f"port {port} is reserved for the system server; dbstudies never uses it")
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError as e:
-            raise PortInUse(f"port {port} on 127.0.0.1 is in use ({e.strerror}); "
-                            f"choose another or let dbstudies pick a free one") from None
 
 
 # ---------------------------------------------------------------- servers
@@ -394,24 +368,6 @@ class Server(SqlClient):
                 "aio": aio_backend(self.error_log.read_text(errors="replace")) if self.error_log.exists() else None}
 
 
-AIO = re.compile(r"(?:InnoDB:|\[InnoDB\]) Using (io_uring|liburing|Linux native AIO|libaio|simulated AIO|"
-                 r"generic (?:asynchronous )?(?:AIO|I/O))", re.IGNORECASE)
-
-
-def aio_backend(error_log: str) -> str | None:
-    """The asynchronous I/O InnoDB says it uses at its latest start (its error log; None if
-    it does not say) — what `innodb_use_native_aio = ON` does depends on the build and on the
-    kernel's `io_uring_disabled`, so the variable alone does not tell.
-
-    >>> aio_backend("... [Note] InnoDB: Using Linux native AIO\\n... [Note] InnoDB: Using io_uring\\n")
-    'io_uring'
-    >>> aio_backend("[Note] InnoDB: Buffer pool(s) load completed") is None
-    True
-    """
-    found = AIO.findall(error_log)
-    return found[-1] if found else None
-
-
 def configured(flavour: Flavour, settings: Mapping[str, Any] | None = None,
                intent: Intent | None = None, cnf_dir: Path = paths.CNF_DIR) -> dict[str, Any]:
     """The settings a start of `flavour` gets before the driver's own (paths, port,
@@ -426,42 +382,3 @@ def configured(flavour: Flavour, settings: Mapping[str, Any] | None = None,
     return s
 
 
-_SHA: dict[tuple, str] = {}
-
-
-def binary_record(flavour: Flavour) -> dict[str, Any]:
-    """What a run records of the server binary: its path and SHA-256 (hashed once per file
-    state), and for a directory flavour where it came from and what it printed."""
-    if flavour.remote:
-        return {}
-    server = flavour.host_binary
-    if not server.is_file():
-        return {}
-    st = server.stat()
-    key = (str(server), st.st_mtime_ns, st.st_size)
-    if key not in _SHA:
-        _SHA[key] = paths.sha256(server)
-    out: dict[str, Any] = {"binary": str(server), "binary_sha256": _SHA[key]}
-    if flavour.source == "dir":
-        out.update(source="dir", directory=flavour.path, layout=flavour.layout,
-                   version_text=flavour.version_text, runtime=flavour.runtime or None,
-                   thread_pool=flavour.thread_pool)
-    return out
-
-
-def parse_cpus(spec: str) -> list[int]:
-    """Parse a taskset CPU list: "0", "0-3", "0,2-3" → sorted CPU numbers.
-
-    >>> parse_cpus("0,2-3")
-    [0, 2, 3]
-    """
-    cpus: set[int] = set()
-    for part in str(spec).split(","):
-        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
-        if not m:
-            raise ConfigError(f"bad CPU list {spec!r} (expected e.g. '0', '0-3' or '0,2-3')")
-        a, b = int(m.group(1)), int(m.group(2) or m.group(1))
-        if b < a:
-            raise ConfigError(f"bad CPU range {part!r} in {spec!r}")
-        cpus.update(range(a, b + 1))
-    return sorted(cpus)

@@ -72,6 +72,7 @@ from .samples import (
     mde,
     median_ci,
     min_p_value,
+    paired_effect,
     paired_ratio,
     pooled_sd_log,
     rank_ratio_ci,
@@ -91,4 +92,4 @@ from .stopping import (
     within,
 )
 
-__all__ = ["CONSISTENT", "NOT_REPLICATED", "REPLICATED", "RESIZED", "effect_se", "pooled_table", "replication_table", "ALPHA", "MOST_PAIRS", "about_zero", "adaptive_on_resamples", "bounds_text", "ragged_verdicts", "reading_of", "rounds_for", "target_readings", "target_words", "within", "CENSORED", "COMPARE_COLUMNS", "LEVEL", "PAIRED_COLUMNS", "POWER", "THRESHOLD", "NOT_JUDGED", "VERDICTS", "_signed_rank_cdf", "_u_counts", "censored_bound", "censored_table", "compare", "compare_table", "covariate_adjusted", "cv", "decimals", "flips", "holm", "holm_intervals", "is_paired_table", "log_t", "mann_whitney_p", "mde", "mde_text", "median_ci", "min_p_value", "min_signed_rank_p", "moderated", "pair_up", "paired_mde", "paired_ratio", "paired_table", "paired_verdicts", "pooled_sd_log", "rank_ratio_ci", "reach_short", "reachability", "rule_on_resamples", "signed_rank_counts", "signed_rank_p", "signed_rank_ratio_ci", "summarize", "trigamma_inverse", "variance_prior", "verdict"]
+__all__ = ["CONSISTENT", "NOT_REPLICATED", "REPLICATED", "RESIZED", "effect_se", "pooled_table", "replication_table", "ALPHA", "MOST_PAIRS", "about_zero", "adaptive_on_resamples", "bounds_text", "ragged_verdicts", "reading_of", "rounds_for", "target_readings", "target_words", "within", "CENSORED", "COMPARE_COLUMNS", "LEVEL", "PAIRED_COLUMNS", "POWER", "THRESHOLD", "NOT_JUDGED", "VERDICTS", "_signed_rank_cdf", "_u_counts", "censored_bound", "censored_table", "compare", "compare_table", "covariate_adjusted", "cv", "decimals", "flips", "holm", "holm_intervals", "is_paired_table", "log_t", "mann_whitney_p", "mde", "mde_text", "median_ci", "min_p_value", "min_signed_rank_p", "moderated", "pair_up", "paired_effect", "paired_mde", "paired_ratio", "paired_table", "paired_verdicts", "pooled_sd_log", "rank_ratio_ci", "reach_short", "reachability", "rule_on_resamples", "signed_rank_counts", "signed_rank_p", "signed_rank_ratio_ci", "summarize", "trigamma_inverse", "variance_prior", "verdict"]

@@ -110,6 +110,19 @@ def from_neighbours(y: np.ndarray, se2: np.ndarray) -> np.ndarray:
     return np.fmax(0.0, spread - np.median(own, axis=0))
 
 
+def step_at(y: np.ndarray, w: np.ndarray, a: int, cut: int, b: int) -> dict:
+    """One cell's step at a change point `cut` between its segments [a, cut) and [cut, b):
+    the difference of their weighted means (log, %, 95 % interval in %) and whether it moved
+    (+1/−1; 0 within its interval)."""
+    z = sps.norm.ppf(0.975)
+    wl, wr = w[a:cut], w[cut:b]
+    step = (wr * y[cut:b]).sum() / wr.sum() - (wl * y[a:cut]).sum() / wl.sum()
+    s = math.sqrt(1 / wl.sum() + 1 / wr.sum())
+    return {"log": float(step), "se": s, "pct": math.expm1(step) * 100,
+            "lo": math.expm1(step - z * s) * 100, "hi": math.expm1(step + z * s) * 100,
+            "moved": int(np.sign(step)) if abs(step) > z * s else 0}
+
+
 def find(y: np.ndarray, se: np.ndarray, builds: Sequence[str], cells: Sequence[str], *,
          alpha: float = ALPHA, power: float = POWER) -> dict:
     """The change points of a series: `y[i, c]` build i's effect (log ratio against the
@@ -127,19 +140,9 @@ def find(y: np.ndarray, se: np.ndarray, builds: Sequence[str], cells: Sequence[s
     w = 1 / (se2 + tau2)
     cuts = segments(y, w, alpha)
     edges = [0, *cuts, n]
-    z = sps.norm.ppf(0.975)
     changes = []
     for k, cut in enumerate(cuts):
-        a, b = edges[k], edges[k + 2]
-        left, right = slice(a, cut), slice(cut, b)
-        steps = []
-        for c in range(d):
-            wl, wr = w[left, c], w[right, c]
-            step = (wr * y[right, c]).sum() / wr.sum() - (wl * y[left, c]).sum() / wl.sum()
-            s = math.sqrt(1 / wl.sum() + 1 / wr.sum())
-            steps.append({"cell": cells[c], "log": float(step), "se": s, "pct": math.expm1(step) * 100,
-                          "lo": math.expm1(step - z * s) * 100, "hi": math.expm1(step + z * s) * 100,
-                          "moved": int(np.sign(step)) if abs(step) > z * s else 0})
+        steps = [{"cell": cells[c], **step_at(y[:, c], w[:, c], edges[k], cut, edges[k + 2])} for c in range(d)]
         signs = [st["moved"] for st in steps if st["moved"]]
         way = int(np.sign(sum(signs))) if signs else 0
         together = sum(1 for m in signs if m == way)

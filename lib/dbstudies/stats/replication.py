@@ -176,6 +176,18 @@ def _two_runs_p(g: pd.DataFrame) -> float:
     return float(2 * sps.t.sf(abs(eb - ea) / se, df))
 
 
+def _pooled_row(g: pd.DataFrame) -> dict[str, float]:
+    """One row's runs (their effects `est` and standard errors `se`) pooled by random effects:
+    the estimate, its standard error, τ², I², Cochran's Q and its p-value."""
+    from statsmodels.stats.meta_analysis import combine_effects  # statsmodels imports slowly
+
+    res = combine_effects(g["est"].to_numpy(), g["se"].to_numpy() ** 2, method_re="iterated")
+    k, q = len(g), float(res.q)
+    return {"runs": k, "est": float(res.mean_effect_re), "se": float(res.sd_eff_w_re), "tau2": float(res.tau2),
+            "i2": i_squared(q, k), "q": q, "p_het": _two_runs_p(g) if k == 2 else float(sps.chi2.sf(q, k - 1)),
+            "se_runs": float(g["se"].median())}
+
+
 def pooled_table(tables: Sequence[pd.DataFrame], keys: Sequence[str], *, threshold: float = THRESHOLD,
                  higher_is_better: bool = True, alpha: float = ALPHA, level: float = LEVEL) -> pd.DataFrame:
     """Per row of `keys` that at least two of the runs' comparison `tables` have: the
@@ -185,24 +197,12 @@ def pooled_table(tables: Sequence[pd.DataFrame], keys: Sequence[str], *, thresho
     `p_het_holm`), the Holm-corrected verdict by the rule of every table, `mde_pct` (what the
     pooled runs could detect) and `mde_runs_pct`, the median over the runs of what each could
     alone, by the same formula — their ratio is 1/√k for k runs that agree."""
-    from statsmodels.stats.meta_analysis import combine_effects  # statsmodels imports slowly
-
     keys = list(keys)
     long = pd.concat([pd.concat([t[keys].reset_index(drop=True), effect_se(t, level).reset_index(drop=True)],
                                 axis=1).assign(run=i) for i, t in enumerate(tables)], ignore_index=True)
     long = long[np.isfinite(long["se"]) & (long["se"] > 0) & np.isfinite(long["est"])]
-    rows = []
-    for key, g in long.groupby(keys, sort=True):
-        if len(g) < 2:
-            continue
-        key = key if isinstance(key, tuple) else (key,)
-        res = combine_effects(g["est"].to_numpy(), g["se"].to_numpy() ** 2, method_re="iterated")
-        k, q = len(g), float(res.q)
-        rows.append({**dict(zip(keys, key)), "runs": k, "est": float(res.mean_effect_re),
-                     "se": float(res.sd_eff_w_re), "tau2": float(res.tau2), "i2": i_squared(q, k),
-                     "q": q, "p_het": _two_runs_p(g) if k == 2 else float(sps.chi2.sf(q, k - 1)),
-                     "se_runs": float(g["se"].median())})
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame([{**dict(zip(keys, key if isinstance(key, tuple) else (key,))), **_pooled_row(g)}
+                        for key, g in long.groupby(keys, sort=True) if len(g) >= 2])
     if out.empty:
         return out
     z = sps.norm.ppf(0.5 + level / 2)

@@ -97,18 +97,33 @@ def log_t(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> dict[
                 p_value=float(2 * sps.t.sf(abs(diff) / se, df)), se=se, df=float(df))
 
 
+def paired_effect(d: Sequence[float], level: float = LEVEL) -> dict[str, float]:
+    """Paired log ratios `d` as one effect — the one formula a build series, a bisection and
+    `paired_ratio` share: their mean (`log`), its standard error, the pairs, and in % the effect
+    with its one-sample t interval (NaN below two pairs).
+
+    >>> {k: round(v, 1) for k, v in paired_effect([-0.1, -0.12, -0.08]).items() if k != "se"}
+    {'log': -0.1, 'pairs': 3, 'pct': -9.5, 'lo': -13.9, 'hi': -4.9}
+    """
+    d = np.asarray(d, float)
+    n = len(d)
+    mean = float(d.mean()) if n else math.nan
+    se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * se if n > 1 else math.nan
+    return {"log": mean, "se": se, "pairs": n, "pct": math.expm1(mean) * 100,
+            "lo": math.expm1(mean - half) * 100, "hi": math.expm1(mean + half) * 100}
+
+
 def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
     """The ratio of geometric means b/a of paired measurements (a[i] with b[i]) and its CI
-    from a one-sample t on the per-pair log ratios (NaN bounds with fewer than two pairs).
+    from a one-sample t on the per-pair log ratios (`paired_effect`; NaN bounds with fewer
+    than two pairs).
 
     >>> [round(x, 3) for x in paired_ratio([10, 20, 40], [11, 22, 44])]
     [1.1, 1.1, 1.1]
     """
-    d = np.log(np.asarray(b, float)) - np.log(np.asarray(a, float))
-    if len(d) < 2:
-        return (math.exp(d.mean()) if len(d) else math.nan), math.nan, math.nan
-    half = sps.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-    return math.exp(d.mean()), math.exp(d.mean() - half), math.exp(d.mean() + half)
+    e = paired_effect(np.log(np.asarray(b, float)) - np.log(np.asarray(a, float)), level)
+    return math.exp(e["log"]), 1 + e["lo"] / 100, 1 + e["hi"] / 100
 
 
 @functools.lru_cache(maxsize=64)

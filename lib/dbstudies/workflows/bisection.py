@@ -17,10 +17,10 @@ import pandas as pd
 
 from .. import stats
 from ..core.errors import ParamError
+from ..stats import paired_effect
 from ..store import results
-from . import sweep
+from . import grid, sweep
 from .series import (
-    BY,
     QPS,
     STUDY,
     Metric,
@@ -30,7 +30,6 @@ from .series import (
     command,
     interval_text,
     is_series,
-    paired_effect,
     save_bisect,
     save_series,
     short,
@@ -46,7 +45,7 @@ def side(pairs: pd.DataFrame, good: str, mid: str, bad: str, metric: Metric = QP
     against bad is not, "bad" the other way round, "between" when it differs from both, else
     "undecided". Returns (side, the reason in words, the three effects)."""
     def eff(base: str, cand: str) -> dict:
-        d = stats.pair_up(pairs, by=BY, factor="arm", baseline=base, candidate=cand, value=metric.column, pair="pair")["d"]
+        d = stats.pair_up(pairs, by=metric.by, factor="arm", baseline=base, candidate=cand, value=metric.column, pair="pair")["d"]
         x = paired_effect(d)
         return {**x, "moved": bool(x["lo"] > 0 or x["hi"] < 0)}  # NaN below two pairs: never moved
     e = {"bad vs good": eff(good, bad), "mid vs good": eff(good, mid), "mid vs bad": eff(bad, mid)}
@@ -120,7 +119,7 @@ def _end(path: list[dict], last: Any, lo: str, hi: str, metric: Metric = QPS) ->
 
 def _three(s: Series, good: str, mid: str, bad: str, say: Callable[[str], None]) -> pd.DataFrame:
     runs_dir = s.folder / "runs"
-    job = sweep.Job(STUDY, s.profile, s.parameters_of(good, mid, bad))
+    job = grid.Job(STUDY, s.profile, s.parameters_of(good, mid, bad))
     done = sweep.completed(runs_dir, STUDY)
     if job.key in done:
         run = results.Run(done[job.key])

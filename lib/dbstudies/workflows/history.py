@@ -6,7 +6,7 @@ when it can tell, `dbstudies bisect`, is `bisection`'s).
 build directory made one with `servers add`) and a reference build. Every build is one
 ordinary run of the versions study with `flavours = [reference, build]` — paired rounds, the
 history profile's precision target (`PROFILES`), the user's `-p` on top — so host drift
-between days cancels in each build's effect. The runs are sweep jobs (`sweep.Job`): a run
+between days cancels in each build's effect. The runs are sweep jobs (`grid.Job`): a run
 that completed under the series' folder is never measured again (a series run again goes on
 where it stopped), and their keys are what a Dask sweep over hosts would run. Per build and
 cell the effect is the mean log ratio of its pairs with its standard error; the series' change
@@ -28,11 +28,12 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from .. import stats
-from ..stats import changepoints
+from ..core import comparisons
+from ..report.render import inline_html, page
+from ..stats import changepoints, paired_effect
 from ..store import results
-from . import cluster, sweep
+from . import cluster, grid, sweep
 from .series import (
-    BY,
     QPS,
     SERIES_FILE,
     STUDY,
@@ -45,9 +46,6 @@ from .series import (
     command,
     interval_text,
     is_series,
-    md,
-    page,
-    paired_effect,
     read_series,
     save_series,
     short,
@@ -55,14 +53,14 @@ from .series import (
 
 
 def measure(s: Series, say: Callable[[str], None] = print,
-            run_job: Callable[[sweep.Job, Path], dict] | None = None,
+            run_job: Callable[[grid.Job, Path], dict] | None = None,
             scheduler: cluster.Access | None = None) -> dict[str, Path]:
     """Measure every build of `s` not yet measured (a completed run of its job under the
     series' runs folder): here one after another, or with `scheduler` as one Dask sweep over
     its benchmark hosts (`sweep.Sweep.run_on`: each build's run on one host, back here
     packed); the series' record is written after each. Returns build → run directory."""
     runs_dir = s.folder / "runs"
-    jobs = {b: sweep.Job(STUDY, s.profile, s.parameters_of(s.reference, b)) for b in s.builds}
+    jobs = {b: grid.Job(STUDY, s.profile, s.parameters_of(s.reference, b)) for b in s.builds}
     done = sweep.completed(runs_dir, STUDY)
     out = {b: done[j.key] for b, j in jobs.items() if j.key in done}
     for i, b in enumerate(s.builds, 1):
@@ -103,16 +101,18 @@ def measure(s: Series, say: Callable[[str], None] = print,
 
 # ---------------------------------------------------------------- effects
 
+BY = list(comparisons.BY)  # the cells a series' effects are shown by: workload × threads
+
 def effects_of(run: results.Run, baseline: str, candidate: str, metric: Metric = QPS) -> pd.DataFrame:
     """Per cell of one paired run: `candidate` against `baseline` — the mean log ratio of the
     `metric` (QPS, or instructions per transaction) over its pairs, its standard error, the
     pairs, and in % the effect and its 95 % interval."""
     steps = results.measured(run)
     labels = {a.flavour: a.label for a in run.record.arms if a.flavour}
-    pairs = stats.pair_up(steps, by=BY, factor="arm", baseline=labels.get(baseline, baseline),
+    pairs = stats.pair_up(steps, by=metric.by, factor="arm", baseline=labels.get(baseline, baseline),
                           candidate=labels.get(candidate, candidate), value=metric.column, pair="pair")
-    rows = [{"workload": cell[0], "threads": int(cell[1]), **paired_effect(g["d"])} for cell, g in pairs.groupby(BY)]
-    return pd.DataFrame(rows, columns=[*BY, "log", "se", "pairs", "pct", "lo", "hi"])
+    rows = [{**dict(zip(metric.by, cell)), **paired_effect(g["d"])} for cell, g in pairs.groupby(metric.by)]
+    return pd.DataFrame(rows, columns=[*metric.by, "log", "se", "pairs", "pct", "lo", "hi"])
 
 
 def effect_words(e: pd.DataFrame, metric: Metric = QPS) -> str:
@@ -145,13 +145,13 @@ def neighbours(s: Series, found: dict) -> list[tuple[str, str]]:
     return [(full[c["after"]], full[c["before"]]) for c in found["changes"] if c["kept"]]
 
 
-def confirmation_job(s: Series, after: str, before: str) -> sweep.Job:
+def confirmation_job(s: Series, after: str, before: str) -> grid.Job:
     """The run that measures two neighbouring builds against each other (`after` the baseline)."""
-    return sweep.Job(STUDY, s.profile, s.parameters_of(after, before))
+    return grid.Job(STUDY, s.profile, s.parameters_of(after, before))
 
 
 def confirm(s: Series, found: dict, say: Callable[[str], None] = print,
-            run_job: Callable[[sweep.Job, Path], dict] | None = None) -> dict[tuple[str, str], Path]:
+            run_job: Callable[[grid.Job, Path], dict] | None = None) -> dict[tuple[str, str], Path]:
     """Measure the two builds on either side of each change point against each other in one
     paired run (a sweep job as a build's is; one that completed is not measured again). Each
     build's effect comes from its own run against the reference, so what moves between runs
@@ -267,21 +267,26 @@ def figure(effects: pd.DataFrame, found: dict, builds: Sequence[str], metric: Me
     return fig
 
 
+def _figure_html(fig: Any, folder: Path) -> str:
+    """The figure saved with the series' figures and embedded in its page (with its alt text)."""
+    from .. import plots
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+    plots.save(fig, folder, "effects")
+    plots.plt.close(fig)
+    return (f"<img alt='{html.escape(fig.dbstudies_alt)}' src='data:image/png;base64,"
+            f"{base64.b64encode(png.getvalue()).decode()}'/>")
+
+
 def report(s: Series, runs: Mapping[str, Path]) -> Path:
     """The series' report: its figure, the effects of every build, the change points with their
     sizes, what could be seen where nothing changed, and how to reproduce it; with
     `effects.csv` beside it."""
-    from .. import plots
     effects = series_effects(s, runs)
     builds = [short(b) for b in s.builds if b in runs]
     s.folder.mkdir(parents=True, exist_ok=True)
     effects.to_csv(s.folder / "effects.csv", index=False)
     found = confirmed(s, changes(effects, builds)) if len(builds) >= 2 else {"changes": [], "quiet": [], "tau2": {}}
-    fig = figure(effects, found, builds, s.metric)
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    plots.save(fig, s.folder / "figures", "effects")
-    plots.plt.close(fig)
     table = effects.assign(cell=effects["workload"] + "@" + effects["threads"].astype(str),
                            effect=[f"{interval_text(p, a, b, s.metric.digits)} ({n})" for p, a, b, n in
                                    zip(effects["pct"], effects["lo"], effects["hi"], effects["pairs"])])
@@ -293,9 +298,8 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
     parts = [f"<h1>History: {html.escape(s.name)}</h1>",
              f"<p>{len(builds)} builds against {html.escape(short(s.reference))} ({s.profile} profile; {s.metric.name}, paired rounds; "
              "each cell: effect [95 % interval] (pairs)).</p>",
-             "<ul>" + "".join(f"<li>{md(x)}</li>" for x in lines) + "</ul>",
-             f"<img alt='{html.escape(fig.dbstudies_alt)}' src='data:image/png;base64,"
-             f"{base64.b64encode(png.getvalue()).decode()}'/>",
+             "<ul>" + "".join(f"<li>{inline_html(x)}</li>" for x in lines) + "</ul>",
+             _figure_html(figure(effects, found, builds, s.metric), s.folder / "figures"),
              "<h2>Every build against the reference</h2>", wide.to_html(classes="dbs-table"),
              "<h2>Where nothing changed</h2>",
              "<p>The smallest step each place between two builds would have shown (80 % power, the series' "
@@ -308,14 +312,15 @@ def report(s: Series, runs: Mapping[str, Path]) -> Path:
     parts += ["<h2>To reproduce</h2><p>Measure it again (a run that completed is not measured again), or share "
               "it as one file — every run, the builds' flavour files, this report:</p><pre style='white-space: "
               f"pre-wrap'>{html.escape(argv)}\ndbstudies pack {html.escape(str(s.folder))}</pre>"]
-    return page(s, parts)
+    return page(s.folder / "report.html", f"History {s.name}", parts)
 
 
 def rewrite(folder: Path) -> Path:
     """The report of the series kept in `folder` written again: its history's effects and
     change points where it has measured runs, and its bisection where it has one."""
     s, runs = read_series(folder)
-    return report(s, runs) if runs else page(s, [f"<h1>Bisection: {html.escape(s.name)}</h1>", *bisect_parts(folder)])
+    return report(s, runs) if runs else page(s.folder / "report.html", f"History {s.name}",
+                                             [f"<h1>Bisection: {html.escape(s.name)}</h1>", *bisect_parts(folder)])
 
 
 def main(name: str, reference: str, profile: str, parameters: Mapping[str, Any], *,

@@ -77,6 +77,20 @@ def _resolved(name: str, profile: str, overrides: dict[str, Any]) -> tuple[Study
     return study, notebook, p
 
 
+def _created(study: Any, p: Any, runs_dir: Path) -> Run:
+    """The run's directory (a clear error where it cannot be made), said with how long the
+    run should take."""
+    try:
+        run = create_run(study, p, runs_dir, "cli")
+    except OSError as e:
+        raise StoreError(f"cannot create a run directory under {runs_dir}: "
+                         f"{e.strerror or e}") from None
+    minutes = schedule.estimated_seconds(study, p) / 60
+    print(f"dbstudies: {study_name(study)} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
+          flush=True)
+    return run
+
+
 def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: Path,
             kernel: str | None = None, verbose: bool = False) -> int:
     """`dbstudies run`: validate, create the run, execute the notebook (a progress bar in
@@ -85,15 +99,7 @@ def execute(name: str, profile: str, pairs: Sequence[Sequence[str]], runs_dir: P
     executed again on it, analysing the steps that finished.
     Bad parameters or runs directory raise a DbStudiesError before anything starts."""
     study, notebook, p = _resolved(name, profile, parameters(pairs))
-    name = study_name(study)
-    try:
-        run = create_run(study, p, runs_dir, "cli")
-    except OSError as e:
-        raise StoreError(f"cannot create a run directory under {runs_dir}: "
-                         f"{e.strerror or e}") from None
-    minutes = schedule.estimated_seconds(study, p) / 60
-    print(f"dbstudies: {name} ({p.profile}), about {minutes:.0f} min; run directory {run.path}",
-          flush=True)
+    run = _created(study, p, runs_dir)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # even if started with SIGINT ignored
     code = 0

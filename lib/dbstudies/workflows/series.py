@@ -2,14 +2,13 @@
 `dbstudies bisect` share — the builds checked before anything starts (`check`), the run that
 measures some of them (`Series.parameters_of`: an ordinary paired run of the versions study at the
 history profile's precision, a sweep job whose key finds it again), the series' record
-(`series.json`) and its report page.
+(`series.json`); its statistic is `stats.paired_effect`, its page `report.render.page`.
 """
 from __future__ import annotations
 
 import contextlib
 import html
 import json
-import math
 import re
 import shlex
 import shutil
@@ -17,24 +16,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..core import paths
+from ..core.comparisons import SYSBENCH, Comparison, by_key, primary
 from ..core.errors import ConfigError, ParamError
 from ..kit.study import load
 from ..measure import checks
-from ..report import css
+from ..report.render import inline_html
 from ..servers import Flavour, dir_flavour, dir_flavour_text, load_flavour
 from ..stats import THRESHOLD
-from ..stats.lazy import sps
+from ..store import params as P
 
 STUDY = "versions"
 SERIES_DIR = paths.DATA_DIR / "series"
 SERIES_FILE = "series.json"   # in a series' folder: its builds, reference, parameters and runs
 BISECT_FILE = "bisect.json"   # … and a bisection's builds, path, end and command
-BY = ["workload", "threads"]
-# what the history's profiles change in the versions study's own (its cells, steps, target; the
+# the history's profiles: an overlay of the versions study's own (its `Params` fields: a test holds
+# it), what each changes there (its cells, steps, target; the
 # servers restarted every 10 rounds, not every round: each pair is measured back to back, so
 # drift cancels without a restart, and a round takes 2 steps, not 2 starts and warm-ups). A
 # target is an MDE (80 % power): quick's 4 % is a standard error of 1.4 % per build (±2.8 %),
@@ -59,17 +58,31 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class Metric:
-    """What a series compares its builds by: a column of the runs' measured steps, its name in
-    the report, the ± band inside which a bisection calls its ends the same, and the decimals
-    of its effects (a count's steps are tenths of a per cent)."""
-    column: str
-    name: str
+    """What a series compares its builds by: the versions study's primary comparison at the
+    series' parameters (a `Comparison`: QPS; a count's instructions per transaction) — its
+    column, name and cells —, and the ± band inside which a bisection calls its ends the same
+    (the parameters' draw threshold: a band under 1 % gives its effects two decimals)."""
+    comparison: Comparison
     same: float
-    digits: int = 1
+
+    @property
+    def column(self) -> str:
+        return self.comparison.column
+
+    @property
+    def name(self) -> str:
+        return self.comparison.short
+
+    @property
+    def by(self) -> list[str]:
+        return list(self.comparison.by)
+
+    @property
+    def digits(self) -> int:
+        return 2 if self.same < 0.01 else 1
 
 
-QPS = Metric("qps", "QPS", THRESHOLD)
-INSTRUCTIONS = Metric("instr_per_txn", "instructions per transaction", 0.002, digits=2)
+QPS = Metric(by_key(SYSBENCH, "qps"), THRESHOLD)  # a series' default: the versions study's throughput
 
 
 @dataclass(frozen=True)
@@ -87,16 +100,26 @@ class Series:
 
     def parameters_of(self, *flavours: str) -> dict[str, Any]:
         """The versions-study parameters of the run that measures `flavours` (the first the
-        baseline) at the series' profile and parameters — a `sweep.Job`'s, whose key finds
+        baseline) at the series' profile and parameters — a `grid.Job`'s, whose key finds
         the run again."""
         return {**PROFILES[self.profile], **self.parameters, "flavour": flavours[0], "flavours": list(flavours)}
 
     @property
-    def metric(self) -> Metric:
-        """The count where its runs count instructions (the count profile, or `-p count N`), else QPS."""
+    def params(self) -> Any:
+        """The versions study's parameters of its runs, typed: the study's profile of that name
+        (else quick) under the history's overlay (`PROFILES`) and the series' parameters — read,
+        not checked (`check` checks each build's run before anything starts)."""
         study = load(STUDY)
-        asked = {**study.PROFILES.get(self.profile, {}), **PROFILES.get(self.profile, {}), **self.parameters}
-        return INSTRUCTIONS if asked.get("count") else QPS
+        base = self.profile if self.profile in study.PROFILES else "quick"
+        return P.recorded(study.Params, study.PROFILES, {"profile": base, **PROFILES.get(self.profile, {}),
+                                                         **self.parameters})
+
+    @property
+    def metric(self) -> Metric:
+        """Its runs' primary comparison (instructions per transaction where they count: the
+        count profile, or `-p count N`; else QPS) and their draw threshold."""
+        p = self.params
+        return Metric(primary(p.COMPARISONS), p.draw_threshold)
 
 
 def short(build: str) -> str:
@@ -286,7 +309,7 @@ def bisect_parts(folder: Path) -> list[str]:
     b = json.loads(path.read_text())
     rows = [{"good": p["good"], "midpoint": p["mid"], "bad": p["bad"], "side": p["side"], "why": p["why"],
              "run": Path(p["run"]).name if p.get("run") else "–"} for p in b.get("path", [])]
-    return ["<h2>Bisection</h2>", f"<p>{md(bisect_words(folder))}</p>",
+    return ["<h2>Bisection</h2>", f"<p>{inline_html(bisect_words(folder))}</p>",
             pd.DataFrame(rows).to_html(classes="dbs-table", index=False) if rows else "",
             "<pre style='white-space: pre-wrap'>" + html.escape(b.get("argv") or "") + "</pre>" if b.get("argv") else ""]
 
@@ -318,22 +341,6 @@ def command(kind: str, s: Series, *, folder: Path | None = None, order: str | Pa
     return " ".join(argv)
 
 
-def paired_effect(d: Sequence[float]) -> dict[str, float]:
-    """Paired log ratios `d` as one effect: their mean (`log`), its standard error, the pairs,
-    and in % the effect with its 95 % t interval (NaN below two pairs).
-
-    >>> {k: round(v, 1) for k, v in paired_effect([-0.1, -0.12, -0.08]).items() if k != "se"}
-    {'log': -0.1, 'pairs': 3, 'pct': -9.5, 'lo': -13.9, 'hi': -4.9}
-    """
-    d = np.asarray(d, float)
-    n = len(d)
-    mean = float(d.mean()) if n else math.nan
-    se = float(d.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
-    t = float(sps.t.ppf(0.975, n - 1)) if n > 1 else math.nan
-    return {"log": mean, "se": se, "pairs": n, "pct": math.expm1(mean) * 100,
-            "lo": math.expm1(mean - t * se) * 100, "hi": math.expm1(mean + t * se) * 100}
-
-
 def interval_text(pct: float, lo: float, hi: float, digits: int = 1) -> str:
     """An effect and its interval in %, with minus signs (`digits` decimals: a `Metric`'s).
 
@@ -343,15 +350,3 @@ def interval_text(pct: float, lo: float, hi: float, digits: int = 1) -> str:
     return f"{pct:+.{digits}f} % [{lo:+.{digits}f}, {hi:+.{digits}f}]".replace("-", "−")
 
 
-def page(s: Series, parts: list[str]) -> Path:
-    """Write `parts` (HTML) as the series' report.html."""
-    out = s.folder / "report.html"
-    out.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>History {html.escape(s.name)}</title>"
-                   f"{css.STYLE}</head><body class='dbs-header'>" + "\n".join(parts) + "</body></html>\n")
-    return out
-
-
-def md(text: str) -> str:
-    """**bold** as <b>, the rest escaped."""
-    bits = html.escape(text).split("**")
-    return "".join(f"<b>{b}</b>" if i % 2 else b for i, b in enumerate(bits))

@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import html
-import itertools
 import json
 import os
 import platform
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,97 +39,17 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 from ..core import paths, proc
-from ..core.errors import ParamError
-from ..kit.study import is_folder, load
-from ..measure import checks
+from ..kit.study import load
 from ..store import archive, results
 from ..store.results import Run
 from . import cluster
+from .grid import Job
 
 SWEEPS_DIR = paths.DATA_DIR / "sweeps"
 MARKER = "sweep.json"            # beside a run's metadata: which sweep and key it belongs to
 STOP_EVENT = "dbstudies-stop-{sweep}"   # set on Ctrl-C: running tasks interrupt their run
 WHERE_VARIABLE = "dbstudies-where-{key}"  # a task says here where its run directory is
 POLL = 0.5
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run of a sweep: study (a built-in's name, or a study's folder, absolute), profile
-    and the parameters given on top of the profile."""
-    study: str
-    profile: str
-    parameters: Mapping[str, Any]
-
-    @property
-    def name(self) -> str:
-        """The study's name: where its runs land under the runs directory."""
-        return Path(self.study).name
-
-    @property
-    def key(self) -> str:
-        """Stable across sweeps: a hash of study, profile and parameters."""
-        text = json.dumps([self.study, self.profile, dict(self.parameters)], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-    @property
-    def label(self) -> str:
-        said = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.parameters.items())
-        return f"{self.name} ({self.profile}){': ' + said if said else ''}"
-
-    def argv(self, runs_dir: Path) -> list[str]:
-        """`dbstudies run` for this job (parameters as JSON, each parsed for its type)."""
-        pairs = [a for k, v in self.parameters.items()
-                 for a in ("-p", k, v if isinstance(v, str) else json.dumps(v))]
-        return [sys.executable, "-m", "dbstudies", "run", self.study, "--profile", self.profile,
-                *pairs, "--runs-dir", str(runs_dir)]
-
-
-def expand(study: str, grid: Mapping[str, Any]) -> list[Job]:
-    """Every run of a grid document (see the module's doc), validated: ParamError with every
-    problem of every run before anything starts.
-
-    >>> [j.parameters for j in expand("thread_pool", {"profile": "smoke", "parameters": {"duration": 2},
-    ...     "grid": {"threads": [[1], [4]]}})]
-    [{'duration': 2, 'threads': [1]}, {'duration': 2, 'threads': [4]}]
-    """
-    if is_folder(study):  # its jobs name it by its absolute path (a Dask worker: the same path there)
-        study = str(Path(study).expanduser().resolve())
-    unknown = sorted(set(grid) - {"profile", "parameters", "grid"})
-    if unknown:
-        raise ParamError([f"grid file: unknown keys {unknown} (profile, parameters, grid)"])
-    axes = dict(grid.get("grid") or {})
-    bad = [k for k, v in axes.items() if not isinstance(v, list) or not v]
-    if bad:
-        raise ParamError([f"grid: {k} needs a list of values" for k in bad])
-    profiles = axes.pop("profile", None) or [grid.get("profile", "quick")]
-    fixed = dict(grid.get("parameters") or {})
-    s = load(study)
-    jobs, problems = [], []
-    for profile in profiles:
-        for values in itertools.product(*axes.values()):
-            job = Job(study, profile, {**fixed, **dict(zip(axes, values))})
-            try:
-                checks.resolve(s, profile, **job.parameters)
-            except ParamError as e:
-                problems += [f"{job.label}: {m}" for m in e.problems]
-            jobs.append(job)
-    if problems:
-        raise ParamError(problems)
-    if len({j.key for j in jobs}) != len(jobs):
-        raise ParamError(["grid: the same run is listed more than once"])
-    return jobs
-
-
-def load_grid(path: Path) -> dict[str, Any]:
-    import yaml
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ParamError([f"grid file {path}: {e}"]) from None
-    if not isinstance(doc, dict):
-        raise ParamError([f"grid file {path}: needs a mapping with profile, parameters, grid"])
-    return doc
 
 
 # ---------------------------------------------------------------- one run, on whichever host
@@ -186,6 +103,12 @@ def execute(job: Job, runs_dir: Path, *, sweep: str, stop: Callable[[], bool] = 
         finally:
             if p.poll() is None:
                 proc.kill(p, grace=30)
+    return _outcome(job, run_dir, log, interrupted)
+
+
+def _outcome(job: Job, run_dir: Path | None, log: Path, interrupted: bool) -> dict[str, Any]:
+    """A job's record once its `dbstudies run` ended: how the run ended (its log kept in the run
+    directory), or — no run directory — the log's last lines."""
     if run_dir is None:
         return {"key": job.key, "label": job.label, "status": "interrupted" if interrupted else "failed",
                 "host": platform.node(), "run_dir": None, "error": _tail(log), "interrupted": interrupted}
@@ -362,7 +285,7 @@ class Sweep:
         """data/sweeps/<id>/index.html: every run with its status, host, headline and a
         link to its report; then the runs side by side (`combined`: a table and a figure of
         QPS and p99 per run). Each run's report is rendered again with a link back here."""
-        from ..report.render import conclusion_text, render
+        from ..report.render import conclusion_text, page, render
         rows = []
         for r in self.records:
             run = _run_of(r)
@@ -380,14 +303,10 @@ class Sweep:
                         f"<td>{html.escape(head)}</td></tr>")
         self.path.mkdir(parents=True, exist_ok=True)
         both = self._side_by_side()
-        page = (f"<!doctype html><meta charset='utf-8'><title>sweep {self.id}</title>"
-                f"<style>body{{font-family:sans-serif}} td,th{{padding:3px 10px;text-align:left;"
-                f"vertical-align:top}}</style><h1>Sweep {self.id}: {html.escape(self.study)}</h1>"
-                f"<p>{html.escape(self.summary().splitlines()[0])}</p><table><tr><th>run</th>"
-                f"<th>status</th><th>host</th><th>report</th><th>headline</th></tr>"
-                + "".join(rows) + "</table>" + both)
-        out = self.path / "index.html"
-        out.write_text(page)
+        out = page(self.path / "index.html", f"sweep {self.id}", [
+            f"<h1>Sweep {self.id}: {html.escape(self.study)}</h1>",
+            f"<p>{html.escape(self.summary().splitlines()[0])}</p><table class='dbs-table'><tr><th>run</th>"
+            f"<th>status</th><th>host</th><th>report</th><th>headline</th></tr>" + "".join(rows) + "</table>", both])
         for r in self.records:  # each report links back to this page
             run = _run_of(r)
             if run and run.file(MARKER).exists() and run.notebook.exists():

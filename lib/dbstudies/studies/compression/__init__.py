@@ -39,7 +39,7 @@ from . import storage
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...measure.steps import Context
+    from ...measure.context import Context
     from ...store.results import Run
 
 WORKLOADS = ("linkbench", "tpcc", "oltp_read_write")

@@ -29,12 +29,13 @@ from ...kit import studykit as S
 from ...kit.contract import Answer
 from ...measure.steps import SysbenchStudy
 from ...store.schema import Table
+from ...workloads import forcing
 from ...workloads import sql as sql_
 from . import queries as qa
 from .queries import OWN_PLAN
 
 if TYPE_CHECKING:
-    from ...measure.steps import Context
+    from ...measure.context import Context
     from ...store.results import Run
 
 # what governs the optimizer's plans and the joins' cost, shown in the report's settings table
@@ -162,15 +163,15 @@ def _variant(ctx: "Context", cell: dict[str, Any]) -> tuple[str | None, str]:
 
 
 def _force(ctx: "Context", query: int, order_of: str, text: str) -> tuple[str | None, str]:
-    """This candidate's SQL with `order_of`'s join order forced (`sql.force_plan`; EXPLAIN must
+    """This candidate's SQL with `order_of`'s join order forced (`forcing.force_plan`; EXPLAIN must
     show it in effect), recorded (FORCED) either way; None when it could not be forced."""
     if "plans" not in ctx.memo:
         ctx.memo["plans"] = ctx.run.table(PLANS)
-    own, wanted = (sql_.plan_rows(ctx.memo["plans"], label, query) for label in (ctx.arm.label, order_of))
+    own, wanted = (forcing.plan_rows(ctx.memo["plans"], label, query) for label in (ctx.arm.label, order_of))
     if sql_.order_signature(own) == sql_.order_signature(wanted):
         return text, OWN_PLAN  # this candidate chose that order itself
     with _session(ctx) as session:
-        f = sql_.force_plan(text, own, wanted, session.explain)
+        f = forcing.force_plan(text, own, wanted, session.explain)
     ctx.run.append(FORCED, pd.DataFrame([{
         "arm": ctx.arm.label, "query": query, "order_of": order_of,
         "own_order": sql_.order_signature(own), "wanted_order": sql_.order_signature(wanted),
@@ -278,7 +279,7 @@ class Dbt3Plans(SysbenchStudy[Params]):
         """The forced-order phase's cells: for every query whose candidates chose different join
         orders (their plans of the measurement), one cell per distinct order. Every candidate
         runs them all: its own order as it is, the others forced."""
-        return sql_.distinct_orders(run.table(PLANS), [a.label for a in self.arms(p)], p.queries)
+        return forcing.distinct_orders(run.table(PLANS), [a.label for a in self.arms(p)], p.queries)
 
     def block_seconds(self, p: Params) -> float:
         """≈ 3 s per query at SF 1 here (22 queries in 60–70 s warm on MariaDB 10.11), scaled;
