@@ -37,6 +37,25 @@ def per_function(run: Run, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _largest(sides: dict[str, pd.DataFrame], baseline: str, arm: str, inclusive: list[str], top: int) -> pd.DataFrame:
+    """The `top` functions whose median instructions per transaction changed most from the
+    baseline's side to the arm's, with each side's window range and the inclusive costs
+    (`inclusive`: the baseline's per function, then the arm's)."""
+    a, b = sides[baseline], sides[arm]
+    n = len(a.index)
+    t = pd.DataFrame({
+        "function": a.index,
+        f"{baseline}: instructions/txn": a["median"].round(1),
+        f"{baseline}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(a["low"], a["high"])],
+        f"{arm}: instructions/txn": b["median"].round(1),
+        f"{arm}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(b["low"], b["high"])],
+        "inclusive/txn, with its calls": [f"{x} → {y}" for x, y in zip(inclusive[:n], inclusive[n:])],
+        "change/txn": (b["median"] - a["median"]).round(1),
+        "change, % of the baseline's total": ((b["median"] - a["median"]) / a["median"].sum() * 100).round(3),
+    })
+    return t.reindex(t["change/txn"].abs().sort_values(ascending=False).index).head(top).reset_index(drop=True)
+
+
 def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict[str, Any]]:
     """Per cell and candidate (not the A/A twin): the `top` functions whose instructions per
     transaction differ most from the baseline's (medians over the windows; a function a window
@@ -61,20 +80,8 @@ def differences(per: pd.DataFrame, arms: list[Any], top: int = TOP) -> list[dict
                 sides[label] = pd.DataFrame({"median": w.median(axis=1), "low": w.min(axis=1), "high": w.max(axis=1)})
             if len(sides) < 2:
                 continue
-            a, b = sides[baseline], sides[arm]
-            total = a["median"].sum()
-            t = pd.DataFrame({
-                "function": a.index,
-                f"{baseline}: instructions/txn": a["median"].round(1),
-                f"{baseline}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(a["low"], a["high"])],
-                f"{arm}: instructions/txn": b["median"].round(1),
-                f"{arm}: windows": [f"{lo:,.0f}–{hi:,.0f}" for lo, hi in zip(b["low"], b["high"])],
-                "inclusive/txn, with its calls": [f"{_per(inclusive, (baseline, *cell, f))} → "
-                                                   f"{_per(inclusive, (arm, *cell, f))}" for f in a.index],
-                "change/txn": (b["median"] - a["median"]).round(1),
-                "change, % of the baseline's total": ((b["median"] - a["median"]) / total * 100).round(3),
-            })
-            t = t.reindex(t["change/txn"].abs().sort_values(ascending=False).index).head(top).reset_index(drop=True)
+            t = _largest(sides, baseline, arm, [_per(inclusive, (label, *cell, f)) for label in (baseline, arm)
+                                                for f in sides[baseline].index], top)
             unnamed = {label: float(s.loc[callgrind.UNNAMED, "median"] / s["median"].sum())
                        if callgrind.UNNAMED in s.index and s["median"].sum() else 0.0
                        for label, s in sides.items()}

@@ -80,6 +80,21 @@ def _percentiles(counts: np.ndarray, values: np.ndarray, qs: np.ndarray) -> np.n
     return np.where(total > 0, out, np.nan)
 
 
+def _ratio_band(b: np.ndarray, k: np.ndarray, values: np.ndarray, qs: np.ndarray, rng: np.random.Generator,
+                resamples: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At each percentile of `qs`: the ratio of the candidate's rounds' merged histograms `k` to
+    the baseline's `b` (one row per round both measured), and its band from resampling whole
+    rounds (NaN with one round)."""
+    point = _percentiles(k.sum(axis=0), values, qs) / _percentiles(b.sum(axis=0), values, qs)
+    n = len(b)
+    if n < 2:
+        return point, np.full(len(qs), np.nan), np.full(len(qs), np.nan)
+    w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(resamples)]).astype(float)
+    draws = _percentiles(w @ k, values, qs) / _percentiles(w @ b, values, qs)
+    lo, hi = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return point, lo, hi
+
+
 def shift(histograms: pd.DataFrame, steps: pd.DataFrame, baseline: str, candidates: list[str],
           quantiles: tuple[float, ...] = QUANTILES, resamples: int = 400, seed: int = 1,
           level: float = 0.95) -> pd.DataFrame:
@@ -108,26 +123,15 @@ def shift(histograms: pd.DataFrame, steps: pd.DataFrame, baseline: str, candidat
         values = m.columns.to_numpy(float)
         if baseline not in m.index.get_level_values("arm"):
             continue
-        base = m.loc[baseline]
         for cand in candidates:
-            if cand not in m.index.get_level_values("arm"):
-                continue
-            c = m.loc[cand]
-            both = base.index.intersection(c.index)
+            both = (m.loc[baseline].index.intersection(m.loc[cand].index)
+                    if cand in m.index.get_level_values("arm") else [])
             if len(both) == 0:
                 continue
-            b, k = base.loc[both].to_numpy(float), c.loc[both].to_numpy(float)
-            point = _percentiles(k.sum(axis=0), values, qs) / _percentiles(b.sum(axis=0), values, qs)
-            n = len(both)
-            if n > 1:
-                w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(resamples)]).astype(float)
-                draws = _percentiles(w @ k, values, qs) / _percentiles(w @ b, values, qs)
-                lo, hi = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
-            else:
-                lo = hi = np.full(len(qs), np.nan)
-            for i, q in enumerate(qs):
-                rows.append({**dict(zip(BY, cell)), "candidate": cand, "q": float(q), "ratio": point[i],
-                             "low": lo[i], "high": hi[i], "rounds": n})
+            point, lo, hi = _ratio_band(m.loc[baseline].loc[both].to_numpy(float), m.loc[cand].loc[both].to_numpy(float),
+                                        values, qs, rng, resamples, level)
+            rows += [{**dict(zip(BY, cell)), "candidate": cand, "q": float(q), "ratio": point[i],
+                      "low": lo[i], "high": hi[i], "rounds": len(both)} for i, q in enumerate(qs)]
     return pd.DataFrame(rows, columns=cols)
 
 

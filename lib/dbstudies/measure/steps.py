@@ -142,6 +142,27 @@ def _watchers(ctx: Context, cell: dict[str, Any], measured: bool, duration: int)
     return recorder, waited, pauser
 
 
+def _streamed(ctx: Context, stream: Any, step: int, duration: int) -> Callable[[pd.DataFrame], None]:
+    """What a step does with each of sysbench's per-second rows: streams it to the run, and
+    says how far a long step is every `PROGRESS_EVERY` seconds."""
+    def interval(df: pd.DataFrame) -> None:
+        stream.write(df.assign(step=step))
+        second = int(df["second"].iloc[0])
+        if second % PROGRESS_EVERY == 0:
+            ctx.progress(f"{second} of {duration} s")
+    return interval
+
+
+def _abandon(recorder: profiler.Recorder | None, window: callgrind.Window | None) -> None:
+    """A failed step's watchers let go: its profiler stopped, its count's window closed (left
+    open, it would count on into the next step)."""
+    if recorder is not None:
+        recorder.close()
+    if window is not None:
+        with contextlib.suppress(Exception):
+            window.close()
+
+
 def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None = None,
                      seed: int | None = None, measured: bool = True) -> Attempt:
     """One sysbench run of `cell` (workload, threads) with the 1 Hz sampler, its intervals
@@ -150,13 +171,6 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
     p = ctx.params
     seed = step_seed(p, cell) if seed is None else seed
     duration = duration or p.duration
-
-    def interval(df: pd.DataFrame) -> None:
-        intervals.write(df.assign(step=cell["step"]))
-        second = int(df["second"].iloc[0])
-        if second % PROGRESS_EVERY == 0:  # a long step shows how far it is
-            ctx.progress(f"{second} of {duration} s")
-
     intervals, samples = ctx.run.stream(INTERVALS, cell["step"]), ctx.run.stream(STATUS, cell["step"])
     recorder, waited, pauser = _watchers(ctx, cell, measured, duration)
     window = _window(ctx) if measured else None
@@ -172,18 +186,14 @@ def sysbench_attempt(ctx: Context, cell: dict[str, Any], *, duration: int | None
             window.open()
         res = ctx.sysbench.run(cell["workload"], cell["threads"], duration, seed=seed,
                                observer=watching[0] if len(watching) == 1 else _Both(*watching),
-                               on_interval=interval,
+                               on_interval=_streamed(ctx, intervals, cell["step"], duration),
                                rate=None if rate is None or rate != rate else float(rate),
                                arrivals=getattr(p, "arrivals", "poisson"),
                                events=p.count if window is not None else None)
         if window is not None:
             count, window = window.close(), None
     except BaseException:
-        if recorder is not None:
-            recorder.close()
-        if window is not None:  # a window left open would count on into the next step
-            with contextlib.suppress(Exception):
-                window.close()
+        _abandon(recorder, window)
         raise
     finally:
         intervals.close(), samples.close()

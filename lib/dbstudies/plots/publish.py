@@ -57,6 +57,25 @@ def _tick_texts(ax: Any, axis: str) -> list[str]:
             if t.get_visible() and t.get_text().strip() and lo <= t.get_position()[at] <= hi]
 
 
+def _off_limits(ax: Any) -> tuple[int, int]:
+    """A panel's data points (of its marked, visible, unclipped lines) outside its y limits,
+    and those on its frame (within 1 % of its span; a whisker's cap there hides nothing)."""
+    outside = edge = 0
+    y0, y1 = sorted(ax.get_ylim())
+    log = ax.get_yscale() == "log"
+    span = (math.log(y1) - math.log(y0)) if log and y0 > 0 else y1 - y0
+    for line in ax.get_lines():
+        if line.get_marker() in (None, "", "None") or not line.get_visible() or line.get_gid() == CLIPPED:
+            continue
+        ys = [float(v) for v in line.get_ydata() if v == v]
+        outside += sum(1 for v in ys if v < y0 or v > y1)
+        near = [min(abs(math.log(v) - math.log(y0)), abs(math.log(y1) - math.log(v)))
+                if log and v > 0 else min(v - y0, y1 - v) for v in ys if y0 <= v <= y1]
+        if line.get_marker() not in ("_", "|"):
+            edge += sum(1 for d in near if d < 0.01 * span)
+    return outside, edge
+
+
 def properties(fig: plt.Figure, draw: bool = True) -> dict[str, Any]:
     """What a reader needs of a figure, read from matplotlib's objects once it is drawn (here,
     unless not `draw`: `save` has just drawn it): per data panel its labelled ticks, axis labels,
@@ -78,20 +97,7 @@ def properties(fig: plt.Figure, draw: bool = True) -> dict[str, Any]:
                 labels[axis] = getattr(other, f"get_{axis}label")()
                 if ticks[axis] and labels[axis]:
                     break
-        outside = edge = 0
-        y0, y1 = sorted(ax.get_ylim())
-        log = ax.get_yscale() == "log"
-        span = (math.log(y1) - math.log(y0)) if log and y0 > 0 else y1 - y0
-        for line in ax.get_lines():
-            if line.get_marker() in (None, "", "None") or not line.get_visible() \
-                    or line.get_gid() == CLIPPED:
-                continue
-            ys = [float(v) for v in line.get_ydata() if v == v]
-            outside += sum(1 for v in ys if v < y0 or v > y1)
-            near = [min(abs(math.log(v) - math.log(y0)), abs(math.log(y1) - math.log(v)))
-                    if log and v > 0 else min(v - y0, y1 - v) for v in ys if y0 <= v <= y1]
-            if line.get_marker() not in ("_", "|"):  # a whisker's cap at the frame hides nothing
-                edge += sum(1 for d in near if d < 0.01 * span)
+        outside, edge = _off_limits(ax)
         series = [h for h in ax.get_lines() + list(ax.collections) + list(ax.patches) + list(ax.containers)
                   if not str(h.get_label()).startswith("_") and h.get_label()]  # errorbar: its container
         for h in series:

@@ -52,6 +52,18 @@ from .series import (
 )
 
 
+def _executor(s: Series, todo: list[grid.Job], runs_dir: Path, scheduler: cluster.Access | None,
+              say: Callable[[str], None]) -> Callable[[grid.Job, Path], dict]:
+    """How a build's job runs: here, one after another (`sweep.execute`); or, with `scheduler`,
+    every job of `todo` at once as one Dask sweep, each job's record then read from it."""
+    if not (scheduler and todo):
+        return lambda job, where: sweep.execute(job, where, sweep=f"history-{s.name}")
+    swept = sweep.Sweep(STUDY, todo, runs_dir, s.folder / "sweeps", say=say)
+    swept.run_on(scheduler)
+    records = {r["key"]: r for r in swept.records}
+    return lambda job, where: records.get(job.key, {"status": "not run"})
+
+
 def measure(s: Series, say: Callable[[str], None] = print,
             run_job: Callable[[grid.Job, Path], dict] | None = None,
             scheduler: cluster.Access | None = None) -> dict[str, Path]:
@@ -67,12 +79,7 @@ def measure(s: Series, say: Callable[[str], None] = print,
         if b in out:
             say(f"build {i} of {len(s.builds)}: {short(b)} — measured already ({out[b].name})")
     todo = [b for b in s.builds if b not in out]
-    if scheduler and todo:
-        swept = sweep.Sweep(STUDY, [jobs[b] for b in todo], runs_dir, s.folder / "sweeps", say=say)
-        swept.run_on(scheduler)
-        records = {r["key"]: r for r in swept.records}
-        run_job = lambda job, where: records.get(job.key, {"status": "not run"})  # noqa: E731
-    execute = run_job or (lambda job, where: sweep.execute(job, where, sweep=f"history-{s.name}"))
+    execute = run_job or _executor(s, [jobs[b] for b in todo], runs_dir, scheduler, say)
     failed = []
     for b in todo:
         if not scheduler:

@@ -203,6 +203,29 @@ def measuring(root: Path) -> list[Run]:
     return [r for r in list_runs(root=root, status="running") if ownership.owner_alive(r)]
 
 
+def _noise_from(study: Study, ref: str, p: StudyParams, profile: str, overrides: Mapping[str, Any], root: Path,
+                allow_pilot: bool, say: Callable[[str], None]) -> tuple[list[Run], str]:
+    """The runs whose noise a plan predicts from, and where it comes from in words: the study's
+    earlier paired runs on this host, else a pilot — none (and why, in the words) without
+    `allow_pilot` or while another run measures on this host."""
+    name = study_name(study)
+    runs = earlier_runs(ref, root, like=p)
+    if runs:
+        return runs, f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
+    if not allow_pilot:
+        return [], ("No earlier paired run of this study on this host: no noise to predict "
+                    "from (without --no-pilot, a two-round pilot measures it).")
+    busy = measuring(root)
+    if busy:
+        return [], (f"No earlier paired run of this study on this host, and no pilot now: run "
+                    f"{busy[0].path.parent.name}/{busy[0].path.name} is measuring on this host — a "
+                    "pilot beside it would disturb it and measure its noise, not the host's. "
+                    "Plan again when it has ended.")
+    say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
+    runs = [pilot(study, profile, overrides, root)]
+    return runs, f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
+
+
 def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = paths.RUNS_DIR, *,
          allow_pilot: bool = True, say: Callable[[str], None] = print) -> list[str]:
     """What `dbstudies plan` prints: the design, the expected wall time, and per table the
@@ -218,21 +241,9 @@ def plan(name: str, profile: str, overrides: Mapping[str, Any], root: Path = pat
     if design != "paired":
         return lines + ["No MDE prediction: the planner predicts paired tables; the blocks "
                         "design is not one (`design paired`)."]
-    runs = earlier_runs(ref, root, like=p)
-    source = f"the noise of {len(runs)} earlier paired run(s) of {name} on this host"
+    runs, source = _noise_from(study, ref, p, profile, overrides, root, allow_pilot, say)
     if not runs:
-        if not allow_pilot:
-            return lines + ["No earlier paired run of this study on this host: no noise to predict "
-                            "from (without --no-pilot, a two-round pilot measures it)."]
-        busy = measuring(root)
-        if busy:
-            return lines + [f"No earlier paired run of this study on this host, and no pilot now: run "
-                            f"{busy[0].path.parent.name}/{busy[0].path.name} is measuring on this host — a "
-                            "pilot beside it would disturb it and measure its noise, not the host's. "
-                            "Plan again when it has ended."]
-        say(f"no earlier paired run of {name} on this host: a {PILOT_ROUNDS}-round pilot measures the noise …")
-        runs = [pilot(study, profile, overrides, root)]
-        source = f"a {PILOT_ROUNDS}-round pilot ({runs[0].path.name})"
+        return lines + [source]
     if p.target:
         lines += to_target(study, p, runs, source)
     for i, (words, *_) in enumerate(paired_tables(study, runs[0])):
