@@ -1,4 +1,4 @@
-"""A comparison is declared once (`dbstudies.comparisons`): one record added to a study kind's
+"""A comparison is declared once (`dbstudies.core.comparisons`): one record added to a study kind's
 list reaches the paired tables, the verdicts and their words, the target check, the A/A
 control and a replication, with nothing else written."""
 from __future__ import annotations

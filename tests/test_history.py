@@ -1,4 +1,4 @@
-"""`dbstudies history` and `bisect` (`dbstudies.history`, `dbstudies.bisection`): the series' checks before anything
+"""`dbstudies history` and `bisect` (`dbstudies.workflows.history`, `dbstudies.workflows.bisection`): the series' checks before anything
 starts, the bisection's decisions and its end on simulated runs at this host's recorded noise,
 the series' effects and report from simulated runs. The live series of this machine is in
 docs/statistics.md ("Which build changed it") and the maintainers' notes."""

@@ -53,3 +53,24 @@ def test_a_name_from_before_the_wings_imports_the_module_at_its_home():
         pass
     else:
         raise AssertionError("an unknown name imported")
+
+
+def test_ours_import_each_module_from_its_home():
+    """The names from before the wings are for code written before them: the library, its tests,
+    notebooks and docs name every module at its home (a newcomer reading one finds the file)."""
+    import dbstudies
+    root = PACKAGE.parents[1]
+    said = re.compile(r"from dbstudies import ([\w, ()]+)|from dbstudies\.(\w+)|import dbstudies\.(\w+)|`dbstudies\.(\w+)[.`(]")
+    files = [*root.glob("lib/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("notebooks/*.ipynb"),
+             *root.glob("tests/fixtures/**/*.ipynb"), *root.glob("docs/*.md"), root / "README.md",
+             *root.glob("lib/dbstudies/studies/**/*.md")]
+    old = []
+    for f in files:
+        if f.name == "test_house.py" or f == PACKAGE / "__init__.py":  # the compatibility itself
+            continue
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            for m in said.finditer(line):
+                names = [x.strip(" ()") for x in m.group(1).split(",")] if m.group(1) else [next(g for g in m.groups() if g)]
+                old += [f"{f.relative_to(root)}:{n}: dbstudies.{x}" for x in names if x in dbstudies.MOVED]
+    assert old == [], old
+    assert said.search("from dbstudies import plots, checks").group(1).endswith("checks")  # the pattern sees one

@@ -13,7 +13,7 @@ from dbstudies.workflows.runner import default_kernel
 @pytest.mark.notebook
 def test_a_bad_parameter_is_one_line_in_a_live_kernel_and_tb_shows_the_rest(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('from dbstudies import checks\nfrom dbstudies.study import load\n'
+        nbformat.v4.new_code_cell('from dbstudies.kit.study import load\nfrom dbstudies.measure import checks\n'
                                   'profile = "fast"\nthreads = [0]'),
         nbformat.v4.new_code_cell('params = checks.resolve_cell(load("thread_pool"), globals())'),
         nbformat.v4.new_code_cell("%tb"),
@@ -39,7 +39,7 @@ def test_a_pass_forgets_the_results_of_the_one_before_and_a_cell_using_one_stops
     a later cell using them stops with one line, it never shows the old numbers; the study and
     the parameters themselves stay. The cells come one at a time (nbclient): none is aborted."""
     nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('import pandas as pd\nfrom dbstudies import checks\nfrom dbstudies.study import load\n'
+        nbformat.v4.new_code_cell('import pandas as pd\nfrom dbstudies.kit.study import load\nfrom dbstudies.measure import checks\n'
                                   'study = load("thread_pool")\nprofile = "smoke"'),
         nbformat.v4.new_code_cell("params = checks.resolve_cell(study, globals())\nsummary = pd.DataFrame({'qps': [1.0]})"),
         nbformat.v4.new_code_cell('profile = "fast"\nparams = checks.resolve_cell(study, globals())'),

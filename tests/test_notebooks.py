@@ -43,7 +43,7 @@ def test_every_notebook_is_covered():
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_a_tracked_notebook_holds_no_outputs(name):
     """What a run shows belongs to its run directory (and JupyterLab saves into working
-    copies: `dbstudies.lab`), never to the study notebook in git."""
+    copies: `dbstudies.kernel.lab`), never to the study notebook in git."""
     held = [(i, c.execution_count, len(c.outputs)) for i, c in enumerate(code_cells(name))
             if c.outputs or c.execution_count is not None]
     assert not held, f"{name}: code cells (index, execution count, outputs) that hold a run's output: {held}"

@@ -95,7 +95,7 @@ def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
     with pytest.raises(ParamError, match="declares no STUDY"):
         load(tmp_path / "half")
     (tmp_path / "half" / "__init__.py").write_text(
-        '"""No answer."""\nfrom dbstudies.steps import SysbenchStudy\nfrom dbstudies.studykit import SysbenchParams\n'
+        '"""No answer."""\nfrom dbstudies.measure.steps import SysbenchStudy\nfrom dbstudies.kit.studykit import SysbenchParams\n'
         'class Half(SysbenchStudy):\n    Params, PROFILES = SysbenchParams, {}\n    def arms(self, p):\n        return []\n'
         'STUDY = Half()\n')
     with pytest.raises(ParamError, match="declares no answer"):
@@ -104,7 +104,7 @@ def test_a_folder_that_is_not_a_study_is_a_clear_error(tmp_path):
     # kind's default: refused when the study loads, naming the method it should be
     (tmp_path / "forgot").mkdir()
     (tmp_path / "forgot" / "__init__.py").write_text(
-        '"""A forgotten hook."""\nfrom dbstudies.steps import SysbenchStudy\nfrom dbstudies.studykit import SysbenchParams\n'
+        '"""A forgotten hook."""\nfrom dbstudies.measure.steps import SysbenchStudy\nfrom dbstudies.kit.studykit import SysbenchParams\n'
         'def describe(p, steps):\n    return "mine"\n'
         'class Forgot(SysbenchStudy):\n    Params, PROFILES = SysbenchParams, {}\n    def arms(self, p):\n        return []\n'
         '    def answer(self, run, p):\n        return None\n'

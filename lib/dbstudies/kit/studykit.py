@@ -4,8 +4,8 @@
 compares (`Arm`, whose home is `arms`; named configurations, schedulers, the A/A twin).
 
 A study's `__init__` imports this module as `S` (docs/writing-a-study.md); what a study is —
-its kind's class, whose methods are the hooks — is `dbstudies.contract`'s, finding and
-loading studies `dbstudies.study`'s.
+its kind's class, whose methods are the hooks — is `dbstudies.kit.contract`'s, finding and
+loading studies `dbstudies.kit.study`'s.
 """
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def resolve_cell(study: Study, namespace: Mapping[str, Any]) -> StudyParams:
     ended, the notebook re-analyses it (`reanalysis`). In a live kernel a problem we
     diagnosed shows as one line (`live.one_line_errors`).
 
-    >>> from dbstudies.study import load
+    >>> from dbstudies.kit.study import load
     >>> resolve_cell(load("thread_pool"), {"profile": "smoke", "threads": [1, 8], "x": 1}).threads
     [1, 8]
     """
@@ -133,7 +133,7 @@ def measured_differently(p: StudyParams, recorded: StudyParams) -> list[str]:
     """The measurement parameters (all but `ANALYSIS`, the profile too) whose values differ
     between `p` and a run's `recorded` ones.
 
-    >>> from dbstudies.study import load
+    >>> from dbstudies.kit.study import load
     >>> s = load("thread_pool")
     >>> a, b = resolve(s, "smoke"), resolve(s, "smoke", draw_threshold=0.2, threads=[1, 2])
     >>> measured_differently(a, b), measured_differently(a, resolve(s, "smoke", draw_threshold=0.2))

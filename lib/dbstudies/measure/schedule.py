@@ -47,7 +47,7 @@ def paired_order(arms: list[Arm], cells: list[dict[str, Any]], rounds: int, seed
     k rotations of a random order, shuffled within every k rounds (k arms), so every arm
     takes every position equally often (AB as often as BA). Seeded.
 
-    >>> from dbstudies.studykit import Arm
+    >>> from dbstudies.kit.studykit import Arm
     >>> df = paired_order([Arm("A"), Arm("B")], [{"threads": 1}, {"threads": 8}], 4, seed=1)
     >>> df.groupby(["threads", "position"])["arm"].apply(lambda a: "".join(sorted(a))).tolist()
     ['AABB', 'AABB', 'AABB', 'AABB']
@@ -183,8 +183,8 @@ def round_parts(study: Study, p: StudyParams) -> tuple[float, float]:
     """A paired round's estimate in its parts: (restarting and warming up every server, its
     share per round; one pair of one cell — every arm's step of it).
 
-    >>> from dbstudies.study import load
-    >>> from dbstudies import checks
+    >>> from dbstudies.kit.study import load
+    >>> from dbstudies.measure import checks
     >>> tp = load("thread_pool"); p = checks.resolve(tp, "quick")
     >>> restart, pair = round_parts(tp, p)
     >>> abs(restart + pair * len(tp.cells(p)) - round_seconds(tp, p)) < 1e-9
@@ -251,7 +251,7 @@ def server_key(arm: Arm, p: StudyParams) -> str:
     candidates): there the arms of one flavour that ask for no intent share one server.
 
     >>> from types import SimpleNamespace as NS
-    >>> from dbstudies.studykit import Arm
+    >>> from dbstudies.kit.studykit import Arm
     >>> p = NS(design="paired", flavour="f", SHARED_SERVER=True)
     >>> [server_key(a, p) for a in (Arm("a"), Arm("b", {"x": 1}), Arm("c", flavour="g"))]
     ['f (shared)', 'f (shared)', 'g (shared)']
