@@ -110,7 +110,6 @@ class Record:
     status: str = ""
     error: str | None = None
     study_dir: str | None = None
-    kind: str | None = None
     design: str | None = None
     created_at: str | None = None
     finished_at: str | None = None
@@ -153,11 +152,6 @@ class Record:
     def twins(self) -> set[str]:
         """The labels of the twins (A/A, paused) among the arms."""
         return {a.label for a in self.arms if a.twin_of is not None}
-
-    def server(self, label: str) -> ServerRecord | None:
-        """The server an arm ran on (its label, or the one it shares: `arm_servers`)."""
-        want = self.arm_servers.get(label, label)
-        return next((s for s in self.servers if s.label == want), None)
 
     @property
     def flavours(self) -> dict[str, str]:
