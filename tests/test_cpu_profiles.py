@@ -17,8 +17,7 @@ from dbstudies.kit.study import load
 from dbstudies.kit.studykit import arms_of
 from dbstudies.measure import checks, experiment, ownership, schedule
 from dbstudies.measure.loop import Loop
-from dbstudies.observe import profiler
-from dbstudies.plots import flamegraph
+from dbstudies.observe import flamegraph, profiler
 from dbstudies.store import results
 from dbstudies.store.results import Run
 from dbstudies.store.tables import CPU_PROFILES

@@ -74,3 +74,16 @@ def test_ours_import_each_module_from_its_home():
                 old += [f"{f.relative_to(root)}:{n}: dbstudies.{x}" for x in names if x in dbstudies.MOVED]
     assert old == [], old
     assert said.search("from dbstudies import plots, checks").group(1).endswith("checks")  # the pattern sees one
+
+
+def test_a_command_that_draws_no_figure_imports_no_plotting_library():
+    """The command line's half of `dbstudies run`, `report` and a sweep import what they use:
+    rendering a report or listing the studies loads neither matplotlib nor seaborn (≈ 1 s of
+    CPU each time; a wing's face once pulled them in through the report and the flame graphs)."""
+    import subprocess
+    import sys
+    probe = ("import sys\nimport dbstudies.workflows.runner, dbstudies.workflows.sweep, dbstudies.report\n"
+             "from dbstudies.kit import study\n[study.load(n) for n in study.names()]\n"
+             "print(sorted(m for m in ('matplotlib.pyplot', 'seaborn', 'scipy.stats') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

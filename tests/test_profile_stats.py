@@ -24,7 +24,7 @@ from dbstudies.analysis.said import answer_text
 from dbstudies.core.comparisons import server_cost, throughput
 from dbstudies.kit.study import load
 from dbstudies.measure import checks
-from dbstudies.plots import flamegraph
+from dbstudies.observe import flamegraph
 from dbstudies.stats import profiles
 from dbstudies.store.results import Run
 

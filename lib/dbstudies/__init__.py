@@ -32,7 +32,7 @@ MOVED = {
     "ownership": "measure.ownership", "precision": "measure.precision",
     "schedule": "measure.schedule", "steps": "measure.steps", "callgrind": "observe.callgrind",
     "counters": "observe.counters", "pauses": "observe.pauses", "probes": "observe.probes",
-    "profiler": "observe.profiler", "flamegraph": "plots.flamegraph", "css": "report.css",
+    "profiler": "observe.profiler", "flamegraph": "observe.flamegraph", "css": "report.css",
     "described": "report.described", "glance": "report.glance", "instructions": "report.instructions",
     "render": "report.render", "replicated": "report.replicated", "shown": "report.shown",
     "archive": "store.archive", "params": "store.params",

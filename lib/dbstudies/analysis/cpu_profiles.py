@@ -20,9 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..kit.studykit import BY, Arm
-from ..observe import profiler
+from ..observe import flamegraph, profiler
 from ..observe.profiler import MAX_CELLS, parse_cell
-from ..plots import flamegraph
 from ..stats import profiles as judged_units
 from ..store import results
 from ..store.results import Run

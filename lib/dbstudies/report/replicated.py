@@ -5,7 +5,6 @@ effect against effect. The numbers are `analysis.replication`'s.
 """
 from __future__ import annotations
 
-from .. import plots
 from ..analysis import replication as replication_of
 from ..core.errors import DbStudiesError
 from ..kit.study import load, params_of, reference
@@ -59,6 +58,7 @@ def section(run: Run) -> None:
     conclusion("**Replication of run " + original.path.name + "**\n\n" + "\n".join(
         f"- {line}" for line in replication_of.replication_lines(tables)))
     setups(original, run)
+    from .. import plots  # here, not at the top: a command that renders a report draws no figure
     threshold = params_of(run).draw_threshold
     plots.publish(plots.replication(tables, threshold), run, "replication",
                   alt="Each cell's effect in the original run (x) against the replication's (y), 95 % intervals "

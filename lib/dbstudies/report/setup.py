@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import plots
 from ..kit.contract import Answer
 from ..kit.study import load, params_of, reference
 from ..measure import schedule
@@ -86,6 +85,7 @@ def setup(run: Run, said: Answer | None = None) -> None:
     configuration has the same colour in every figure whatever order a figure meets it in."""
     from IPython.display import HTML, display
 
+    from .. import plots  # here, not at the top: a command that renders a report draws no figure
     r = run.record
     plots.palette(r.labels)
     steps = results.measured(run) if run.has_table("steps") else None
