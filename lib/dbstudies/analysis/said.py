@@ -38,7 +38,8 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     tables = said.verdict_tables()
     key = throughput(said.comparisons)
     p = params_of(run) if run is not None else None
-    cpus = cpus_shared(p, run.record.host.cpus if run is not None else 0)
+    r = run.record if run is not None else None
+    cpus = cpus_shared(p, r.host.cpus if r is not None else 0)
     pinned = pinned_apart(p) if run is not None else True
     b = budget.judged_budget(said.tables, key, cpus) if run is not None and key else None
     client = budget.client_explained(b, pinned) if b is not None else None
@@ -55,7 +56,6 @@ def answer_text(said: Answer, run: Run | None = None) -> Said:
     warn = caveats.caveats(run, p, said.tables, key) if run is not None else []
     if warn:
         more.append("**Caveats from this run's data:**\n\n" + "\n".join(f"- {c}" for c in warn))
-    r = run.record if run is not None else None
     differ = settings.differences_line(r) if r is not None else ""
     if differ and settings.beyond_varied(r):
         differ = ""  # a caveat above says it

@@ -23,9 +23,9 @@ def runs(args: argparse.Namespace) -> int:
     study_name = None if which is None or packed else contract.study_name(study.load(which))
     print(f"{'run':<26} {'study':<12} {'status':<11} {'size':>9} {'duration':>9}  changed from the profile")
     for run in [archive.open_run(which)] if packed else results.list_runs(study_name, args.runs_dir):
-        status = ownership.check_abandoned(run)
-        print(f"{run.path.name:<26} {run.study:<12} {status:<11} "
-              f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {duration(run.record):>9}  {changed_line(run.metadata)}")
+        status, r = ownership.check_abandoned(run), run.record
+        print(f"{run.path.name:<26} {r.study:<12} {status:<11} "
+              f"{paths.disk_usage(run.path) / 2**20:>7.1f}Mi {duration(r):>9}  {changed_line(r.raw)}")
         for name, changed in run.variants():  # its re-analyses at other analysis parameters
             print(variant_line(run, name, changed))
     return 0

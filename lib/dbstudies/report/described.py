@@ -93,7 +93,8 @@ def header(run: Run, stopped: tuple[str, str] | None = None) -> tuple[str, str]:
     """What opens every report, in two parts: the top (a banner where the run did not
     complete or its analysis stopped — `stopped`: where —, then the set-up in one line) and
     the run's facts with its parameters, folded, for below the answer."""
-    meta, r = run.metadata, run.record
+    r = run.record
+    meta = r.raw
     git = r.dbstudies
     commit = (f"commit {git['commit'][:12]}" if git.get("commit") else "commit unknown") \
         + (" (dirty)" if git.get("dirty") else "")

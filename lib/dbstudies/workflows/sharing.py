@@ -71,12 +71,13 @@ def replicate(given: Path, runs_dir: Path, kernel: str | None = None, verbose: b
     """`dbstudies replicate`: check that this machine can measure what the run did (one line,
     exit 2, nothing written when it cannot), measure it again, and print the replication."""
     original = archive.open_run(given)
-    study = load(reference(original.record))
+    r = original.record
+    study = load(reference(r))
     checks.replication_base(study, {"replicate": str(given)})  # refused here, before any output
     builds(original)
-    _say(f"replicating run {original.path.name} ({original.study}, {original.record.profile})")
+    _say(f"replicating run {original.path.name} ({r.study}, {r.profile})")
     where = str(archive.locate(given))  # as found: here, or from the repository
-    return runner.execute(reference(original.record), "quick", [("replicate", where)], runs_dir, kernel, verbose)
+    return runner.execute(reference(r), "quick", [("replicate", where)], runs_dir, kernel, verbose)
 
 
 def effects_view(t: pd.DataFrame) -> pd.DataFrame:
